@@ -1,0 +1,261 @@
+/* spk.h -- the one public header of libspk, a sparse Krylov solver for NVIDIA GPUs with a
+ * CPU reference backend.
+ *
+ * Conventions
+ *  - Every call that can fail returns spk_status; SPK_OK is 0. The detail of the last failure
+ *    (file, line of a .mtx, which argument) is kept on the context: spk_last_error(ctx).
+ *  - Whether a solve converged is not an error: spk_solve returns SPK_OK and sets
+ *    spk_result.reason (positive converged, negative diverged), after PETSc's KSPConvergedReason.
+ *  - Handles are opaque. The caller owns what it creates and destroys it; destroy functions are
+ *    NULL-safe. Host arrays passed in are copied unless the function says otherwise.
+ *  - Thread safety: a context and everything made from it belong to one thread at a time. Two
+ *    threads may use two contexts concurrently; the library keeps no global mutable state.
+ *  - The library never prints, never exits, never reads the environment.
+ */
+#ifndef SPK_H
+#define SPK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(SPK_BUILDING_LIBRARY) && defined(__GNUC__)
+#define SPK_API __attribute__((visibility("default")))
+#else
+#define SPK_API
+#endif
+
+#define SPK_VERSION_MAJOR 0
+#define SPK_VERSION_MINOR 1
+#define SPK_VERSION_PATCH 0
+#define SPK_VERSION_STRING "0.1.0"
+
+/* ---- status: did the call fail ------------------------------------------------------------ */
+typedef enum spk_status {
+    SPK_OK = 0,
+    SPK_ERR_ARG,           /* a bad argument: NULL, negative size, dimension mismatch       */
+    SPK_ERR_NOMEM,         /* a host allocation failed                                      */
+    SPK_ERR_IO,            /* a file could not be opened, read or written                   */
+    SPK_ERR_PARSE,         /* a file is malformed; the message names the file and line      */
+    SPK_ERR_UNSUPPORTED,   /* valid input the library does not handle (complex, ELL fill)   */
+    SPK_ERR_CUDA,          /* a CUDA / cuBLAS call failed, including out of device memory   */
+    SPK_ERR_NOT_COMPILED   /* the feature (CUDA) was not built into this library            */
+} spk_status;
+
+typedef enum spk_device {
+    SPK_DEVICE_AUTO = 0,   /* the GPU when one is usable, else the CPU                      */
+    SPK_DEVICE_CPU,
+    SPK_DEVICE_CUDA
+} spk_device;
+
+typedef enum spk_format {
+    SPK_FMT_AUTO = 0,      /* chosen from row-length statistics (see docs/selection.md)     */
+    SPK_FMT_COO,
+    SPK_FMT_CSR,
+    SPK_FMT_ELL,
+    SPK_FMT_HYB,
+    SPK_FMT_JDS
+} spk_format;
+#define SPK_FMT_COUNT 6
+
+typedef enum spk_method {
+    SPK_METHOD_AUTO = 0,   /* CG if symmetric with a positive diagonal, else BiCGStab       */
+    SPK_METHOD_CG,
+    SPK_METHOD_BICGSTAB,
+    SPK_METHOD_GMRES
+} spk_method;
+
+typedef enum spk_precond {
+    SPK_PRECOND_NONE = 0,
+    SPK_PRECOND_JACOBI
+} spk_precond;
+
+/* ---- reason: did the solve converge (after PETSc's KSPConvergedReason) ------------------- */
+typedef enum spk_reason {
+    SPK_REASON_NONE = 0,                   /* not solved yet                                */
+    SPK_CONVERGED_RTOL = 2,                /* ||r|| <= rtol ||b||                           */
+    SPK_CONVERGED_ATOL = 3,                /* ||r|| <= atol                                 */
+    SPK_CONVERGED_HAPPY_BREAKDOWN = 4,     /* the Krylov space became invariant: x is exact */
+    SPK_CONVERGED_ZERO_RHS = 5,            /* b = 0, so x = 0                               */
+    SPK_DIVERGED_MAXIT = -3,               /* maxiter reached                               */
+    SPK_DIVERGED_BREAKDOWN = -5,           /* a recurrence denominator vanished             */
+    SPK_DIVERGED_INDEFINITE = -8,          /* CG met p'Ap <= 0: A (or M) is not SPD          */
+    SPK_DIVERGED_NANORINF = -9,            /* a residual became NaN or Inf                  */
+    SPK_DIVERGED_TRUE_RESIDUAL_MISMATCH = -10 /* recursive and true residual disagree       */
+} spk_reason;
+
+typedef struct spk_context spk_context;
+typedef struct spk_matrix spk_matrix;
+
+/* ---- context ------------------------------------------------------------------------------- */
+
+/* Create a context on `device`. AUTO resolves to CUDA when a GPU is usable, else CPU.
+ * CUDA with no usable GPU: SPK_ERR_CUDA (or SPK_ERR_NOT_COMPILED without CUDA support), and
+ * *ctx is still set to a context that holds the message (destroy it).
+ * Returns SPK_ERR_ARG (ctx NULL), SPK_ERR_NOMEM, SPK_ERR_CUDA, SPK_ERR_NOT_COMPILED. */
+SPK_API spk_status spk_context_create(spk_context **ctx, spk_device device);
+SPK_API void spk_context_destroy(spk_context *ctx);
+/* The device the context resolved to (CPU or CUDA, never AUTO). */
+SPK_API spk_device spk_context_device(const spk_context *ctx);
+/* A one-line description of the device: "NVIDIA H200 (cc 9.0, 132 SMs)" or "CPU (2 threads)". */
+SPK_API const char *spk_context_device_name(const spk_context *ctx);
+/* Number of allocations (host and device) the context has made so far: lets a caller check
+ * that a solve loop allocates nothing after its first pass. */
+SPK_API uint64_t spk_context_alloc_count(const spk_context *ctx);
+
+/* Static text of a status ("invalid argument"). Never NULL. */
+SPK_API const char *spk_status_str(spk_status st);
+/* Detail of the last failure on this context, "" if none. Never NULL (even for ctx NULL). */
+SPK_API const char *spk_last_error(const spk_context *ctx);
+/* "CONVERGED_RTOL", "DIVERGED_INDEFINITE", ... Never NULL. */
+SPK_API const char *spk_reason_str(spk_reason reason);
+SPK_API const char *spk_format_str(spk_format fmt);     /* "csr" ...                 */
+SPK_API const char *spk_method_str(spk_method m);       /* "cg" ...                  */
+SPK_API const char *spk_device_str(spk_device d);       /* "cpu", "cuda", "auto"     */
+/* Parse the names above; SPK_ERR_ARG for an unknown name. */
+SPK_API spk_status spk_format_parse(const char *s, spk_format *fmt);
+SPK_API spk_status spk_method_parse(const char *s, spk_method *m);
+SPK_API spk_status spk_device_parse(const char *s, spk_device *d);
+/* 1 if this library was built with CUDA support. */
+SPK_API int spk_has_cuda(void);
+
+/* ---- matrices ------------------------------------------------------------------------------ */
+
+/* Read a Matrix Market file (coordinate or array; real, integer or pattern; general, symmetric
+ * or skew-symmetric) into a matrix: duplicates summed, symmetric storage expanded.
+ * SPK_ERR_IO, SPK_ERR_PARSE (message: "file:line: expected ..."), SPK_ERR_UNSUPPORTED
+ * (complex, hermitian), SPK_ERR_NOMEM. */
+SPK_API spk_status spk_matrix_read_mtx(spk_context *ctx, const char *path, spk_matrix **A);
+
+/* Generate a test matrix from a spec: "poisson2d:N", "poisson3d:N", "poisson3d27:N",
+ * "elasticity3d:N", "powerlaw:N:AVG[:SEED]". SPK_ERR_ARG for an unknown or bad spec. */
+SPK_API spk_status spk_matrix_generate(spk_context *ctx, const char *spec, spk_matrix **A);
+/* 1 if `s` looks like a generator spec (a known name followed by ':'), else 0. */
+SPK_API int spk_is_generator_spec(const char *s);
+
+/* Matrix from host CSR arrays with 64-bit row offsets. `base` is 0 or 1. Columns within a row
+ * may be unsorted and may repeat (repeats are summed). The arrays are copied. */
+SPK_API spk_status spk_matrix_from_csr(spk_context *ctx, int64_t nrows, int64_t ncols,
+                                       const int64_t *rowptr, const int32_t *colind,
+                                       const double *val, int base, spk_matrix **A);
+/* Matrix from COO triplets (element assembly order; duplicates summed). Copied. */
+SPK_API spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t ncols,
+                                       int64_t nnz, const int32_t *row, const int32_t *col,
+                                       const double *val, int base, spk_matrix **A);
+SPK_API void spk_matrix_destroy(spk_matrix *A);
+
+/* Row-length statistics, computed once when the matrix is made. */
+typedef struct spk_matrix_info {
+    int64_t nrows, ncols, nnz;
+    int64_t row_min, row_max, empty_rows;
+    double  row_mean, row_sd, row_cv;      /* cv = sd / mean                                   */
+    int64_t row_p33, row_p50, row_p95, row_p99;
+    double  ell_fill;                      /* nrows * row_max / nnz (1 = no padding)           */
+    int64_t hyb_width;                     /* ELL width of the HYB split (Bell & Garland)      */
+    int64_t hyb_coo_nnz;                   /* entries past that width, held as COO             */
+    int     symmetric;                     /* 1 if A == A' (pattern and values)                */
+    int     diag_positive;                 /* 1 if every diagonal entry exists and is > 0      */
+    size_t  bytes[SPK_FMT_COUNT];          /* memory of each format (values+indices+padding)   */
+} spk_matrix_info;
+SPK_API spk_status spk_matrix_get_info(const spk_matrix *A, spk_matrix_info *info);
+
+/* Choose a format for `device` from the statistics: returns it and writes a one-line reason
+ * into `reason` (may be NULL). A pure function of the statistics and the device. */
+SPK_API spk_format spk_select_format(const spk_matrix_info *info, spk_device device,
+                                     char *reason, size_t reason_len);
+
+/* Prepare A for SpMV on the context's device in `fmt` (AUTO: spk_select_format). Converts and
+ * uploads; a later call with another format replaces the previous layout.
+ * SPK_ERR_UNSUPPORTED: ELL whose padding exceeds 3x nnz (use HYB). */
+SPK_API spk_status spk_matrix_prepare(spk_context *ctx, spk_matrix *A, spk_format fmt);
+/* The prepared format (SPK_FMT_AUTO if none yet) and the backend's name ("ell-cuda"). */
+SPK_API spk_format spk_matrix_format(const spk_matrix *A);
+SPK_API const char *spk_matrix_backend_name(const spk_matrix *A);
+
+/* y = alpha*A*x + beta*y with host arrays, on the context's device in the prepared format
+ * (prepares with AUTO first if needed). x has ncols entries, y nrows. */
+SPK_API spk_status spk_matrix_spmv(spk_context *ctx, spk_matrix *A, double alpha,
+                                   const double *x, double beta, double *y);
+
+/* Host copy of the canonical CSR (0-based, rows sorted, duplicates summed). The pointers are
+ * owned by A and valid until A is destroyed or its values updated. */
+SPK_API spk_status spk_matrix_csr(const spk_matrix *A, const int64_t **rowptr,
+                                  const int32_t **colind, const double **val);
+
+/* ---- solving ------------------------------------------------------------------------------- */
+
+/* Called every `monitor_every` iterations (and at the end) when set: iteration, residual
+ * norm, relative residual, seconds since the solve began. It must not call into spk. */
+typedef void (*spk_monitor_fn)(void *user, int64_t it, double rnorm, double rel, double seconds);
+
+typedef struct spk_options {
+    spk_method  method;        /* default AUTO                                                 */
+    spk_precond precond;       /* default NONE                                                 */
+    spk_format  format;        /* default AUTO                                                 */
+    double      rtol;          /* default 1e-8                                                 */
+    double      atol;          /* default 0                                                    */
+    int64_t     maxiter;       /* default 0 = max(1000, 10 n)                                   */
+    int         restart;       /* GMRES(m); default 30                                          */
+    int         history;       /* 1: record the residual of every iteration in the result      */
+    int64_t     monitor_every; /* >0 with monitor: call it every k iterations                  */
+    spk_monitor_fn monitor;
+    void       *monitor_user;
+    int         use_x0;        /* 1: x holds the initial guess; 0: start from x = 0 (default) */
+} spk_options;
+SPK_API void spk_options_default(spk_options *opt);
+
+typedef struct spk_history_entry {
+    int64_t it;                /* iteration (0 = the initial residual)                         */
+    int64_t cycle;             /* GMRES restart cycle, 0 for the other methods                 */
+    double  rnorm;             /* recursive (or implicit) residual norm                        */
+    double  rel;               /* rnorm / ||b||                                                 */
+    double  seconds;           /* since the solve began                                        */
+} spk_history_entry;
+
+typedef struct spk_result {
+    spk_reason  reason;
+    spk_method  method;        /* the method that ran (AUTO resolved)                          */
+    spk_format  format;        /* the format that ran                                          */
+    spk_device  device;
+    int64_t     iterations;
+    double      bnorm;         /* ||b||                                                        */
+    double      rnorm;         /* recursive residual norm at exit                              */
+    double      true_rnorm;    /* ||b - A x|| recomputed at exit                               */
+    double      rel;           /* rnorm / ||b|| (or rnorm when b = 0)                          */
+    double      true_rel;      /* true_rnorm / ||b||                                           */
+    double      setup_s;       /* format conversion, upload, preconditioner                    */
+    double      solve_s;       /* the iteration loop and the true-residual check               */
+    double      per_iter_s;    /* solve_s / max(1, iterations)                                 */
+    spk_history_entry *history;   /* when options.history: owned, free with spk_result_free */
+    int64_t     history_len;
+    char        method_reason[128]; /* why AUTO picked the method, "" otherwise              */
+} spk_result;
+SPK_API void spk_result_free(spk_result *res);
+
+/* Solve A x = b on the context's device. *res is overwritten (a history held by a previous
+ * result must be released with spk_result_free first, or it leaks). b and x are host arrays of length n (A square).
+ * With opt->use_x0, x is the initial guess, else it is overwritten from zero.
+ * Returns a status (did the call fail); res->reason says whether the solve converged.
+ * SPK_ERR_ARG (NULL, non-square, NaN/Inf in b, bad option), SPK_ERR_UNSUPPORTED (Jacobi with a
+ * zero or negative diagonal... see message), SPK_ERR_NOMEM, SPK_ERR_CUDA. */
+SPK_API spk_status spk_solve(spk_context *ctx, spk_matrix *A, const double *b, double *x,
+                             const spk_options *opt, spk_result *res);
+
+/* ---- Matrix Market vectors (used by the solve command; handy for callers) ------------------ */
+
+/* Read an n x 1 vector (array, or coordinate with missing entries zero). *v is malloc'ed and
+ * owned by the caller (free()). */
+SPK_API spk_status spk_vector_read_mtx(spk_context *ctx, const char *path, double **v, int64_t *n);
+/* Write an array n x 1 file, with %.17g so that it reads back bit for bit. */
+SPK_API spk_status spk_vector_write_mtx(spk_context *ctx, const char *path, const double *v,
+                                        int64_t n, const char *comment);
+/* Write a matrix in coordinate real general form. */
+SPK_API spk_status spk_matrix_write_mtx(spk_context *ctx, const char *path, const spk_matrix *A);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SPK_H */

@@ -1,0 +1,216 @@
+/* kernels/cuda_common.h -- what the CUDA files share and nothing else sees: the per-context
+ * CUDA state (stream, cuBLAS handle, reduction scratch), the checked-call helpers that turn a
+ * cudaError_t / cublasStatus_t into an spk_status with the message on the context, the counted
+ * device allocation, the device layouts of ELL and COO (HYB reuses both), and the small device
+ * helpers every kernel uses (the y = alpha*s + beta*y epilogue, warp and block sums).
+ *
+ * C++ only: included by the .cu files (src/cuda_ctx.cu, kernels/*_cuda.cu). None of these
+ * helpers returns from its caller; each returns a status the caller tests, as STYLE.md asks. */
+#ifndef SPK_CUDA_COMMON_H
+#define SPK_CUDA_COMMON_H
+
+#include "formats.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+/* Threads per block of every spk kernel: 8 warps, enough for the block reductions to hide
+ * latency, small enough that 8 blocks fill an SM (2048 threads on Hopper). */
+#define SPK_CUDA_BLOCK 256
+
+/* Grid-stride kernels are launched with at most this many blocks per SM (4 waves of full
+ * occupancy); more blocks only add scheduling cost, fewer leave SMs idle at the tail. */
+#define SPK_CUDA_GRID_PER_SM 32
+
+/* Two-stage reductions: stage 1 runs at most min(8 blocks per SM, SPK_CUDA_RED_MAX_BLOCKS)
+ * blocks (one resident wave) and writes one partial per block and output; stage 2, one block,
+ * sums the partials in a fixed order. No atomics on doubles, so a reduction gives the same
+ * bits on every call for the same n on the same GPU. */
+#define SPK_CUDA_RED_BLOCKS_PER_SM 8
+#define SPK_CUDA_RED_MAX_BLOCKS 2048
+#define SPK_CUDA_RED_MAX_OUT 2
+
+/* First capacity of the small vector buffers (GMRES's h = V'w): restart 30 needs 31. */
+#define SPK_CUDA_SMALL_INIT 64
+
+/* Device-side scratch, carved from one allocation. */
+typedef struct spk_cuda_scratch {
+    double             part[SPK_CUDA_RED_MAX_OUT * SPK_CUDA_RED_MAX_BLOCKS]; /* stage-1 sums */
+    double             res[SPK_CUDA_RED_MAX_OUT];                            /* stage-2 sums */
+    unsigned long long flag;                                    /* invert's first bad index  */
+} spk_cuda_scratch;
+
+/* Pinned host mirror of the results: a copy into pinned memory is a true DMA, and the one
+ * stream synchronisation after it is the only wait a reduction costs. */
+typedef struct spk_cuda_host_scratch {
+    double             res[SPK_CUDA_RED_MAX_OUT];
+    unsigned long long flag;
+} spk_cuda_host_scratch;
+
+typedef struct spk_cuda_state {
+    int              device;           /* the CUDA device ordinal the context is bound to      */
+    int              sm_count;
+    int              cc_major, cc_minor;
+    int              max_threads_sm;
+    size_t           l2_bytes;
+    size_t           total_mem;
+    cudaStream_t     stream;           /* every spk launch and copy of this context             */
+    cublasHandle_t   blas;             /* bound to `stream`, host pointer mode                  */
+    spk_cuda_scratch      *d_scratch;  /* device                                                */
+    spk_cuda_host_scratch *h_scratch;  /* pinned host                                           */
+    double          *d_small;          /* small device vector (gemv's h), capacity small_cap   */
+    double          *h_small;          /* its pinned host mirror                               */
+    int64_t          small_cap;
+    cudaEvent_t      small_ev;         /* recorded after the last copy out of h_small          */
+    int              small_ev_live;    /* 1 once small_ev was recorded at least once           */
+} spk_cuda_state;
+
+/* ---- checked calls (src/cuda_ctx.cu) ------------------------------------------------------ */
+
+/* SPK_OK if e == cudaSuccess, else record "<what>: <cudaGetErrorString> (<name>)" on ctx and
+ * return SPK_ERR_CUDA. The runtime's non-sticky last error is cleared, so a later launch check
+ * does not report this failure a second time. */
+spk_status spk_cuda(spk_context *ctx, cudaError_t e, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* The same for a cuBLAS status. */
+spk_status spk_cublas(spk_context *ctx, cublasStatus_t s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* After a kernel launch: cudaPeekAtLastError (bad configuration, no kernel image). In debug
+ * builds (NDEBUG not defined) or with -DSPK_CUDA_SYNC_CHECK, also synchronise the stream and
+ * check, so that a fault is reported at the kernel that made it. */
+spk_status spk_cuda_launched(spk_context *ctx, const char *kernel);
+
+/* Counted device allocation: bumps ctx->alloc_count and fails on ctx->fail_alloc_at like
+ * spk_malloc. Failure (injected or out of memory) gives SPK_ERR_CUDA with a message naming
+ * `what` and the size in bytes; *p is NULL and the context stays usable. bytes == 0 still
+ * allocates (one element's worth) so that callers can treat NULL as "not allocated". */
+spk_status spk_cuda_malloc(spk_context *ctx, void **p, size_t bytes, const char *what);
+template <class T>
+static inline spk_status spk_cuda_malloc(spk_context *ctx, T **p, size_t bytes, const char *what)
+{
+    void *v = NULL;
+    spk_status st = spk_cuda_malloc(ctx, &v, bytes, what);
+    *p = (T *)v;
+    return st;
+}
+/* Counted pinned host allocation (cudaMallocHost), same contract. */
+spk_status spk_cuda_malloc_host(spk_context *ctx, void **p, size_t bytes, const char *what);
+
+/* Allocate `bytes` on the device and queue a copy of `host` into it on the context's stream.
+ * bytes == 0 leaves *d NULL and allocates nothing. Copies from pageable memory are staged by
+ * the driver before cudaMemcpyAsync returns, so `host` may be freed right after. */
+spk_status spk_cuda_upload_new(spk_context *ctx, void **d, const void *host, size_t bytes,
+                               const char *what);
+template <class T>
+static inline spk_status spk_cuda_upload_new(spk_context *ctx, T **d, const T *host, size_t bytes,
+                                             const char *what)
+{
+    void *v = NULL;
+    spk_status st = spk_cuda_upload_new(ctx, &v, (const void *)host, bytes, what);
+    *d = (T *)v;
+    return st;
+}
+
+/* The context's CUDA state, or SPK_ERR_ARG with a message when ctx has none (a CPU context
+ * handed to a CUDA backend, or a failed spk_cuda_init). */
+spk_status spk_cuda_state_of(spk_context *ctx, spk_cuda_state **cs);
+
+/* Make the small buffers hold at least k doubles (grows once, counted). */
+spk_status spk_cuda_small_reserve(spk_context *ctx, spk_cuda_state *cs, int64_t k);
+
+/* Blocks for a grid-stride kernel over `items` work items, `per_block` items per block at a
+ * time. Never 0 for items > 0; callers return before launching when items == 0. */
+static inline unsigned spk_cuda_grid(const spk_cuda_state *cs, int64_t items, int64_t per_block)
+{
+    int64_t want = (items + per_block - 1) / per_block;
+    int64_t cap = (int64_t)cs->sm_count * SPK_CUDA_GRID_PER_SM;
+    if (want > cap)
+        want = cap;
+    return (unsigned)(want > 0 ? want : 1);
+}
+
+/* ---- shared launchers ---------------------------------------------------------------------- */
+
+/* y = beta * y, with beta == 0 writing zeros (NaN in y does not survive) (kernels/vec_cuda.cu).
+ * The COO kernels pre-scale y with it before they accumulate. */
+spk_status spk_cuda_yscale(spk_context *ctx, int64_t n, double beta, double *y);
+
+/* ELL on the device (kernels/ell_cuda.cu), also HYB's first part. */
+typedef struct spk_ell_dev {
+    int64_t  nrows, ncols, width, nnz;
+    int32_t *col;                       /* width * nrows, column-major, SPK_ELL_PAD in padding */
+    double  *val;
+} spk_ell_dev;
+spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, spk_ell_dev *d);
+void spk_ell_dev_free(spk_ell_dev *d);
+/* y = alpha*A*x + beta*y over all nrows rows (width 0 only scales y). */
+spk_status spk_ell_dev_spmv(spk_context *ctx, const spk_ell_dev *A, double alpha,
+                            const double *x, double beta, double *y);
+
+/* COO on the device (kernels/coo_cuda.cu), also HYB's tail. */
+typedef struct spk_coo_dev {
+    int64_t  nrows, ncols, nnz;
+    int32_t *row, *col;                 /* sorted by row, then column                          */
+    double  *val;
+} spk_coo_dev;
+spk_status spk_coo_dev_upload(spk_context *ctx, const spk_coo_fmt *h, spk_coo_dev *d);
+void spk_coo_dev_free(spk_coo_dev *d);
+/* accumulate == 0: y = alpha*A*x + beta*y. accumulate == 1: y += alpha*A*x (beta unused),
+ * which is how HYB adds its COO tail to the ELL part's result. */
+spk_status spk_coo_dev_spmv(spk_context *ctx, const spk_coo_dev *A, double alpha,
+                            const double *x, double beta, double *y, int accumulate);
+
+/* ---- device helpers ------------------------------------------------------------------------ */
+#ifdef __CUDACC__
+
+#define SPK_FULL_MASK 0xffffffffu
+
+/* The SpMV epilogue, the same expression as spk_csr_spmv_ref: beta == 0 never reads y. */
+__device__ __forceinline__ double spk_spmv_out(double alpha, double s, double beta,
+                                               const double *y, int64_t i)
+{
+    return beta == 0.0 ? alpha * s : alpha * s + beta * y[i];
+}
+
+/* Sum over the 32 lanes, result in lane 0; fixed order, so deterministic. */
+__device__ __forceinline__ double spk_warp_sum(double v)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_down_sync(SPK_FULL_MASK, v, off);
+    return v;
+}
+
+/* Sum each of NOUT values over the block, results in thread 0. Every thread of the block must
+ * call it (it holds two barriers); blockDim.x a multiple of 32, at most 1024. */
+template <int NOUT>
+__device__ __forceinline__ void spk_block_sum(double (&v)[NOUT])
+{
+    __shared__ double sh[NOUT][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int nwarps = blockDim.x >> 5;
+#pragma unroll
+    for (int o = 0; o < NOUT; o++)
+        v[o] = spk_warp_sum(v[o]);
+    if (lane == 0) {
+#pragma unroll
+        for (int o = 0; o < NOUT; o++)
+            sh[o][warp] = v[o];
+    }
+    __syncthreads();
+    if (warp == 0) {
+#pragma unroll
+        for (int o = 0; o < NOUT; o++)
+            v[o] = spk_warp_sum(lane < nwarps ? sh[o][lane] : 0.0);
+    }
+    __syncthreads();                     /* sh may be reused by the caller's next iteration */
+}
+
+#endif /* __CUDACC__ */
+
+#endif /* SPK_CUDA_COMMON_H */

@@ -1,0 +1,80 @@
+/* kernels/formats.h -- host layouts of the five formats, built from the canonical CSR by the
+ * conversions in <fmt>_cpu.c. The CPU backends compute on them directly; the CUDA backends
+ * build the same layout on the host and upload it, so the two can never disagree on layout. */
+#ifndef SPK_FORMATS_H
+#define SPK_FORMATS_H
+
+#include "../src/spk_internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Padding slot marker in ELL/HYB column arrays: the kernel skips it, so padding costs no
+ * gather of x (and a NaN in x never leaks through a 0 * x). */
+#define SPK_ELL_PAD (-1)
+
+/* ELL padding limit: refuse when nrows * K > SPK_ELL_MAX_FILL * nnz (CUSP's ELL conversion
+ * guard uses the same idea with its fill ratio 3; above it HYB is the better answer). */
+#define SPK_ELL_MAX_FILL 3.0
+
+typedef struct spk_coo_fmt {          /* entries sorted by row, then column                  */
+    int64_t  nrows, ncols, nnz;
+    int32_t *row, *col;
+    double  *val;
+} spk_coo_fmt;
+
+typedef struct spk_ell_fmt {          /* column-major: slot k of row i at k * nrows + i       */
+    int64_t  nrows, ncols, width, nnz;
+    int32_t *col;                     /* SPK_ELL_PAD in padding slots                         */
+    double  *val;                     /* 0 in padding slots                                   */
+} spk_ell_fmt;
+
+typedef struct spk_hyb_fmt {          /* ELL part of `ell.width` + COO tail of the rest        */
+    spk_ell_fmt ell;
+    spk_coo_fmt coo;
+} spk_hyb_fmt;
+
+typedef struct spk_jds_fmt {          /* rows sorted by length, descending                     */
+    int64_t  nrows, ncols, nnz, ndiags;
+    int32_t *perm;                    /* perm[k] = original row of sorted position k           */
+    int64_t *jd_ptr;                  /* ndiags + 1 start offsets of each jagged diagonal      */
+    int32_t *col;                     /* nnz, diagonal by diagonal                             */
+    double  *val;
+} spk_jds_fmt;
+
+/* Conversions: fill `out` from A; the *_free functions are NULL-safe and zero the struct. */
+spk_status spk_coo_from_csr(spk_context *ctx, const spk_csr *A, spk_coo_fmt *out);
+/* width < 0: the longest row; ELL refuses (SPK_ERR_UNSUPPORTED) above SPK_ELL_MAX_FILL
+ * unless `no_guard` (HYB's ELL part is built with an explicit width and no guard). */
+spk_status spk_ell_from_csr(spk_context *ctx, const spk_csr *A, int64_t width, int no_guard,
+                            spk_ell_fmt *out);
+spk_status spk_hyb_from_csr(spk_context *ctx, const spk_csr *A, spk_hyb_fmt *out);
+spk_status spk_jds_from_csr(spk_context *ctx, const spk_csr *A, spk_jds_fmt *out);
+void spk_coo_fmt_free(spk_coo_fmt *f);
+void spk_ell_fmt_free(spk_ell_fmt *f);
+void spk_hyb_fmt_free(spk_hyb_fmt *f);
+void spk_jds_fmt_free(spk_jds_fmt *f);
+
+/* Back to CSR (for the round-trip tests). */
+spk_status spk_coo_to_csr(spk_context *ctx, const spk_coo_fmt *f, spk_csr *out);
+spk_status spk_ell_to_csr(spk_context *ctx, const spk_ell_fmt *f, spk_csr *out);
+spk_status spk_hyb_to_csr(spk_context *ctx, const spk_hyb_fmt *f, spk_csr *out);
+spk_status spk_jds_to_csr(spk_context *ctx, const spk_jds_fmt *f, spk_csr *out);
+
+/* Memory of each layout in bytes (values + indices + padding + offsets). */
+size_t spk_coo_bytes(const spk_coo_fmt *f);
+size_t spk_ell_bytes(const spk_ell_fmt *f);
+size_t spk_hyb_bytes(const spk_hyb_fmt *f);
+size_t spk_jds_bytes(const spk_jds_fmt *f);
+
+/* The backend table's rows, one per file (kernels/<fmt>_cpu.c, kernels/<fmt>_cuda.cu). */
+extern const spk_spmv_backend spk_backend_csr_cpu, spk_backend_coo_cpu, spk_backend_ell_cpu,
+    spk_backend_hyb_cpu, spk_backend_jds_cpu;
+extern const spk_spmv_backend spk_backend_csr_cuda, spk_backend_coo_cuda, spk_backend_ell_cuda,
+    spk_backend_hyb_cuda, spk_backend_jds_cuda;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SPK_FORMATS_H */

@@ -1,0 +1,136 @@
+/* kernels/hyb_cpu.c -- HYB SpMV on the host: an ELL part of width K holding the first K entries
+ * of every row, and a COO tail, sorted by row, holding the rest of the rows longer than K
+ * (Bell & Garland SC'09, sec. 3.4; CUSP hyb_matrix). SpMV = the ELL kernel (y = a*A_ell*x + b*y)
+ * then the COO kernel accumulating (y += a*A_coo*x), exactly as CUSP runs it.
+ *
+ * K = spk_hyb_width(A) (src/stats.c): Bell & Garland's rule, CUSP's
+ * compute_optimal_entries_per_row: widen the ELL part while at least a third of the rows (and,
+ * for 4096 rows or more, at least 4096 rows) still have an entry in the next column, because
+ * an ELL column that is a third full costs about what the same entries cost in COO (COO runs
+ * ~3x slower per entry) and below 4096 rows a column does not fill the GPU.
+ *
+ * Cost: 12 * nrows * K bytes for the ELL part (at most 3x its nonzeros by construction) plus
+ * 16 bytes per tail entry. The ELL part is built without the fill guard: K is chosen so that
+ * the padding is bounded. */
+#include "formats.h"
+
+#include <string.h>
+
+void spk_hyb_fmt_free(spk_hyb_fmt *f)
+{
+    if (!f)
+        return;
+    spk_ell_fmt_free(&f->ell);
+    spk_coo_fmt_free(&f->coo);
+}
+
+spk_status spk_hyb_from_csr(spk_context *ctx, const spk_csr *A, spk_hyb_fmt *out)
+{
+    memset(out, 0, sizeof *out);
+    if (A->nrows > INT32_MAX)
+        return spk_fail(ctx, SPK_ERR_UNSUPPORTED,
+                        "hyb: %lld rows do not fit the 32-bit row indices", (long long)A->nrows);
+    const int64_t K = spk_hyb_width(A);
+    spk_status st = spk_ell_from_csr(ctx, A, K, 1, &out->ell);
+    if (st)
+        return st;
+
+    spk_coo_fmt *t = &out->coo;
+    t->nrows = A->nrows;
+    t->ncols = A->ncols;
+    t->nnz = A->nnz - out->ell.nnz;          /* entries past column K of every row */
+    t->row = spk_malloc(ctx, (size_t)t->nnz, sizeof *t->row);
+    t->col = spk_malloc(ctx, (size_t)t->nnz, sizeof *t->col);
+    t->val = spk_malloc(ctx, (size_t)t->nnz, sizeof *t->val);
+    if (!t->row || !t->col || !t->val) {
+        size_t bytes = (size_t)t->nnz * 16;
+        spk_hyb_fmt_free(out);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "hyb: out of memory allocating the COO tail (%zu bytes)",
+                        bytes);
+    }
+    int64_t w = 0;
+    for (int64_t i = 0; i < A->nrows; i++)
+        for (int64_t p = A->rowptr[i] + K; p < A->rowptr[i + 1]; p++, w++) {
+            t->row[w] = (int32_t)i;
+            t->col[w] = A->colind[p];
+            t->val[w] = A->val[p];
+        }
+    return SPK_OK;
+}
+
+/* Row i is its ELL slots followed by its tail entries: columns stay sorted because the ELL
+ * part took the first K entries of the sorted row. */
+spk_status spk_hyb_to_csr(spk_context *ctx, const spk_hyb_fmt *f, spk_csr *out)
+{
+    const spk_ell_fmt *E = &f->ell;
+    const spk_coo_fmt *C = &f->coo;
+    const int64_t n = E->nrows, K = E->width;
+    spk_status st = spk_csr_alloc(ctx, n, E->ncols, E->nnz + C->nnz, out);
+    if (st)
+        return st;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = 0; k < K; k++)
+            out->rowptr[i + 1] += E->col[k * n + i] != SPK_ELL_PAD;
+    for (int64_t k = 0; k < C->nnz; k++)
+        out->rowptr[C->row[k] + 1]++;
+    for (int64_t i = 0; i < n; i++)
+        out->rowptr[i + 1] += out->rowptr[i];
+    int64_t c = 0;                            /* the tail is sorted by row: walk it once */
+    for (int64_t i = 0; i < n; i++) {
+        int64_t w = out->rowptr[i];
+        for (int64_t k = 0; k < K; k++)
+            if (E->col[k * n + i] != SPK_ELL_PAD) {
+                out->colind[w] = E->col[k * n + i];
+                out->val[w++] = E->val[k * n + i];
+            }
+        for (; c < C->nnz && C->row[c] == i; c++) {
+            out->colind[w] = C->col[c];
+            out->val[w++] = C->val[c];
+        }
+    }
+    return SPK_OK;
+}
+
+size_t spk_hyb_bytes(const spk_hyb_fmt *f)
+{
+    return spk_ell_bytes(&f->ell) + spk_coo_bytes(&f->coo);
+}
+
+static spk_status hyb_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
+                           double beta, double *y)
+{
+    const spk_hyb_fmt *f = state;
+    if (!f)
+        return spk_fail(ctx, SPK_ERR_ARG, "hyb-cpu spmv: NULL state (not prepared)");
+    spk_status st = spk_backend_ell_cpu.spmv(ctx, &f->ell, alpha, x, beta, y);
+    if (st)
+        return st;
+    return spk_backend_coo_cpu.spmv(ctx, &f->coo, alpha, x, 1.0, y);
+}
+
+static spk_status hyb_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    if (!A || !state)
+        return spk_fail(ctx, SPK_ERR_ARG, "hyb-cpu setup: NULL argument");
+    *state = NULL;
+    spk_hyb_fmt *f = spk_calloc(ctx, 1, sizeof *f);
+    if (!f)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "hyb-cpu setup: out of memory (%zu bytes)", sizeof *f);
+    spk_status st = spk_hyb_from_csr(ctx, A, f);
+    if (st) {
+        spk_free(f);
+        return st;
+    }
+    *state = f;
+    return SPK_OK;
+}
+
+static void hyb_destroy(void *state)
+{
+    spk_hyb_fmt_free(state);
+    spk_free(state);
+}
+
+const spk_spmv_backend spk_backend_hyb_cpu = {
+    "hyb-cpu", SPK_FMT_HYB, SPK_DEVICE_CPU, hyb_setup, hyb_spmv, hyb_destroy,
+};

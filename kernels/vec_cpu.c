@@ -1,0 +1,214 @@
+/* kernels/vec_cpu.c -- the vector-ops table on the host: plain loops parallel with OpenMP.
+ * It is the specification the CUDA table is tested against, so every function is the short
+ * obviously right loop; fused steps do in one pass what the unfused math does in several. */
+#include "../src/spk_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+static spk_status v_alloc(spk_context *ctx, int64_t n, double **v)
+{
+    *v = spk_calloc(ctx, (size_t)(n > 0 ? n : 1), sizeof **v);
+    if (!*v)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "vector of %lld doubles (%.3g MB): out of host memory",
+                        (long long)n, 8e-6 * (double)n);
+    return SPK_OK;
+}
+
+static void v_free(spk_context *ctx, double *v) { spk_free(v); }
+
+static spk_status v_copy(spk_context *ctx, int64_t n, const double *x, double *y)
+{
+    if (n > 0 && x != y)
+        memcpy(y, x, (size_t)n * sizeof *y);
+    return SPK_OK;
+}
+
+static spk_status v_fill(spk_context *ctx, int64_t n, double a, double *y)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        y[i] = a;
+    return SPK_OK;
+}
+
+static spk_status v_dot(spk_context *ctx, int64_t n, const double *x, const double *y, double *r)
+{
+    double s = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : s)
+    for (int64_t i = 0; i < n; i++)
+        s += x[i] * y[i];
+    *r = s;
+    return SPK_OK;
+}
+
+/* Scaled sum of squares (as LAPACK's dnrm2) would cost a second pass; the plain sum is
+ * safe for |x_i| in [1e-154, 1e154], and a non-finite result is rechecked with scaling. */
+static spk_status v_nrm2(spk_context *ctx, int64_t n, const double *x, double *r)
+{
+    double s = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : s)
+    for (int64_t i = 0; i < n; i++)
+        s += x[i] * x[i];
+    if (isfinite(s) && (s == 0.0 || s > 1e-290)) {
+        *r = sqrt(s);
+        return SPK_OK;
+    }
+    double amax = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        if (!(fabs(x[i]) <= amax))       /* NaN propagates into amax */
+            amax = fabs(x[i]);
+    if (!isfinite(amax) || amax == 0.0) {
+        *r = amax;
+        return SPK_OK;
+    }
+    s = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        s += (x[i] / amax) * (x[i] / amax);
+    *r = amax * sqrt(s);
+    return SPK_OK;
+}
+
+static spk_status v_dot2(spk_context *ctx, int64_t n, const double *x, const double *y,
+                         const double *z, double *r0, double *r1)
+{
+    double s0 = 0.0, s1 = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : s0, s1)
+    for (int64_t i = 0; i < n; i++) {
+        s0 += x[i] * y[i];
+        s1 += x[i] * z[i];
+    }
+    *r0 = s0;
+    *r1 = s1;
+    return SPK_OK;
+}
+
+static spk_status v_axpy(spk_context *ctx, int64_t n, double a, const double *x, double *y)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        y[i] += a * x[i];
+    return SPK_OK;
+}
+
+static spk_status v_axpby(spk_context *ctx, int64_t n, double a, const double *x, double b,
+                          double *y)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        y[i] = b == 0.0 ? a * x[i] : a * x[i] + b * y[i];
+    return SPK_OK;
+}
+
+static spk_status v_scal(spk_context *ctx, int64_t n, double a, double *x)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        x[i] *= a;
+    return SPK_OK;
+}
+
+static spk_status v_pmul(spk_context *ctx, int64_t n, const double *d, const double *x, double *y)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        y[i] = d[i] * x[i];
+    return SPK_OK;
+}
+
+static spk_status v_invert(spk_context *ctx, int64_t n, double *d, int allow_negative,
+                           int64_t *bad)
+{
+    *bad = -1;
+    for (int64_t i = 0; i < n; i++) {
+        int ok = allow_negative ? (d[i] != 0.0 && isfinite(d[i])) : (d[i] > 0.0 && isfinite(d[i]));
+        if (!ok) {
+            *bad = i;
+            return SPK_OK;
+        }
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        d[i] = 1.0 / d[i];
+    return SPK_OK;
+}
+
+static spk_status v_cg_update(spk_context *ctx, int64_t n, double a, const double *p,
+                              const double *q, double *x, double *r, const double *dinv,
+                              double *z, double *rr, double *rz)
+{
+    double s_rr = 0.0, s_rz = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : s_rr, s_rz)
+    for (int64_t i = 0; i < n; i++) {
+        x[i] += a * p[i];                       /* x = x + alpha p   */
+        double ri = r[i] - a * q[i];            /* r = r - alpha A p */
+        r[i] = ri;
+        double zi = dinv ? dinv[i] * ri : ri;   /* z = M^-1 r        */
+        if (z != r)
+            z[i] = zi;
+        s_rr += ri * ri;
+        s_rz += ri * zi;
+    }
+    *rr = s_rr;
+    *rz = s_rz;
+    return SPK_OK;
+}
+
+static spk_status v_xpay(spk_context *ctx, int64_t n, const double *z, double beta, double *p)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        p[i] = z[i] + beta * p[i];
+    return SPK_OK;
+}
+
+static spk_status v_bicg_p(spk_context *ctx, int64_t n, const double *r, double beta,
+                           double omega, const double *v, double *p)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        p[i] = r[i] + beta * (p[i] - omega * v[i]);
+    return SPK_OK;
+}
+
+static spk_status v_gemv_t(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
+                           const double *w, double *h)
+{
+    for (int j = 0; j < k; j++) {
+        const double *vj = V + (int64_t)j * ldv;
+        double s = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : s)
+        for (int64_t i = 0; i < n; i++)
+            s += vj[i] * w[i];
+        h[j] = s;
+    }
+    return SPK_OK;
+}
+
+static spk_status v_gemv_n_sub(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
+                               const double *h, double *w)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        double s = 0.0;
+        for (int j = 0; j < k; j++)
+            s += V[(int64_t)j * ldv + i] * h[j];
+        w[i] -= s;
+    }
+    return SPK_OK;
+}
+
+static spk_status v_sync(spk_context *ctx) { return SPK_OK; }
+
+static const spk_vec_ops cpu_ops = {
+    SPK_DEVICE_CPU, v_alloc, v_free, v_copy, v_copy, v_copy, v_fill, v_dot, v_nrm2, v_dot2,
+    v_axpy, v_axpby, v_scal, v_pmul, v_invert, v_cg_update, v_xpay, v_bicg_p, v_gemv_t,
+    v_gemv_n_sub, v_sync,
+};
+
+const spk_vec_ops *spk_vec_ops_cpu(void) { return &cpu_ops; }
+
+const spk_vec_ops *spk_vec_ops_for(spk_device dev)
+{
+    return dev == SPK_DEVICE_CUDA ? spk_vec_ops_cuda() : &cpu_ops;
+}

@@ -1,0 +1,63 @@
+/* solvers/stop.c -- the stopping test and the per-iteration record, shared by every method.
+ * Test: ||r|| <= max(rtol ||b||, atol) on the unpreconditioned residual, as SciPy and PETSc
+ * (KSPConvergedDefault with KSP_NORM_UNPRECONDITIONED) define it. */
+#include "solver.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+double spk_stop_threshold(const spk_options *opt, double bnorm)
+{
+    double t = opt->rtol * bnorm;
+    return t > opt->atol ? t : opt->atol;
+}
+
+spk_reason spk_stop_check(const spk_options *opt, double bnorm, double rnorm)
+{
+    if (!isfinite(rnorm))
+        return SPK_DIVERGED_NANORINF;
+    if (rnorm <= opt->rtol * bnorm)
+        return SPK_CONVERGED_RTOL;
+    if (rnorm <= opt->atol)
+        return SPK_CONVERGED_ATOL;
+    return SPK_REASON_NONE;
+}
+
+int spk_denominator_ok(double x, double scale)
+{
+    /* 1e-300 * scale: below it the quotient overflows or is noise; exact zero is the usual
+     * breakdown, and NaN fails every comparison. */
+    return isfinite(x) && fabs(x) > 1e-300 * (scale > 0 ? scale : 1.0);
+}
+
+spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnorm)
+{
+    spk_result *res = k->res;
+    double rel = res->bnorm > 0 ? rnorm / res->bnorm : rnorm;
+    double t = spk_now() - k->t0;
+    if (k->opt->history) {
+        if (res->history_len == k->hist_cap) {
+            int64_t cap = k->hist_cap ? 2 * k->hist_cap : 256;
+            spk_history_entry *h = realloc(res->history, (size_t)cap * sizeof *h);
+            if (!h)
+                return spk_fail(k->ctx, SPK_ERR_NOMEM, "residual history of %lld entries: out of memory",
+                                (long long)cap);
+            res->history = h;
+            k->hist_cap = cap;
+        }
+        spk_history_entry *e = &res->history[res->history_len++];
+        e->it = it;
+        e->cycle = cycle;
+        e->rnorm = rnorm;
+        e->rel = rel;
+        e->seconds = t;
+    }
+    if (k->opt->monitor && k->opt->monitor_every > 0 && it % k->opt->monitor_every == 0)
+        k->opt->monitor(k->opt->monitor_user, it, rnorm, rel, t);
+    return SPK_OK;
+}
+
+spk_status spk_apply_A(spk_krylov *k, const double *x, double *y)
+{
+    return k->be->spmv(k->ctx, k->state, 1.0, x, 0.0, y);
+}

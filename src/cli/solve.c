@@ -1,0 +1,497 @@
+/* src/cli/solve.c -- the `solve` command: the only main(), the only code that prints, exits or
+ * reads argv. It uses the public API (include/spk.h) alone.
+ *
+ * Exit codes: 0 converged, 1 did not converge (reason printed), 2 bad usage or bad input,
+ * 3 device or system failure. */
+#include "spk.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_CONVERGED 0
+#define EXIT_NOT_CONVERGED 1
+#define EXIT_USAGE 2
+#define EXIT_SYSTEM 3
+
+typedef struct cli {
+    const char *A, *b, *x0, *out, *history;
+    spk_options opt;
+    spk_device device;
+    int json, quiet, explain, monitor;
+    int64_t monitor_every;
+} cli;
+
+static const char usage_text[] =
+    "usage: solve -A A.mtx|SPEC [-b b.mtx] [--x0 x0.mtx] [-o x.mtx] [options]\n"
+    "\n"
+    "Solve A x = b with a Krylov method on the GPU (or the CPU).\n"
+    "\n"
+    "  -A FILE|SPEC        the matrix: a Matrix Market file, or a generator spec:\n"
+    "                      poisson2d:N, poisson3d:N, poisson3d27:N, elasticity3d:N,\n"
+    "                      powerlaw:N:AVG[:SEED]\n"
+    "  -b FILE             right-hand side (n x 1 array); default b = A * ones, and the\n"
+    "                      error of x against ones is reported\n"
+    "  --x0 FILE           initial guess (default 0)\n"
+    "  -o FILE             write the solution x (array n x 1, %.17g)\n"
+    "  --method M          auto|cg|bicgstab|gmres (default auto: cg for a symmetric matrix\n"
+    "                      with a positive diagonal, else bicgstab)\n"
+    "  --restart M         GMRES restart length (default 30)\n"
+    "  --precond P         none|jacobi (default none)\n"
+    "  --format F          auto|coo|csr|ell|hyb|jds (default auto: from row-length statistics)\n"
+    "  --device D          auto|cpu|gpu (default auto: the GPU when one is usable)\n"
+    "  --rtol X            relative tolerance: stop when ||r|| <= max(rtol ||b||, atol)\n"
+    "                      (default 1e-8)\n"
+    "  --atol X            absolute tolerance (default 0)\n"
+    "  --maxiter N         iteration limit (default max(1000, 10 n))\n"
+    "  --monitor           print the residual every 10 iterations (to stderr)\n"
+    "  --monitor-every K   ... every K iterations (implies --monitor)\n"
+    "  --history FILE      write the residual history as CSV\n"
+    "                      (iteration,cycle,residual_norm,relative_residual,seconds)\n"
+    "  --json              print the whole result as JSON on stdout (with the history when\n"
+    "                      --history is given) instead of the summary\n"
+    "  --explain           print the row-length statistics, each format's memory and why the\n"
+    "                      format was chosen\n"
+    "  --quiet             print nothing but errors\n"
+    "  --help, --version\n"
+    "\n"
+    "Exit status: 0 converged, 1 not converged, 2 bad usage or input, 3 device or system\n"
+    "failure.\n";
+
+static void die_usage(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "solve: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(solve --help lists the options)\n");
+    exit(EXIT_USAGE);
+}
+
+static int status_exit(spk_status st)
+{
+    switch (st) {
+    case SPK_OK: return EXIT_CONVERGED;
+    case SPK_ERR_ARG:
+    case SPK_ERR_IO:
+    case SPK_ERR_PARSE:
+    case SPK_ERR_UNSUPPORTED: return EXIT_USAGE;
+    default: return EXIT_SYSTEM;
+    }
+}
+
+/* Print the library's message and exit with the status's code. */
+static void die_status(spk_context *ctx, spk_status st, const char *what)
+{
+    fprintf(stderr, "solve: %s: %s: %s\n", what, spk_status_str(st), spk_last_error(ctx));
+    spk_context_destroy(ctx);
+    exit(status_exit(st));
+}
+
+static double parse_double(const char *opt, const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v) || v < 0) {
+        fprintf(stderr, "solve: %s expects a finite number >= 0, got '%s'\n", opt, s);
+        exit(EXIT_USAGE);
+    }
+    return v;
+}
+
+static int64_t parse_int(const char *opt, const char *s, int64_t min)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno || v < min) {
+        fprintf(stderr, "solve: %s expects an integer >= %lld, got '%s'\n", opt, (long long)min, s);
+        exit(EXIT_USAGE);
+    }
+    return (int64_t)v;
+}
+
+static const char *need_arg(int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc)
+        die_usage("option %s needs a value", argv[*i]);
+    return argv[++*i];
+}
+
+static void parse_args(int argc, char **argv, cli *c)
+{
+    memset(c, 0, sizeof *c);
+    spk_options_default(&c->opt);
+    c->device = SPK_DEVICE_AUTO;
+    c->monitor_every = 10;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage_text, stdout);
+            exit(0);
+        } else if (!strcmp(a, "--version")) {
+            printf("solve (spk) %s, CUDA support %s\n", SPK_VERSION_STRING,
+                   spk_has_cuda() ? "compiled in" : "not compiled in");
+            exit(0);
+        } else if (!strcmp(a, "-A")) {
+            c->A = need_arg(argc, argv, &i);
+        } else if (!strcmp(a, "-b")) {
+            c->b = need_arg(argc, argv, &i);
+        } else if (!strcmp(a, "--x0")) {
+            c->x0 = need_arg(argc, argv, &i);
+        } else if (!strcmp(a, "-o")) {
+            c->out = need_arg(argc, argv, &i);
+        } else if (!strcmp(a, "--history")) {
+            c->history = need_arg(argc, argv, &i);
+        } else if (!strcmp(a, "--method")) {
+            const char *v = need_arg(argc, argv, &i);
+            if (spk_method_parse(v, &c->opt.method))
+                die_usage("--method expects auto|cg|bicgstab|gmres, got '%s'", v);
+        } else if (!strcmp(a, "--precond")) {
+            const char *v = need_arg(argc, argv, &i);
+            if (!strcmp(v, "none"))
+                c->opt.precond = SPK_PRECOND_NONE;
+            else if (!strcmp(v, "jacobi"))
+                c->opt.precond = SPK_PRECOND_JACOBI;
+            else
+                die_usage("--precond expects none|jacobi, got '%s'", v);
+        } else if (!strcmp(a, "--format")) {
+            const char *v = need_arg(argc, argv, &i);
+            if (spk_format_parse(v, &c->opt.format))
+                die_usage("--format expects auto|coo|csr|ell|hyb|jds, got '%s'", v);
+        } else if (!strcmp(a, "--device")) {
+            const char *v = need_arg(argc, argv, &i);
+            if (spk_device_parse(v, &c->device))
+                die_usage("--device expects auto|cpu|gpu, got '%s'", v);
+        } else if (!strcmp(a, "--rtol")) {
+            c->opt.rtol = parse_double(a, need_arg(argc, argv, &i));
+        } else if (!strcmp(a, "--atol")) {
+            c->opt.atol = parse_double(a, need_arg(argc, argv, &i));
+        } else if (!strcmp(a, "--maxiter")) {
+            c->opt.maxiter = parse_int(a, need_arg(argc, argv, &i), 1);
+        } else if (!strcmp(a, "--restart")) {
+            c->opt.restart = (int)parse_int(a, need_arg(argc, argv, &i), 1);
+        } else if (!strcmp(a, "--monitor")) {
+            c->monitor = 1;
+        } else if (!strcmp(a, "--monitor-every")) {
+            c->monitor = 1;
+            c->monitor_every = parse_int(a, need_arg(argc, argv, &i), 1);
+        } else if (!strcmp(a, "--json")) {
+            c->json = 1;
+        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+            c->quiet = 1;
+        } else if (!strcmp(a, "--explain")) {
+            c->explain = 1;
+        } else {
+            die_usage("unknown option '%s'", a);
+        }
+    }
+    if (!c->A)
+        die_usage("%s", "no matrix: -A FILE|SPEC is required");
+}
+
+static void monitor_line(void *user, int64_t it, double rnorm, double rel, double seconds)
+{
+    (void)user;
+    fprintf(stderr, "  it %8lld  ||r|| %.6e  rel %.6e  %8.3f s\n", (long long)it, rnorm, rel, seconds);
+}
+
+/* ---- output files: written to a temporary name, then renamed, so that a failed run never
+ * leaves a truncated result behind. ---- */
+static FILE *open_tmp(const char *path, char *tmp, size_t len)
+{
+    snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
+    return fopen(tmp, "w");
+}
+
+static int close_tmp(FILE *f, const char *tmp, const char *path)
+{
+    int bad = ferror(f);
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static int write_history(const char *path, const spk_result *res)
+{
+    char tmp[4096];
+    FILE *f = open_tmp(path, tmp, sizeof tmp);
+    if (!f)
+        return -1;
+    fprintf(f, "iteration,cycle,residual_norm,relative_residual,seconds\n");
+    for (int64_t i = 0; i < res->history_len; i++) {
+        const spk_history_entry *e = &res->history[i];
+        fprintf(f, "%lld,%lld,%.17g,%.17g,%.9f\n", (long long)e->it, (long long)e->cycle, e->rnorm,
+                e->rel, e->seconds);
+    }
+    return close_tmp(f, tmp, path);
+}
+
+static int write_solution(spk_context *ctx, const char *path, const double *x, int64_t n)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (spk_vector_write_mtx(ctx, tmp, x, n, "solution written by spk solve") != SPK_OK) {
+        remove(tmp);
+        return -1;
+    }
+    return rename(tmp, path) == 0 ? 0 : (remove(tmp), -1);
+}
+
+/* ---- JSON ---- */
+static void json_str(FILE *f, const char *key, const char *s, int comma)
+{
+    fprintf(f, "  \"%s\": \"", key);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fprintf(f, "\"%s\n", comma ? "," : "");
+}
+
+/* JSON has no NaN or Inf: print null for them. */
+static void json_num(FILE *f, const char *key, double v, int comma)
+{
+    if (isfinite(v))
+        fprintf(f, "  \"%s\": %.17g%s\n", key, v, comma ? "," : "");
+    else
+        fprintf(f, "  \"%s\": null%s\n", key, comma ? "," : "");
+}
+
+typedef struct report {
+    const char *matrix, *device_name, *format_reason;
+    spk_matrix_info info;
+    spk_result res;
+    double read_s, err_inf;
+    int have_err;
+    const cli *c;
+} report;
+
+static void print_json(const report *r)
+{
+    const spk_result *res = &r->res;
+    const spk_matrix_info *in = &r->info;
+    FILE *f = stdout;
+    fprintf(f, "{\n");
+    json_str(f, "matrix", r->matrix, 1);
+    fprintf(f, "  \"rows\": %lld,\n  \"cols\": %lld,\n  \"nnz\": %lld,\n", (long long)in->nrows,
+            (long long)in->ncols, (long long)in->nnz);
+    fprintf(f, "  \"row_length\": {\"min\": %lld, \"mean\": %.6g, \"max\": %lld, \"sd\": %.6g, \"cv\": %.6g},\n",
+            (long long)in->row_min, in->row_mean, (long long)in->row_max, in->row_sd, in->row_cv);
+    json_str(f, "device", spk_device_str(res->device), 1);
+    json_str(f, "device_name", r->device_name, 1);
+    json_str(f, "format", spk_format_str(res->format), 1);
+    json_str(f, "format_reason", r->format_reason, 1);
+    json_str(f, "method", spk_method_str(res->method), 1);
+    json_str(f, "method_reason", res->method_reason, 1);
+    json_str(f, "precond", r->c->opt.precond == SPK_PRECOND_JACOBI ? "jacobi" : "none", 1);
+    json_num(f, "rtol", r->c->opt.rtol, 1);
+    json_num(f, "atol", r->c->opt.atol, 1);
+    fprintf(f, "  \"restart\": %d,\n", r->c->opt.restart);
+    json_str(f, "reason", spk_reason_str(res->reason), 1);
+    fprintf(f, "  \"converged\": %s,\n", res->reason > 0 ? "true" : "false");
+    fprintf(f, "  \"iterations\": %lld,\n", (long long)res->iterations);
+    json_num(f, "bnorm", res->bnorm, 1);
+    json_num(f, "rnorm", res->rnorm, 1);
+    json_num(f, "rel", res->rel, 1);
+    json_num(f, "true_rnorm", res->true_rnorm, 1);
+    json_num(f, "true_rel", res->true_rel, 1);
+    if (r->have_err)
+        json_num(f, "error_inf", r->err_inf, 1);
+    json_num(f, "read_s", r->read_s, 1);
+    json_num(f, "setup_s", res->setup_s, 1);
+    json_num(f, "solve_s", res->solve_s, 1);
+    json_num(f, "per_iter_s", res->per_iter_s, res->history_len > 0);
+    if (res->history_len > 0) {
+        fprintf(f, "  \"history\": [\n");
+        for (int64_t i = 0; i < res->history_len; i++) {
+            const spk_history_entry *e = &res->history[i];
+            fprintf(f, "    {\"it\": %lld, \"cycle\": %lld, \"rnorm\": %.17g, \"rel\": %.17g, \"seconds\": %.9f}%s\n",
+                    (long long)e->it, (long long)e->cycle, isfinite(e->rnorm) ? e->rnorm : -1.0,
+                    isfinite(e->rel) ? e->rel : -1.0, e->seconds, i + 1 < res->history_len ? "," : "");
+        }
+        fprintf(f, "  ]\n");
+    }
+    fprintf(f, "}\n");
+}
+
+static void print_explain(spk_context *ctx, const report *r)
+{
+    const spk_matrix_info *in = &r->info;
+    printf("statistics\n");
+    printf("  rows %lld, cols %lld, nnz %lld, empty rows %lld\n", (long long)in->nrows,
+           (long long)in->ncols, (long long)in->nnz, (long long)in->empty_rows);
+    printf("  row length: min %lld, mean %.2f, max %lld, sd %.2f, cv %.3f\n", (long long)in->row_min,
+           in->row_mean, (long long)in->row_max, in->row_sd, in->row_cv);
+    printf("  percentiles: p33 %lld, p50 %lld, p95 %lld, p99 %lld\n", (long long)in->row_p33,
+           (long long)in->row_p50, (long long)in->row_p95, (long long)in->row_p99);
+    printf("  ELL fill %.3fx (padded slots / nnz); HYB split: width %lld, %lld entries in COO\n",
+           in->ell_fill, (long long)in->hyb_width, (long long)in->hyb_coo_nnz);
+    printf("  symmetric %s, diagonal positive %s\n", in->symmetric ? "yes" : "no",
+           in->diag_positive ? "yes" : "no");
+    printf("memory per format\n");
+    for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++)
+        printf("  %-4s %12.3f MB%s\n", spk_format_str((spk_format)f), in->bytes[f] / 1e6,
+               f == SPK_FMT_ELL && in->ell_fill > 3.0 ? "  (refused: padding above 3x nnz)" : "");
+    printf("choice (%s)\n  %s\n", spk_device_str(spk_context_device(ctx)), r->format_reason);
+}
+
+static void print_summary(spk_context *ctx, const report *r)
+{
+    const spk_result *res = &r->res;
+    const spk_matrix_info *in = &r->info;
+    const cli *c = r->c;
+    printf("matrix    %s: %lld x %lld, %lld nonzeros\n", r->matrix, (long long)in->nrows,
+           (long long)in->ncols, (long long)in->nnz);
+    printf("rows      length min %lld / mean %.2f / max %lld, sd %.2f (cv %.2f)\n",
+           (long long)in->row_min, in->row_mean, (long long)in->row_max, in->row_sd, in->row_cv);
+    printf("device    %s: %s\n", spk_device_str(res->device), r->device_name);
+    printf("format    %s%s%s%s\n", spk_format_str(res->format), c->opt.format == SPK_FMT_AUTO ? " (auto: " : "",
+           c->opt.format == SPK_FMT_AUTO ? r->format_reason : "", c->opt.format == SPK_FMT_AUTO ? ")" : "");
+    printf("method    %s%s%s%s, precond %s\n", spk_method_str(res->method),
+           res->method_reason[0] ? " (auto: " : "", res->method_reason, res->method_reason[0] ? ")" : "",
+           c->opt.precond == SPK_PRECOND_JACOBI ? "jacobi" : "none");
+    printf("result    %s after %lld iterations\n", spk_reason_str(res->reason), (long long)res->iterations);
+    printf("residual  recursive %.3e, true %.3e (relative to ||b|| = %.3e; rtol %.1e)\n", res->rel,
+           res->true_rel, res->bnorm, c->opt.rtol);
+    if (r->have_err)
+        printf("error     max |x - 1| = %.3e (b = A * ones)\n", r->err_inf);
+    printf("time      read %.3f s, setup %.3f s, solve %.3f s (%.2f us per iteration)\n", r->read_s,
+           res->setup_s, res->solve_s, 1e6 * res->per_iter_s);
+    (void)ctx;
+}
+
+static double *read_vector(spk_context *ctx, const char *path, int64_t n, const char *what)
+{
+    double *v = NULL;
+    int64_t len = 0;
+    spk_status st = spk_vector_read_mtx(ctx, path, &v, &len);
+    if (st)
+        die_status(ctx, st, what);
+    if (len != n) {
+        fprintf(stderr, "solve: %s: %s has %lld entries, the matrix has %lld rows\n", what, path,
+                (long long)len, (long long)n);
+        free(v);
+        spk_context_destroy(ctx);
+        exit(EXIT_USAGE);
+    }
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    cli c;
+    parse_args(argc, argv, &c);
+    report r;
+    memset(&r, 0, sizeof r);
+    r.c = &c;
+    r.matrix = c.A;
+
+    spk_context *ctx = NULL;
+    spk_status st = spk_context_create(&ctx, c.device);
+    if (st)
+        die_status(ctx, st, "device");
+    r.device_name = spk_context_device_name(ctx);
+
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    spk_matrix *A = NULL;
+    st = spk_is_generator_spec(c.A) ? spk_matrix_generate(ctx, c.A, &A) : spk_matrix_read_mtx(ctx, c.A, &A);
+    if (st)
+        die_status(ctx, st, "reading the matrix");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    r.read_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    spk_matrix_get_info(A, &r.info);
+    const int64_t n = r.info.nrows;
+
+    char reason[256] = "";
+    spk_format chosen = spk_select_format(&r.info, spk_context_device(ctx), reason, sizeof reason);
+    if (c.opt.format != SPK_FMT_AUTO)
+        snprintf(reason, sizeof reason, "%s: chosen by --format (auto would pick %s)",
+                 spk_format_str(c.opt.format), spk_format_str(chosen));
+    r.format_reason = reason;
+    if (c.explain && !c.json)
+        print_explain(ctx, &r);
+    if (r.info.nrows != r.info.ncols) {
+        fprintf(stderr, "solve: %s is %lld x %lld: a square matrix is needed\n", c.A,
+                (long long)r.info.nrows, (long long)r.info.ncols);
+        spk_matrix_destroy(A);
+        spk_context_destroy(ctx);
+        return EXIT_USAGE;
+    }
+    if ((st = spk_matrix_prepare(ctx, A, c.opt.format)))
+        die_status(ctx, st, "preparing the matrix");
+
+    double *b = NULL, *x = calloc((size_t)n + 1, sizeof *x);
+    if (c.b) {
+        b = read_vector(ctx, c.b, n, "right-hand side");
+    } else {
+        /* b = A * ones on the host, from the canonical CSR, the same on every device */
+        const int64_t *rp;
+        const int32_t *ci;
+        const double *va;
+        spk_matrix_csr(A, &rp, &ci, &va);
+        b = calloc((size_t)n + 1, sizeof *b);
+        for (int64_t i = 0; b && i < n; i++)
+            for (int64_t p = rp[i]; p < rp[i + 1]; p++)
+                b[i] += va[p];
+        r.have_err = 1;
+    }
+    if (!b || !x) {
+        fprintf(stderr, "solve: out of memory for vectors of %lld entries\n", (long long)n);
+        return EXIT_SYSTEM;
+    }
+    if (c.x0) {
+        double *x0 = read_vector(ctx, c.x0, n, "initial guess");
+        memcpy(x, x0, (size_t)n * sizeof *x);
+        free(x0);
+        c.opt.use_x0 = 1;
+    }
+    c.opt.history = c.history != NULL;
+    if (c.monitor && !c.quiet) {
+        c.opt.monitor = monitor_line;
+        c.opt.monitor_every = c.monitor_every;
+    }
+
+    st = spk_solve(ctx, A, b, x, &c.opt, &r.res);
+    if (st)
+        die_status(ctx, st, "solve");
+    if (r.have_err) {
+        for (int64_t i = 0; i < n; i++)
+            if (!(fabs(x[i] - 1.0) <= r.err_inf))
+                r.err_inf = fabs(x[i] - 1.0);
+    }
+    int code = r.res.reason > 0 ? EXIT_CONVERGED : EXIT_NOT_CONVERGED;
+    if (c.history && write_history(c.history, &r.res) != 0) {
+        fprintf(stderr, "solve: cannot write the history to %s: %s\n", c.history, strerror(errno));
+        code = EXIT_SYSTEM;
+    }
+    if (c.out && write_solution(ctx, c.out, x, n) != 0) {
+        fprintf(stderr, "solve: cannot write the solution to %s: %s\n", c.out, spk_last_error(ctx));
+        code = EXIT_SYSTEM;
+    }
+    if (c.json)
+        print_json(&r);
+    else if (!c.quiet)
+        print_summary(ctx, &r);
+    if (code == EXIT_NOT_CONVERGED)
+        fprintf(stderr, "solve: did not converge: %s after %lld iterations (true relative residual %.3e)\n",
+                spk_reason_str(r.res.reason), (long long)r.res.iterations, r.res.true_rel);
+
+    spk_result_free(&r.res);
+    free(b);
+    free(x);
+    spk_matrix_destroy(A);
+    spk_context_destroy(ctx);
+    return code;
+}

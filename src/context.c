@@ -1,0 +1,241 @@
+/* src/context.c -- the context: device resolution, the last-error message, counted
+ * allocation, and the name tables of the public enums. */
+#include "spk_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+spk_status spk_vfail(spk_context *ctx, spk_status st, const char *fmt, va_list ap)
+{
+    if (ctx)
+        vsnprintf(ctx->msg, sizeof ctx->msg, fmt, ap);
+    return st;
+}
+
+spk_status spk_fail(spk_context *ctx, spk_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    spk_vfail(ctx, st, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* The failure-injection hook (fail_alloc_at) lets a test make the k-th allocation fail and
+ * check that every caller turns it into SPK_ERR_NOMEM without leaking. */
+static int alloc_should_fail(spk_context *ctx)
+{
+    if (!ctx)
+        return 0;
+    ctx->alloc_count++;
+    return ctx->fail_alloc_at && ctx->alloc_count == ctx->fail_alloc_at;
+}
+
+void *spk_malloc(spk_context *ctx, size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    if (alloc_should_fail(ctx))
+        return NULL;
+    return malloc(n * size > 0 ? n * size : 1);
+}
+
+void *spk_calloc(spk_context *ctx, size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    if (alloc_should_fail(ctx))
+        return NULL;
+    return calloc(n ? n : 1, size ? size : 1);
+}
+
+void spk_free(void *p) { free(p); }
+
+double spk_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+spk_status spk_context_create(spk_context **out, spk_device device)
+{
+    if (!out)
+        return SPK_ERR_ARG;
+    *out = NULL;
+    spk_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return SPK_ERR_NOMEM;
+    *out = ctx;
+    if (device != SPK_DEVICE_AUTO && device != SPK_DEVICE_CPU && device != SPK_DEVICE_CUDA) {
+        ctx->device = SPK_DEVICE_CPU;
+        return spk_fail(ctx, SPK_ERR_ARG, "unknown device %d", (int)device);
+    }
+
+    char name[128] = "", why[256] = "";
+    int have_gpu = (device != SPK_DEVICE_CPU) && spk_cuda_probe(name, sizeof name, why, sizeof why);
+    if (device == SPK_DEVICE_CUDA && !have_gpu) {
+        ctx->device = SPK_DEVICE_CPU;
+        return spk_fail(ctx, spk_has_cuda() ? SPK_ERR_CUDA : SPK_ERR_NOT_COMPILED,
+                        "--device gpu: no usable GPU: %s", why);
+    }
+    if (have_gpu) {
+        ctx->device = SPK_DEVICE_CUDA;
+        snprintf(ctx->device_name, sizeof ctx->device_name, "%s", name);
+        return spk_cuda_init(ctx);
+    }
+    ctx->device = SPK_DEVICE_CPU;
+#ifdef _OPENMP
+    snprintf(ctx->device_name, sizeof ctx->device_name, "CPU (%d OpenMP threads)",
+             omp_get_max_threads());
+#else
+    snprintf(ctx->device_name, sizeof ctx->device_name, "CPU (1 thread)");
+#endif
+    if (device == SPK_DEVICE_AUTO && why[0])
+        snprintf(ctx->msg, sizeof ctx->msg, "no GPU: %s", why); /* why auto chose the CPU */
+    return SPK_OK;
+}
+
+void spk_context_destroy(spk_context *ctx)
+{
+    if (!ctx)
+        return;
+    spk_cuda_fini(ctx);
+    free(ctx);
+}
+
+spk_device spk_context_device(const spk_context *ctx)
+{
+    return ctx ? ctx->device : SPK_DEVICE_CPU;
+}
+
+const char *spk_context_device_name(const spk_context *ctx)
+{
+    return ctx ? ctx->device_name : "";
+}
+
+uint64_t spk_context_alloc_count(const spk_context *ctx)
+{
+    return ctx ? ctx->alloc_count : 0;
+}
+
+const char *spk_last_error(const spk_context *ctx)
+{
+    return ctx ? ctx->msg : "";
+}
+
+const char *spk_status_str(spk_status st)
+{
+    switch (st) {
+    case SPK_OK: return "success";
+    case SPK_ERR_ARG: return "invalid argument";
+    case SPK_ERR_NOMEM: return "out of host memory";
+    case SPK_ERR_IO: return "input/output error";
+    case SPK_ERR_PARSE: return "malformed input";
+    case SPK_ERR_UNSUPPORTED: return "unsupported input";
+    case SPK_ERR_CUDA: return "CUDA error";
+    case SPK_ERR_NOT_COMPILED: return "not compiled into this build";
+    }
+    return "unknown status";
+}
+
+const char *spk_reason_str(spk_reason r)
+{
+    switch (r) {
+    case SPK_REASON_NONE: return "NONE";
+    case SPK_CONVERGED_RTOL: return "CONVERGED_RTOL";
+    case SPK_CONVERGED_ATOL: return "CONVERGED_ATOL";
+    case SPK_CONVERGED_HAPPY_BREAKDOWN: return "CONVERGED_HAPPY_BREAKDOWN";
+    case SPK_CONVERGED_ZERO_RHS: return "CONVERGED_ZERO_RHS";
+    case SPK_DIVERGED_MAXIT: return "DIVERGED_MAXIT";
+    case SPK_DIVERGED_BREAKDOWN: return "DIVERGED_BREAKDOWN";
+    case SPK_DIVERGED_INDEFINITE: return "DIVERGED_INDEFINITE";
+    case SPK_DIVERGED_NANORINF: return "DIVERGED_NANORINF";
+    case SPK_DIVERGED_TRUE_RESIDUAL_MISMATCH: return "DIVERGED_TRUE_RESIDUAL_MISMATCH";
+    }
+    return "UNKNOWN";
+}
+
+static const char *const format_names[SPK_FMT_COUNT] = {"auto", "coo", "csr", "ell", "hyb", "jds"};
+static const char *const method_names[] = {"auto", "cg", "bicgstab", "gmres"};
+static const char *const device_names[] = {"auto", "cpu", "cuda"};
+
+const char *spk_format_str(spk_format f)
+{
+    return (unsigned)f < SPK_FMT_COUNT ? format_names[f] : "unknown";
+}
+
+const char *spk_method_str(spk_method m)
+{
+    return (unsigned)m < 4 ? method_names[m] : "unknown";
+}
+
+const char *spk_device_str(spk_device d)
+{
+    return (unsigned)d < 3 ? device_names[d] : "unknown";
+}
+
+static int lookup(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; s && i < n; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+spk_status spk_format_parse(const char *s, spk_format *f)
+{
+    int i = lookup(s, format_names, SPK_FMT_COUNT);
+    if (i < 0 || !f)
+        return SPK_ERR_ARG;
+    *f = (spk_format)i;
+    return SPK_OK;
+}
+
+spk_status spk_method_parse(const char *s, spk_method *m)
+{
+    int i = lookup(s, method_names, 4);
+    if (i < 0 || !m)
+        return SPK_ERR_ARG;
+    *m = (spk_method)i;
+    return SPK_OK;
+}
+
+spk_status spk_device_parse(const char *s, spk_device *d)
+{
+    int i = lookup(s, device_names, 3);
+    if (i < 0 && s && strcmp(s, "gpu") == 0)
+        i = SPK_DEVICE_CUDA;           /* "gpu" is the command line's word for CUDA */
+    if (i < 0 || !d)
+        return SPK_ERR_ARG;
+    *d = (spk_device)i;
+    return SPK_OK;
+}
+
+void spk_options_default(spk_options *opt)
+{
+    if (!opt)
+        return;
+    memset(opt, 0, sizeof *opt);
+    opt->method = SPK_METHOD_AUTO;
+    opt->precond = SPK_PRECOND_NONE;
+    opt->format = SPK_FMT_AUTO;
+    opt->rtol = 1e-8;
+    opt->atol = 0.0;
+    opt->maxiter = 0;
+    opt->restart = 30;
+}
+
+void spk_result_free(spk_result *res)
+{
+    if (!res)
+        return;
+    free(res->history);
+    res->history = NULL;
+    res->history_len = 0;
+}

@@ -1,0 +1,194 @@
+/* src/csr.c -- the canonical host CSR: rows sorted, columns sorted and unique within a row,
+ * duplicates summed, empty rows kept. Every backend converts from it and every kernel is
+ * tested against its SpMV.
+ *
+ * Duplicates are SUMMED: that is the finite-element assembly convention (each element adds
+ * its contribution to a_ij), the convention of Matrix Market readers in SciPy and CSparse
+ * (cs_dupl), and the only one that makes an element-by-element COO assembly correct.
+ *
+ * Assembly is two counting sorts (by column, then stably by row), O(nnz + nrows + ncols) time
+ * and memory, like CSparse's cs_compress followed by cs_dupl, with 64-bit offsets so that nnz
+ * may pass 2^31. */
+#include "spk_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void spk_csr_free(spk_csr *A)
+{
+    if (!A)
+        return;
+    spk_free(A->rowptr);
+    spk_free(A->colind);
+    spk_free(A->val);
+    memset(A, 0, sizeof *A);
+}
+
+void spk_coo_free(spk_coo *A)
+{
+    if (!A)
+        return;
+    spk_free(A->row);
+    spk_free(A->col);
+    spk_free(A->val);
+    memset(A, 0, sizeof *A);
+}
+
+spk_status spk_csr_alloc(spk_context *ctx, int64_t nrows, int64_t ncols, int64_t nnz,
+                         spk_csr *out)
+{
+    memset(out, 0, sizeof *out);
+    if (nrows < 0 || ncols < 0 || nnz < 0)
+        return spk_fail(ctx, SPK_ERR_ARG, "CSR of %lld x %lld with %lld entries: sizes must be >= 0",
+                        (long long)nrows, (long long)ncols, (long long)nnz);
+    if (nrows > INT32_MAX || ncols > INT32_MAX)
+        return spk_fail(ctx, SPK_ERR_UNSUPPORTED,
+                        "CSR of %lld x %lld: row and column counts are limited to 2^31-1",
+                        (long long)nrows, (long long)ncols);
+    out->nrows = nrows;
+    out->ncols = ncols;
+    out->nnz = nnz;
+    out->rowptr = spk_calloc(ctx, (size_t)nrows + 1, sizeof *out->rowptr);
+    out->colind = spk_malloc(ctx, (size_t)nnz, sizeof *out->colind);
+    out->val = spk_malloc(ctx, (size_t)nnz, sizeof *out->val);
+    if (!out->rowptr || !out->colind || !out->val) {
+        spk_csr_free(out);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "CSR of %lld x %lld with %lld entries: out of memory (%.3g GB)",
+                        (long long)nrows, (long long)ncols, (long long)nnz,
+                        (8.0 * (double)nrows + 12.0 * (double)nnz) / 1e9);
+    }
+    return SPK_OK;
+}
+
+spk_status spk_csr_from_coo(spk_context *ctx, const spk_coo *coo, spk_csr *out)
+{
+    const int64_t m = coo->nrows, n = coo->ncols, nz = coo->nnz;
+    memset(out, 0, sizeof *out);
+    if (m < 0 || n < 0 || nz < 0 || (nz > 0 && (!coo->row || !coo->col || !coo->val)))
+        return spk_fail(ctx, SPK_ERR_ARG, "COO -> CSR: bad sizes or NULL arrays");
+    for (int64_t k = 0; k < nz; k++)
+        if (coo->row[k] < 0 || coo->row[k] >= m || coo->col[k] < 0 || coo->col[k] >= n)
+            return spk_fail(ctx, SPK_ERR_ARG,
+                            "entry %lld at (%d, %d) is outside the %lld x %lld matrix (0-based)",
+                            (long long)k, coo->row[k], coo->col[k], (long long)m, (long long)n);
+
+    /* pass 1: counting sort by column into (tcol-sorted) permutation order */
+    int64_t *cptr = spk_calloc(ctx, (size_t)n + 1, sizeof *cptr);
+    int64_t *bycol = spk_malloc(ctx, (size_t)nz, sizeof *bycol);
+    int64_t *rcount = spk_calloc(ctx, (size_t)m + 1, sizeof *rcount);
+    int32_t *tcol = spk_malloc(ctx, (size_t)nz, sizeof *tcol);
+    double *tval = spk_malloc(ctx, (size_t)nz, sizeof *tval);
+    spk_status st = SPK_OK;
+    if (!cptr || !bycol || !rcount || !tcol || !tval) {
+        st = spk_fail(ctx, SPK_ERR_NOMEM, "COO -> CSR of %lld entries: out of memory", (long long)nz);
+        goto out_free;
+    }
+    for (int64_t k = 0; k < nz; k++)
+        cptr[coo->col[k] + 1]++;
+    for (int64_t j = 0; j < n; j++)
+        cptr[j + 1] += cptr[j];
+    for (int64_t k = 0; k < nz; k++)
+        bycol[cptr[coo->col[k]]++] = k;
+
+    /* pass 2: stable counting sort by row; columns stay sorted within each row */
+    for (int64_t k = 0; k < nz; k++)
+        rcount[coo->row[k] + 1]++;
+    for (int64_t i = 0; i < m; i++)
+        rcount[i + 1] += rcount[i];
+    for (int64_t t = 0; t < nz; t++) {
+        int64_t k = bycol[t];
+        int64_t dst = rcount[coo->row[k]]++;
+        tcol[dst] = coo->col[k];
+        tval[dst] = coo->val[k];
+    }
+    /* rcount[i] now holds the end of row i; rebuild starts while summing duplicates */
+    int64_t unique = 0;
+    for (int64_t i = 0, start = 0; i < m; i++) {
+        int64_t end = rcount[i];
+        for (int64_t p = start; p < end; p++)
+            if (p == start || tcol[p] != tcol[p - 1])
+                unique++;
+        start = end;
+    }
+    st = spk_csr_alloc(ctx, m, n, unique, out);
+    if (st)
+        goto out_free;
+    int64_t w = 0;
+    for (int64_t i = 0, start = 0; i < m; i++) {
+        int64_t end = rcount[i];
+        for (int64_t p = start; p < end; p++) {
+            if (p > start && tcol[p] == tcol[p - 1]) {
+                out->val[w - 1] += tval[p];           /* duplicate: a_ij += v */
+            } else {
+                out->colind[w] = tcol[p];
+                out->val[w] = tval[p];
+                w++;
+            }
+        }
+        out->rowptr[i + 1] = w;
+        start = end;
+    }
+out_free:
+    spk_free(cptr);
+    spk_free(bycol);
+    spk_free(rcount);
+    spk_free(tcol);
+    spk_free(tval);
+    return st;
+}
+
+void spk_csr_spmv_ref(const spk_csr *A, double alpha, const double *x, double beta, double *y)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < A->nrows; i++) {
+        double s = 0.0;
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+            s += A->val[p] * x[A->colind[p]];
+        y[i] = beta == 0.0 ? alpha * s : alpha * s + beta * y[i];
+    }
+}
+
+/* Find a_ji by binary search in row j (columns are sorted). */
+static int csr_find(const spk_csr *A, int64_t j, int32_t i, double *v)
+{
+    int64_t lo = A->rowptr[j], hi = A->rowptr[j + 1];
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (A->colind[mid] < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < A->rowptr[j + 1] && A->colind[lo] == i) {
+        *v = A->val[lo];
+        return 1;
+    }
+    return 0;
+}
+
+int spk_csr_is_symmetric(const spk_csr *A)
+{
+    if (A->nrows != A->ncols)
+        return 0;
+    int sym = 1;
+#pragma omp parallel for schedule(static) reduction(&& : sym)
+    for (int64_t i = 0; i < A->nrows; i++) {
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1] && sym; p++) {
+            double v;
+            if (!csr_find(A, A->colind[p], (int32_t)i, &v) || v != A->val[p])
+                sym = 0;
+        }
+    }
+    return sym;
+}
+
+void spk_csr_diagonal(const spk_csr *A, double *d)
+{
+    int64_t n = A->nrows < A->ncols ? A->nrows : A->ncols;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        double v = 0.0;
+        d[i] = csr_find(A, i, (int32_t)i, &v) ? v : 0.0;
+    }
+}

@@ -1,0 +1,227 @@
+/* src/matrix.c -- the public matrix handle: made from a file, a generator, host CSR or COO
+ * arrays; holds the canonical host CSR, its statistics and the prepared backend layout. */
+#include "spk_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Wrap a canonical CSR (taken over, not copied) into a new handle with its statistics. */
+static spk_status matrix_from_owned_csr(spk_context *ctx, spk_csr *csr, spk_matrix **out)
+{
+    spk_matrix *A = spk_calloc(ctx, 1, sizeof *A);
+    if (!A) {
+        spk_csr_free(csr);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "matrix handle: out of memory");
+    }
+    A->csr = *csr;
+    memset(csr, 0, sizeof *csr);
+    spk_stats_compute(&A->csr, &A->info);
+    A->magic = SPK_MATRIX_MAGIC;
+    *out = A;
+    return SPK_OK;
+}
+
+static int matrix_ok(const spk_matrix *A)
+{
+    return A && A->magic == SPK_MATRIX_MAGIC;
+}
+
+spk_status spk_matrix_read_mtx(spk_context *ctx, const char *path, spk_matrix **A)
+{
+    if (!ctx || !path || !A)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_read_mtx: NULL argument");
+    *A = NULL;
+    spk_mm_header hdr;
+    spk_coo coo;
+    spk_csr csr;
+    spk_status st = spk_mm_read_coo(ctx, path, &hdr, &coo);
+    if (st)
+        return st;
+    st = spk_csr_from_coo(ctx, &coo, &csr);
+    spk_coo_free(&coo);
+    if (st)
+        return st;
+    return matrix_from_owned_csr(ctx, &csr, A);
+}
+
+spk_status spk_matrix_generate(spk_context *ctx, const char *spec, spk_matrix **A)
+{
+    if (!ctx || !spec || !A)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_generate: NULL argument");
+    *A = NULL;
+    spk_csr csr;
+    spk_status st = spk_generate_csr(ctx, spec, &csr);
+    if (st)
+        return st;
+    return matrix_from_owned_csr(ctx, &csr, A);
+}
+
+static spk_status check_dims(spk_context *ctx, const char *fn, int64_t nrows, int64_t ncols,
+                             int base)
+{
+    if (nrows < 0 || ncols < 0 || nrows > INT32_MAX || ncols > INT32_MAX)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: %lld x %lld: sizes must be in [0, 2^31)", fn,
+                        (long long)nrows, (long long)ncols);
+    if (base != 0 && base != 1)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: base must be 0 or 1, got %d", fn, base);
+    return SPK_OK;
+}
+
+spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t ncols, int64_t nnz,
+                               const int32_t *row, const int32_t *col, const double *val,
+                               int base, spk_matrix **A)
+{
+    if (!ctx || !A || (nnz > 0 && (!row || !col || !val)))
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_coo: NULL argument");
+    *A = NULL;
+    spk_status st = check_dims(ctx, "spk_matrix_from_coo", nrows, ncols, base);
+    if (st)
+        return st;
+    if (nnz < 0)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_coo: nnz = %lld must be >= 0", (long long)nnz);
+    spk_coo coo = {nrows, ncols, nnz, spk_malloc(ctx, (size_t)nnz, 4), spk_malloc(ctx, (size_t)nnz, 4),
+                   spk_malloc(ctx, (size_t)nnz, 8)};
+    if (!coo.row || !coo.col || !coo.val) {
+        spk_coo_free(&coo);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "spk_matrix_from_coo: %lld entries: out of memory", (long long)nnz);
+    }
+    for (int64_t k = 0; k < nnz; k++) {
+        coo.row[k] = row[k] - base;
+        coo.col[k] = col[k] - base;
+        coo.val[k] = val[k];
+        if (!isfinite(val[k])) {
+            spk_coo_free(&coo);
+            return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_coo: entry %lld is %g", (long long)k, val[k]);
+        }
+    }
+    spk_csr csr;
+    st = spk_csr_from_coo(ctx, &coo, &csr);
+    spk_coo_free(&coo);
+    if (st)
+        return st;
+    return matrix_from_owned_csr(ctx, &csr, A);
+}
+
+spk_status spk_matrix_from_csr(spk_context *ctx, int64_t nrows, int64_t ncols,
+                               const int64_t *rowptr, const int32_t *colind, const double *val,
+                               int base, spk_matrix **A)
+{
+    if (!ctx || !A || !rowptr)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_csr: NULL argument");
+    *A = NULL;
+    spk_status st = check_dims(ctx, "spk_matrix_from_csr", nrows, ncols, base);
+    if (st)
+        return st;
+    int64_t nnz = rowptr[nrows] - base;
+    if (rowptr[0] != base || nnz < 0)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_csr: rowptr[0] = %lld, expected %d",
+                        (long long)rowptr[0], base);
+    for (int64_t i = 0; i < nrows; i++)
+        if (rowptr[i + 1] < rowptr[i])
+            return spk_fail(ctx, SPK_ERR_ARG,
+                            "spk_matrix_from_csr: rowptr decreases at row %lld (%lld > %lld)",
+                            (long long)i, (long long)rowptr[i], (long long)rowptr[i + 1]);
+    int32_t *row = spk_malloc(ctx, (size_t)nnz, sizeof *row);
+    if (!row)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "spk_matrix_from_csr: %lld entries: out of memory", (long long)nnz);
+    for (int64_t i = 0; i < nrows; i++)
+        for (int64_t p = rowptr[i] - base; p < rowptr[i + 1] - base; p++)
+            row[p] = (int32_t)(i + base);
+    st = spk_matrix_from_coo(ctx, nrows, ncols, nnz, row, colind, val, base, A);
+    spk_free(row);
+    return st;
+}
+
+void spk_matrix_destroy(spk_matrix *A)
+{
+    if (!matrix_ok(A))
+        return;
+    if (A->be)
+        A->be->destroy(A->state);
+    spk_csr_free(&A->csr);
+    A->magic = 0;
+    spk_free(A);
+}
+
+spk_status spk_matrix_get_info(const spk_matrix *A, spk_matrix_info *info)
+{
+    if (!matrix_ok(A) || !info)
+        return SPK_ERR_ARG;
+    *info = A->info;
+    return SPK_OK;
+}
+
+spk_status spk_matrix_csr(const spk_matrix *A, const int64_t **rowptr, const int32_t **colind,
+                          const double **val)
+{
+    if (!matrix_ok(A))
+        return SPK_ERR_ARG;
+    if (rowptr)
+        *rowptr = A->csr.rowptr;
+    if (colind)
+        *colind = A->csr.colind;
+    if (val)
+        *val = A->csr.val;
+    return SPK_OK;
+}
+
+spk_status spk_matrix_prepare(spk_context *ctx, spk_matrix *A, spk_format fmt)
+{
+    if (!ctx || !matrix_ok(A))
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_prepare: NULL or destroyed matrix");
+    if ((unsigned)fmt >= SPK_FMT_COUNT)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_prepare: unknown format %d", (int)fmt);
+    if (fmt == SPK_FMT_AUTO)
+        fmt = spk_select_format(&A->info, ctx->device, NULL, 0);
+    if (A->be && A->be->format == fmt && A->be->device == ctx->device && A->ctx_prepared == ctx)
+        return SPK_OK;
+    const spk_spmv_backend *be = spk_backend_find(fmt, ctx->device);
+    if (!be)
+        return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "no %s backend for device %s",
+                        spk_format_str(fmt), spk_device_str(ctx->device));
+    void *state = NULL;
+    spk_status st = be->setup(ctx, &A->csr, &state);
+    if (st)
+        return st;
+    if (A->be)
+        A->be->destroy(A->state);
+    A->be = be;
+    A->state = state;
+    A->ctx_prepared = ctx;
+    return SPK_OK;
+}
+
+spk_format spk_matrix_format(const spk_matrix *A)
+{
+    return matrix_ok(A) && A->be ? A->be->format : SPK_FMT_AUTO;
+}
+
+const char *spk_matrix_backend_name(const spk_matrix *A)
+{
+    return matrix_ok(A) && A->be ? A->be->name : "none";
+}
+
+spk_status spk_matrix_spmv(spk_context *ctx, spk_matrix *A, double alpha, const double *x,
+                           double beta, double *y)
+{
+    if (!ctx || !matrix_ok(A) || (!x && A->csr.ncols) || (!y && A->csr.nrows))
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_spmv: NULL argument or destroyed matrix");
+    spk_status st = SPK_OK;
+    if (!A->be || A->ctx_prepared != ctx || A->be->device != ctx->device)
+        st = spk_matrix_prepare(ctx, A, A->be ? A->be->format : SPK_FMT_AUTO);
+    if (st)
+        return st;
+    const spk_vec_ops *ops = spk_vec_ops_for(ctx->device);
+    if (ops->device == SPK_DEVICE_CPU)
+        return A->be->spmv(ctx, A->state, alpha, x, beta, y);
+    double *dx = NULL, *dy = NULL;
+    const int64_t m = A->csr.nrows, n = A->csr.ncols;
+    if (!(st = ops->alloc(ctx, n, &dx)) && !(st = ops->alloc(ctx, m, &dy)) &&
+        !(st = ops->upload(ctx, n, x, dx)) && !(beta != 0.0 && (st = ops->upload(ctx, m, y, dy))) &&
+        !(st = A->be->spmv(ctx, A->state, alpha, dx, beta, dy)))
+        st = ops->download(ctx, m, dy, y);
+    ops->free(ctx, dx);
+    ops->free(ctx, dy);
+    return st;
+}

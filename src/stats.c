@@ -1,0 +1,222 @@
+/* src/stats.c -- row-length statistics of a CSR matrix (the input of the format choice in
+ * select.c) and Bell & Garland's HYB width.
+ *
+ * The statistics are those Merrill & Garland's merge-SpMV driver prints (mean, sd, coefficient
+ * of variation) plus the order statistics the HYB rules of CUSP and Ginkgo use (percentiles of
+ * the row length) and the memory of every format, computed from the lengths alone without
+ * building any layout.
+ *
+ * Cost: one parallel pass over rowptr (min, max, sum of squares, empty rows), one pass to fill
+ * a histogram of row lengths (max + 2 counters), then every percentile and the HYB width by
+ * binary search on the cumulative histogram. If the histogram cannot be allocated (this
+ * function has no way to report failure), the same searches count rows by scanning rowptr
+ * instead: O(nrows log max) rather than O(nrows), same answers. No other memory. */
+#include "spk_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* CUSP's breakeven_threshold: below this many rows an ELL column does not occupy the GPU, so
+ * CUSP stops widening the ELL part of HYB (Bell & Garland SC'09, sec. 3.4). */
+#define SPK_HYB_BREAKEVEN_ROWS 4096
+/* CUSP's relative_speed: COO handles an entry about 3x slower than ELL, so an ELL column pays
+ * off while at least 1/3 of its slots hold an entry. */
+#define SPK_HYB_RELATIVE_SPEED 3
+
+/* Rows counted by length: ge[v] = number of rows with at least v entries, v = 0 .. max + 1
+ * (ge[0] = nrows, ge[max + 1] = 0). ge == NULL: count by scanning. */
+typedef struct row_lengths {
+    const spk_csr *A;
+    int64_t        max;
+    int64_t       *ge;
+} row_lengths;
+
+static int64_t rows_with_at_least(const row_lengths *h, int64_t v)
+{
+    if (v <= 0)
+        return h->A->nrows;
+    if (v > h->max)
+        return 0;
+    if (h->ge)
+        return h->ge[v];
+    int64_t c = 0;
+#pragma omp parallel for schedule(static) reduction(+ : c)
+    for (int64_t i = 0; i < h->A->nrows; i++)
+        c += h->A->rowptr[i + 1] - h->A->rowptr[i] >= v;
+    return c;
+}
+
+static int64_t max_row_length(const spk_csr *A)
+{
+    int64_t mx = 0;
+#pragma omp parallel for schedule(static) reduction(max : mx)
+    for (int64_t i = 0; i < A->nrows; i++)
+        if (A->rowptr[i + 1] - A->rowptr[i] > mx)
+            mx = A->rowptr[i + 1] - A->rowptr[i];
+    return mx;
+}
+
+/* Fill h; a failed histogram allocation leaves h->ge NULL (the scanning fallback). */
+static void row_lengths_init(row_lengths *h, const spk_csr *A, int64_t max)
+{
+    h->A = A;
+    h->max = max;
+    h->ge = spk_calloc(NULL, (size_t)max + 2, sizeof *h->ge);
+    if (!h->ge)
+        return;
+    for (int64_t i = 0; i < A->nrows; i++)
+        h->ge[A->rowptr[i + 1] - A->rowptr[i]]++;       /* histogram ...           */
+    for (int64_t v = max; v >= 0; v--)
+        h->ge[v] += h->ge[v + 1];                       /* ... to suffix counts    */
+}
+
+/* Nearest-rank percentile: the smallest length v such that at least ceil(p * n / 100) rows
+ * have length <= v, i.e. fewer than n - rank + 1 rows have length >= v + 1. */
+static int64_t percentile(const row_lengths *h, int p)
+{
+    const int64_t n = h->A->nrows;
+    if (n == 0)
+        return 0;
+    int64_t rank = (p * n + 99) / 100;
+    if (rank < 1)
+        rank = 1;
+    int64_t lo = 0, hi = h->max;                     /* answer in [lo, hi] */
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (n - rows_with_at_least(h, mid + 1) >= rank)  /* rows with length <= mid */
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* CUSP compute_optimal_entries_per_row: the largest K such that at least `need` rows have
+ * K or more entries, need = max(ceil(n / 3), 4096). Deviation: with fewer than 4096 rows CUSP
+ * puts everything in COO (K = 0); we apply the 1/3 rule alone there, so that small matrices
+ * still get an ELL part and the tests exercise both halves. */
+static int64_t hyb_width_from(const row_lengths *h)
+{
+    const int64_t n = h->A->nrows;
+    if (n == 0)
+        return 0;
+    int64_t need = (n + SPK_HYB_RELATIVE_SPEED - 1) / SPK_HYB_RELATIVE_SPEED;
+    if (n >= SPK_HYB_BREAKEVEN_ROWS && need < SPK_HYB_BREAKEVEN_ROWS)
+        need = SPK_HYB_BREAKEVEN_ROWS;
+    int64_t lo = 0, hi = h->max;                     /* rows_with_at_least(0) = n >= need */
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        if (rows_with_at_least(h, mid) >= need)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+int64_t spk_hyb_width(const spk_csr *A)
+{
+    row_lengths h;
+    row_lengths_init(&h, A, max_row_length(A));
+    int64_t K = hyb_width_from(&h);
+    spk_free(h.ge);
+    return K;
+}
+
+/* a * b * c bytes, saturated at SIZE_MAX rather than wrapped (an ELL of a matrix with a
+ * 2^30-entry row among 2^31 rows is not storable, and should not look small). */
+static size_t bytes3(int64_t a, int64_t b, int64_t c)
+{
+    double d = (double)a * (double)b * (double)c;
+    return d >= (double)SIZE_MAX ? SIZE_MAX : (size_t)a * (size_t)b * (size_t)c;
+}
+
+static size_t add_sat(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
+
+/* 1 if every diagonal entry is stored and > 0 (binary search in each sorted row). A 0 x 0
+ * matrix has no diagonal entry that fails. */
+static int diagonal_positive(const spk_csr *A)
+{
+    if (A->nrows != A->ncols)
+        return 0;
+    int ok = 1;
+#pragma omp parallel for schedule(static) reduction(&& : ok)
+    for (int64_t i = 0; i < A->nrows; i++) {
+        int64_t lo = A->rowptr[i], hi = A->rowptr[i + 1];
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (A->colind[mid] < i)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (!(lo < A->rowptr[i + 1] && A->colind[lo] == i && A->val[lo] > 0.0))
+            ok = 0;
+    }
+    return ok;
+}
+
+/* The memory of each format, as the *_bytes functions of kernels/ report for the built layout:
+ * values 8 B, column and row indices 4 B, row offsets 8 B. */
+static void format_bytes(const spk_csr *A, const spk_matrix_info *s, size_t *bytes)
+{
+    const int64_t n = A->nrows, nnz = A->nnz;
+    bytes[SPK_FMT_AUTO] = 0;
+    bytes[SPK_FMT_CSR] = add_sat(bytes3(n + 1, 8, 1), bytes3(nnz, 12, 1));
+    bytes[SPK_FMT_COO] = bytes3(nnz, 16, 1);
+    bytes[SPK_FMT_ELL] = bytes3(n, s->row_max, 12);
+    bytes[SPK_FMT_HYB] = add_sat(bytes3(n, s->hyb_width, 12), bytes3(s->hyb_coo_nnz, 16, 1));
+    bytes[SPK_FMT_JDS] = add_sat(add_sat(bytes3(nnz, 12, 1), bytes3(n, 4, 1)),
+                                 bytes3(s->row_max + 1, 8, 1));
+}
+
+void spk_stats_compute(const spk_csr *A, spk_matrix_info *info)
+{
+    const int64_t n = A->nrows;
+    memset(info, 0, sizeof *info);
+    info->nrows = n;
+    info->ncols = A->ncols;
+    info->nnz = A->nnz;
+    info->row_mean = n ? (double)A->nnz / (double)n : 0.0;
+
+    int64_t mn = n ? INT64_MAX : 0, mx = 0, empty = 0;
+    double ss = 0.0;                                 /* sum of (len - mean)^2 */
+    const double mean = info->row_mean;
+#pragma omp parallel for schedule(static) reduction(min : mn) reduction(max : mx) \
+    reduction(+ : empty, ss)
+    for (int64_t i = 0; i < n; i++) {
+        int64_t len = A->rowptr[i + 1] - A->rowptr[i];
+        mn = len < mn ? len : mn;
+        mx = len > mx ? len : mx;
+        empty += len == 0;
+        ss += ((double)len - mean) * ((double)len - mean);
+    }
+    info->row_min = mn;
+    info->row_max = mx;
+    info->empty_rows = empty;
+    info->row_sd = n ? sqrt(ss / (double)n) : 0.0;   /* population sd: all rows are known */
+    info->row_cv = mean > 0.0 ? info->row_sd / mean : 0.0;
+
+    row_lengths h;
+    row_lengths_init(&h, A, mx);
+    info->row_p33 = percentile(&h, 33);
+    info->row_p50 = percentile(&h, 50);
+    info->row_p95 = percentile(&h, 95);
+    info->row_p99 = percentile(&h, 99);
+    info->hyb_width = hyb_width_from(&h);
+    spk_free(h.ge);
+    const int64_t K = info->hyb_width;
+    int64_t tail = 0;                                /* entries past column K of each row */
+#pragma omp parallel for schedule(static) reduction(+ : tail)
+    for (int64_t i = 0; i < n; i++) {
+        int64_t len = A->rowptr[i + 1] - A->rowptr[i];
+        tail += len > K ? len - K : 0;
+    }
+    info->hyb_coo_nnz = tail;
+
+    info->ell_fill = A->nnz ? (double)n * (double)mx / (double)A->nnz : 1.0;
+    info->symmetric = spk_csr_is_symmetric(A);
+    info->diag_positive = diagonal_positive(A);
+    format_bytes(A, info, info->bytes);
+}

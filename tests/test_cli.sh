@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# tests/test_cli.sh SOLVE INPUTS -- the solve command end to end on the CPU: exit codes for
+# success, non-convergence, bad files and bad options; -o reads back and solves the system;
+# --json is valid JSON; --history has one row per iteration; malformed files name the line.
+set -u
+SOLVE=$1
+IN=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+
+check() { # check DESCRIPTION COND...
+  local what=$1; shift
+  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
+}
+
+# run CMD...: sets rc, out (stdout), err (stderr)
+run() {
+  "$@" >"$T/out" 2>"$T/err"
+  rc=$?
+  out=$(cat "$T/out")
+  err=$(cat "$T/err")
+}
+
+# --- success, the summary, -o, the error against ones ----------------------------------
+run "$SOLVE" -A "$IN/bcsstk09.mtx" --method cg --device cpu -o "$T/x.mtx"
+check "converged solve exits 0 (rc=$rc: $err)" test "$rc" -eq 0
+check "summary names the reason" grep -q "CONVERGED_RTOL" "$T/out"
+check "summary reports the error against ones" grep -q "max |x - 1|" "$T/out"
+check "-o wrote the solution" test -s "$T/x.mtx"
+check "-o left no temporary file" test -z "$(ls "$T" | grep tmp)"
+
+# the solution read back by an independent program gives a small residual
+if command -v python3 >/dev/null; then
+  python3 - "$IN/bcsstk09.mtx" "$T/x.mtx" >"$T/py" 2>&1 <<'EOF'
+import sys, math
+def read_mtx(path):
+    with open(path) as f:
+        head = f.readline().lower().split()
+        sym = head[4] if len(head) > 4 else "general"
+        line = f.readline()
+        while line.startswith("%"):
+            line = f.readline()
+        dims = [int(t) for t in line.split()]
+        rows = [l.split() for l in f if l.strip() and not l.startswith("%")]
+    return head[2], sym, dims, rows
+fmt, sym, dims, rows = read_mtx(sys.argv[1])
+n = dims[0]
+ent = [(int(r[0]) - 1, int(r[1]) - 1, float(r[2])) for r in rows]
+if sym == "symmetric":
+    ent += [(j, i, v) for (i, j, v) in ent if i != j]
+_, _, xd, xr = read_mtx(sys.argv[2])
+x = [float(r[0]) for r in xr]
+assert len(x) == n
+b = [0.0] * n; ax = [0.0] * n
+for i, j, v in ent:
+    b[i] += v
+    ax[i] += v * x[j]
+rel = math.sqrt(sum((b[i] - ax[i]) ** 2 for i in range(n)) / sum(t * t for t in b))
+print(rel)
+sys.exit(0 if rel <= 1e-7 else 1)
+EOF
+  check "x from -o gives ||b - Ax||/||b|| <= 1e-7 ($(cat "$T/py"))" test $? -eq 0
+fi
+
+# --- non-convergence ---------------------------------------------------------------------
+run "$SOLVE" -A "$IN/bcsstk09.mtx" --method cg --maxiter 3 --device cpu
+check "maxiter exits 1 (rc=$rc)" test "$rc" -eq 1
+check "non-convergence names the reason" grep -q "DIVERGED_MAXIT" "$T/err"
+
+# --- JSON and history ----------------------------------------------------------------------
+run "$SOLVE" -A "$IN/nos6.mtx" --method cg --precond jacobi --device cpu --json --history "$T/h.csv"
+check "json run exits 0 (rc=$rc: $err)" test "$rc" -eq 0
+if command -v python3 >/dev/null; then
+  python3 - "$T/out" "$T/h.csv" <<'EOF'
+import json, sys, csv
+r = json.load(open(sys.argv[1]))
+for k in ("reason", "iterations", "true_rel", "rnorm", "format", "method", "history"):
+    assert k in r, k
+assert r["reason"] == "CONVERGED_RTOL" and r["converged"] is True
+rows = list(csv.DictReader(open(sys.argv[2])))
+assert len(rows) == r["iterations"] + 1, (len(rows), r["iterations"])
+assert int(rows[-1]["iteration"]) == r["iterations"]
+assert abs(float(rows[-1]["residual_norm"]) - r["rnorm"]) <= 1e-12 * r["rnorm"]
+assert len(r["history"]) == len(rows)
+EOF
+  check "--json parses, history CSV has one row per iteration and ends at the reported residual" test $? -eq 0
+fi
+
+# --- bad usage: exit 2 with a message ----------------------------------------------------
+run "$SOLVE" -A "$IN/bcsstk09.mtx" --no-such-option
+check "unknown option exits 2" test "$rc" -eq 2
+check "unknown option is named" grep -q "no-such-option" "$T/err"
+run "$SOLVE" --method cg
+check "missing -A exits 2" test "$rc" -eq 2
+run "$SOLVE" -A "$IN/bcsstk09.mtx" --rtol abc
+check "bad number exits 2" test "$rc" -eq 2
+run "$SOLVE" -A "$IN/bcsstk09.mtx" --method sor
+check "unknown method exits 2" test "$rc" -eq 2
+run "$SOLVE" -A "$T/does-not-exist.mtx"
+check "missing file exits 2" test "$rc" -eq 2
+check "missing file is named" grep -q "does-not-exist.mtx" "$T/err"
+run "$SOLVE" -A "$IN/w156.mtx"
+check "complex matrix exits 2" test "$rc" -eq 2
+check "complex is called unsupported" grep -qi "complex" "$T/err"
+run "$SOLVE" -A "$IN/well1033.mtx"
+check "rectangular matrix exits 2" test "$rc" -eq 2
+run "$SOLVE" -A "$IN/bcsstk09.mtx" -b "$IN/sherman1_rhs1.mtx"
+check "rhs of the wrong length exits 2" test "$rc" -eq 2
+run "$SOLVE" -A "$IN/bcsstk09.mtx" --help
+check "--help exits 0 and lists --method" grep -q -- "--method" "$T/out"
+run "$SOLVE" --version
+check "--version exits 0" test "$rc" -eq 0
+
+# --- every malformed file exits 2 and names the line --------------------------------------
+bad() { # bad NAME EXPECTED_LINE CONTENT
+  printf "%b" "$3" >"$T/$1.mtx"
+  run "$SOLVE" -A "$T/$1.mtx" --device cpu
+  check "malformed $1 exits 2 (rc=$rc)" test "$rc" -eq 2
+  check "malformed $1 names line $2 ($err)" grep -q "$1.mtx:$2:" "$T/err"
+}
+bad nobanner 1 "3 3 1\n1 1 1\n"
+bad badfield 1 "%%MatrixMarket matrix coordinate quaternion general\n3 3 1\n1 1 1\n"
+bad badsize 2 "%%MatrixMarket matrix coordinate real general\n3 x 1\n1 1 1\n"
+bad rowzero 3 "%%MatrixMarket matrix coordinate real general\n3 3 1\n0 1 1\n"
+bad rowbig 4 "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1\n4 1 1\n"
+bad colbig 3 "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 9 1\n"
+bad notnum 3 "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 1 abc\n"
+bad nanval 3 "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 1 nan\n"
+bad toofew 4 "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1\n2 2 1\n"
+bad toomany 5 "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1\n2 2 1\n3 3 1\n"
+
+# --- generators and formats -----------------------------------------------------------------
+run "$SOLVE" -A poisson2d:30 --method cg --device cpu --format auto --explain
+check "generator spec solves (rc=$rc: $err)" test "$rc" -eq 0
+check "--explain shows the choice" grep -q "choice" "$T/out"
+run "$SOLVE" -A poisson2d:0
+check "bad generator exits 2" test "$rc" -eq 2
+
+echo "test_cli: $pass passed, $fail failed"
+test "$fail" -eq 0

@@ -1,0 +1,177 @@
+/* tests/test_csr.c -- the canonical CSR: duplicates summed, symmetric expansion (through the
+ * reader), unsorted input, empty rows, 0 x 0, 1 x 1, bad indices, and the public constructors. */
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static spk_context *ctx;
+
+/* Build a CSR from triplets (0-based). */
+static spk_status from_triplets(int64_t m, int64_t n, int64_t nz, const int32_t *r, const int32_t *c,
+                                const double *v, spk_csr *A)
+{
+    spk_coo coo = {m, n, nz, (int32_t *)r, (int32_t *)c, (double *)v};
+    return spk_csr_from_coo(ctx, &coo, A);
+}
+
+static int csr_equals(const spk_csr *A, int64_t m, const int64_t *rp, const int32_t *ci, const double *v)
+{
+    if (A->nrows != m || A->nnz != rp[m])
+        return 0;
+    for (int64_t i = 0; i <= m; i++)
+        if (A->rowptr[i] != rp[i])
+            return 0;
+    for (int64_t p = 0; p < rp[m]; p++)
+        if (A->colind[p] != ci[p] || A->val[p] != v[p])
+            return 0;
+    return 1;
+}
+
+static void test_duplicates_and_order(void)
+{
+    /* row 1 is empty; entries unsorted; (0,2) three times, (2,0) twice */
+    int32_t r[] = {2, 0, 0, 3, 0, 2, 0, 3};
+    int32_t c[] = {0, 2, 1, 3, 2, 0, 2, 0};
+    double v[] = {1, 2, 3, 4, 5, 6, 7, 8};
+    spk_csr A;
+    T_CHECK(from_triplets(4, 4, 8, r, c, v, &A) == SPK_OK, "%s", spk_last_error(ctx));
+    int64_t rp[] = {0, 2, 2, 3, 5};
+    int32_t ci[] = {1, 2, 0, 0, 3};
+    double vv[] = {3, 14, 7, 8, 4};
+    T_CHECK(csr_equals(&A, 4, rp, ci, vv), "duplicates summed, rows and columns sorted, empty row kept");
+    spk_csr_free(&A);
+}
+
+static void test_degenerate(void)
+{
+    spk_csr A;
+    T_CHECK(from_triplets(0, 0, 0, NULL, NULL, NULL, &A) == SPK_OK, "0 x 0: %s", spk_last_error(ctx));
+    T_CHECK(A.nrows == 0 && A.nnz == 0 && A.rowptr && A.rowptr[0] == 0, "0 x 0 has rowptr {0}");
+    spk_csr_free(&A);
+
+    int32_t r[] = {0}, c[] = {0};
+    double v[] = {-2.5};
+    T_CHECK(from_triplets(1, 1, 1, r, c, v, &A) == SPK_OK, "1 x 1");
+    T_CHECK(A.nnz == 1 && A.val[0] == -2.5 && A.rowptr[1] == 1, "1 x 1 value");
+    spk_csr_free(&A);
+
+    T_CHECK(from_triplets(5, 3, 0, NULL, NULL, NULL, &A) == SPK_OK, "5 x 3 with no entries");
+    T_CHECK(A.nrows == 5 && A.ncols == 3 && A.rowptr[5] == 0, "all rows empty");
+    spk_csr_free(&A);
+
+    int32_t rb[] = {0, 3}, cb[] = {0, 0};
+    double vb[] = {1, 1};
+    T_CHECK(from_triplets(3, 3, 2, rb, cb, vb, &A) == SPK_ERR_ARG, "row 3 of a 3 x 3 is out of range");
+    T_CHECK(strstr(spk_last_error(ctx), "outside") != NULL, "message: %s", spk_last_error(ctx));
+}
+
+static void test_symmetric_helpers(void)
+{
+    int32_t r[] = {0, 0, 1, 1, 2};
+    int32_t c[] = {0, 1, 0, 1, 2};
+    double v[] = {4, -1, -1, 4, 2};
+    spk_csr A;
+    T_CHECK(from_triplets(3, 3, 5, r, c, v, &A) == SPK_OK, "build");
+    T_CHECK(spk_csr_is_symmetric(&A) == 1, "symmetric");
+    double d[3];
+    spk_csr_diagonal(&A, d);
+    T_CHECK(d[0] == 4 && d[1] == 4 && d[2] == 2, "diagonal");
+    A.val[1] = -1.5;
+    T_CHECK(spk_csr_is_symmetric(&A) == 0, "values differ -> not symmetric");
+    spk_csr_free(&A);
+
+    int32_t r2[] = {0, 1}, c2[] = {1, 1};
+    double v2[] = {1, 1};
+    T_CHECK(from_triplets(2, 2, 2, r2, c2, v2, &A) == SPK_OK, "build");
+    T_CHECK(spk_csr_is_symmetric(&A) == 0, "pattern differs -> not symmetric");
+    spk_csr_diagonal(&A, d);
+    T_CHECK(d[0] == 0 && d[1] == 1, "missing diagonal entry reads as 0");
+    spk_csr_free(&A);
+}
+
+/* symmetric storage is expanded: a file with the lower triangle gives the full matrix */
+static void test_symmetric_expansion(void)
+{
+    spk_csr A;
+    t_read_csr(ctx, "bcsstk03.mtx", &A);
+    T_CHECK(A.nrows == 112 && A.nnz == 640, "bcsstk03 expanded: %lld x %lld nnz %lld",
+            (long long)A.nrows, (long long)A.ncols, (long long)A.nnz);
+    T_CHECK(spk_csr_is_symmetric(&A), "bcsstk03 expanded is symmetric");
+    for (int64_t i = 0; i < A.nrows; i++)
+        for (int64_t p = A.rowptr[i] + 1; p < A.rowptr[i + 1]; p++)
+            if (A.colind[p] <= A.colind[p - 1]) {
+                T_CHECK(0, "row %lld not strictly sorted", (long long)i);
+                i = A.nrows;
+                break;
+            }
+    spk_csr_free(&A);
+}
+
+static void test_public_constructors(void)
+{
+    /* 1-based CSR with an unsorted row and a repeated column */
+    int64_t rp[] = {1, 3, 4, 6};
+    int32_t ci[] = {2, 1, 2, 3, 3};
+    double v[] = {1, 2, 3, 4, 5};
+    spk_matrix *A = NULL;
+    T_CHECK(spk_matrix_from_csr(ctx, 3, 3, rp, ci, v, 1, &A) == SPK_OK, "%s", spk_last_error(ctx));
+    const int64_t *orp;
+    const int32_t *oci;
+    const double *ov;
+    spk_matrix_csr(A, &orp, &oci, &ov);
+    T_CHECK(orp[3] == 4 && oci[0] == 0 && ov[0] == 2 && oci[3] == 2 && ov[3] == 9,
+            "from_csr: sorted, summed, 0-based");
+    spk_matrix_info info;
+    T_CHECK(spk_matrix_get_info(A, &info) == SPK_OK && info.nnz == 4 && info.row_max == 2, "info");
+    spk_matrix_destroy(A);
+
+    int32_t r[] = {0, 0, 1}, c[] = {0, 0, 1};
+    double cv[] = {1, 1, 3};
+    T_CHECK(spk_matrix_from_coo(ctx, 2, 2, 3, r, c, cv, 0, &A) == SPK_OK, "from_coo");
+    spk_matrix_csr(A, &orp, &oci, &ov);
+    T_CHECK(orp[2] == 2 && ov[0] == 2 && ov[1] == 3, "element assembly sums duplicates");
+    spk_matrix_destroy(A);
+
+    T_CHECK(spk_matrix_from_coo(ctx, -1, 2, 0, r, c, cv, 0, &A) == SPK_ERR_ARG && A == NULL, "negative size");
+    T_CHECK(spk_matrix_from_coo(ctx, 2, 2, 3, r, c, cv, 2, &A) == SPK_ERR_ARG, "base 2");
+    int64_t bad[] = {0, 2, 1};
+    T_CHECK(spk_matrix_from_csr(ctx, 2, 2, bad, ci, v, 0, &A) == SPK_ERR_ARG, "decreasing rowptr");
+    T_CHECK(strstr(spk_last_error(ctx), "decreases") != NULL, "message: %s", spk_last_error(ctx));
+    T_CHECK(spk_matrix_from_csr(ctx, 2, 2, NULL, ci, v, 0, &A) == SPK_ERR_ARG, "NULL rowptr");
+}
+
+/* make the k-th allocation fail: a clean SPK_ERR_NOMEM every time, never a crash */
+static void test_alloc_failure(void)
+{
+    int32_t r[] = {2, 0, 0, 3}, c[] = {0, 2, 1, 3};
+    double v[] = {1, 2, 3, 4};
+    int nomem = 0, ok = 0;
+    for (uint64_t k = 1; k < 20; k++) {
+        ctx->alloc_count = 0;
+        ctx->fail_alloc_at = k;
+        spk_csr A;
+        spk_status st = from_triplets(4, 4, 4, r, c, v, &A);
+        if (st == SPK_ERR_NOMEM)
+            nomem++;
+        else if (st == SPK_OK)
+            ok++, spk_csr_free(&A);
+        else
+            T_CHECK(0, "allocation %llu failing gave %s", (unsigned long long)k, spk_status_str(st));
+    }
+    ctx->fail_alloc_at = 0;
+    T_CHECK(nomem >= 5 && ok >= 1, "every allocation site fails cleanly (%d NOMEM, %d ok)", nomem, ok);
+}
+
+int main(int argc, char **argv)
+{
+    ctx = t_context(SPK_DEVICE_CPU);
+    test_duplicates_and_order();
+    test_degenerate();
+    test_symmetric_helpers();
+    test_symmetric_expansion();
+    test_public_constructors();
+    test_alloc_failure();
+    spk_context_destroy(ctx);
+    return t_done("test_csr");
+}

@@ -1,0 +1,122 @@
+/* tests/util.c -- see util.h. */
+#include "util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int t_pass, t_fail;
+
+spk_device t_device_from_args(int argc, char **argv)
+{
+    spk_device dev = SPK_DEVICE_CPU;
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--device") == 0 && spk_device_parse(argv[i + 1], &dev) != SPK_OK) {
+            fprintf(stderr, "unknown device '%s'\n", argv[i + 1]);
+            exit(2);
+        }
+    if (dev == SPK_DEVICE_CUDA) {
+        char name[128], why[256];
+        if (!spk_has_cuda()) {
+            printf("SKIP: this build has no CUDA backend\n");
+            exit(77);
+        }
+        if (!spk_cuda_probe(name, sizeof name, why, sizeof why)) {
+            printf("SKIP: no usable GPU: %s\n", why);
+            exit(77);
+        }
+    }
+    return dev;
+}
+
+spk_context *t_context(spk_device dev)
+{
+    spk_context *ctx = NULL;
+    spk_status st = spk_context_create(&ctx, dev);
+    if (st != SPK_OK) {
+        fprintf(stderr, "spk_context_create: %s: %s\n", spk_status_str(st), spk_last_error(ctx));
+        exit(2);
+    }
+    return ctx;
+}
+
+int t_done(const char *name)
+{
+    printf("%s: %d passed, %d failed\n", name, t_pass, t_fail);
+    return t_fail ? 1 : 0;
+}
+
+const char *t_input(const char *name)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof buf, "%s/%s", SPK_INPUTS_DIR, name);
+    return buf;
+}
+
+uint64_t t_rand(uint64_t *s)
+{
+    uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ull;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+double t_randu(uint64_t *s)
+{
+    return (double)(t_rand(s) >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+}
+
+void t_random_csr(spk_context *ctx, int64_t nrows, int64_t ncols, int64_t avg, uint64_t seed,
+                  spk_csr *out)
+{
+    uint64_t s = seed * 2654435761u + 1;
+    int64_t cap = 0;
+    int64_t *len = calloc((size_t)nrows + 1, sizeof *len);
+    for (int64_t i = 0; i < nrows; i++) {
+        len[i] = ncols ? (int64_t)(t_rand(&s) % (uint64_t)(2 * avg + 1)) : 0;
+        cap += len[i];
+    }
+    spk_coo coo = {nrows, ncols, cap, malloc((size_t)cap * 4 + 4), malloc((size_t)cap * 4 + 4),
+                   malloc((size_t)cap * 8 + 8)};
+    int64_t k = 0;
+    for (int64_t i = 0; i < nrows; i++)
+        for (int64_t j = 0; j < len[i]; j++, k++) {
+            coo.row[k] = (int32_t)i;
+            coo.col[k] = (int32_t)(t_rand(&s) % (uint64_t)ncols);
+            coo.val[k] = t_randu(&s);
+        }
+    free(len);
+    if (spk_csr_from_coo(ctx, &coo, out) != SPK_OK) {
+        fprintf(stderr, "t_random_csr: %s\n", spk_last_error(ctx));
+        exit(2);
+    }
+    spk_coo_free(&coo);
+}
+
+double t_rel_diff(const double *a, const double *b, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(a[i]) || isnan(b[i]))
+            return INFINITY;
+        double d = fabs(a[i] - b[i]);
+        if (d > num)
+            num = d;
+        if (fabs(b[i]) > den)
+            den = fabs(b[i]);
+    }
+    return num / (den > 1e-300 ? den : 1e-300);
+}
+
+void t_read_csr(spk_context *ctx, const char *name, spk_csr *out)
+{
+    spk_mm_header h;
+    spk_coo coo;
+    if (spk_mm_read_coo(ctx, t_input(name), &h, &coo) != SPK_OK ||
+        spk_csr_from_coo(ctx, &coo, out) != SPK_OK) {
+        fprintf(stderr, "t_read_csr(%s): %s\n", name, spk_last_error(ctx));
+        exit(2);
+    }
+    spk_coo_free(&coo);
+}

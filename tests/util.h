@@ -1,0 +1,47 @@
+/* tests/util.h -- the small harness every test executable shares: checks that count instead of
+ * abort, the --device argument (gpu tests exit 77 when no GPU is present), paths to inputs/,
+ * and seeded random matrices. */
+#ifndef SPK_TEST_UTIL_H
+#define SPK_TEST_UTIL_H
+
+#include "spk_internal.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+extern int t_pass, t_fail;
+
+/* Record one check; print the failing expression with its location and a detail. */
+#define T_CHECK(cond, ...)                                                                    \
+    do {                                                                                      \
+        if (cond) {                                                                           \
+            t_pass++;                                                                         \
+        } else {                                                                              \
+            t_fail++;                                                                         \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                   \
+            fprintf(stderr, __VA_ARGS__);                                                     \
+            fputc('\n', stderr);                                                              \
+        }                                                                                     \
+    } while (0)
+
+/* Parse "--device cpu|gpu" (default cpu). For gpu with no usable GPU or no CUDA build, print
+ * why and exit 77 (CTest SKIP_RETURN_CODE). */
+spk_device t_device_from_args(int argc, char **argv);
+/* A context on dev, or exit 2 with the message. */
+spk_context *t_context(spk_device dev);
+/* Print "N passed, N failed" and return the exit code. */
+int t_done(const char *name);
+/* Path of inputs/<name> (static buffer, valid until the next call). */
+const char *t_input(const char *name);
+/* Deterministic xorshift random numbers. */
+uint64_t t_rand(uint64_t *state);
+double t_randu(uint64_t *state);                 /* uniform in [-1, 1) */
+/* A random nrows x ncols CSR (canonical) with row lengths uniform in [0, 2*avg]. */
+void t_random_csr(spk_context *ctx, int64_t nrows, int64_t ncols, int64_t avg, uint64_t seed,
+                  spk_csr *out);
+/* max_i |a_i - b_i| / max(max_i |b_i|, tiny); NaN anywhere gives +inf. */
+double t_rel_diff(const double *a, const double *b, int64_t n);
+/* Read a matrix from inputs/ into the canonical CSR (exit 2 on failure). */
+void t_read_csr(spk_context *ctx, const char *name, spk_csr *out);
+
+#endif
