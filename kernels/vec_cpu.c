@@ -6,6 +6,10 @@
 #include <math.h>
 #include <string.h>
 
+/* Below this length a parallel region costs more than the loop (a fork/join is ~1-5 us, a
+ * 8k-element axpy ~2 us on one core), so short vectors run on one thread. */
+#define SPK_OMP_MIN_N 8192
+
 static spk_status v_alloc(spk_context *ctx, int64_t n, double **v)
 {
     *v = spk_calloc(ctx, (size_t)(n > 0 ? n : 1), sizeof **v);
@@ -26,7 +30,7 @@ static spk_status v_copy(spk_context *ctx, int64_t n, const double *x, double *y
 
 static spk_status v_fill(spk_context *ctx, int64_t n, double a, double *y)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < n; i++)
         y[i] = a;
     return SPK_OK;
@@ -35,7 +39,7 @@ static spk_status v_fill(spk_context *ctx, int64_t n, double a, double *y)
 static spk_status v_dot(spk_context *ctx, int64_t n, const double *x, const double *y, double *r)
 {
     double s = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : s)
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s)
     for (int64_t i = 0; i < n; i++)
         s += x[i] * y[i];
     *r = s;
@@ -47,7 +51,7 @@ static spk_status v_dot(spk_context *ctx, int64_t n, const double *x, const doub
 static spk_status v_nrm2(spk_context *ctx, int64_t n, const double *x, double *r)
 {
     double s = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : s)
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s)
     for (int64_t i = 0; i < n; i++)
         s += x[i] * x[i];
     if (isfinite(s) && (s == 0.0 || s > 1e-290)) {
@@ -73,7 +77,7 @@ static spk_status v_dot2(spk_context *ctx, int64_t n, const double *x, const dou
                          const double *z, double *r0, double *r1)
 {
     double s0 = 0.0, s1 = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : s0, s1)
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s0, s1)
     for (int64_t i = 0; i < n; i++) {
         s0 += x[i] * y[i];
         s1 += x[i] * z[i];
@@ -85,7 +89,7 @@ static spk_status v_dot2(spk_context *ctx, int64_t n, const double *x, const dou
 
 static spk_status v_axpy(spk_context *ctx, int64_t n, double a, const double *x, double *y)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < n; i++)
         y[i] += a * x[i];
     return SPK_OK;
@@ -94,7 +98,7 @@ static spk_status v_axpy(spk_context *ctx, int64_t n, double a, const double *x,
 static spk_status v_axpby(spk_context *ctx, int64_t n, double a, const double *x, double b,
                           double *y)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < n; i++)
         y[i] = b == 0.0 ? a * x[i] : a * x[i] + b * y[i];
     return SPK_OK;
@@ -102,7 +106,7 @@ static spk_status v_axpby(spk_context *ctx, int64_t n, double a, const double *x
 
 static spk_status v_scal(spk_context *ctx, int64_t n, double a, double *x)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < n; i++)
         x[i] *= a;
     return SPK_OK;
@@ -110,7 +114,7 @@ static spk_status v_scal(spk_context *ctx, int64_t n, double a, double *x)
 
 static spk_status v_pmul(spk_context *ctx, int64_t n, const double *d, const double *x, double *y)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < n; i++)
         y[i] = d[i] * x[i];
     return SPK_OK;
@@ -127,7 +131,7 @@ static spk_status v_invert(spk_context *ctx, int64_t n, double *d, int allow_neg
             return SPK_OK;
         }
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < n; i++)
         d[i] = 1.0 / d[i];
     return SPK_OK;
@@ -138,7 +142,7 @@ static spk_status v_cg_update(spk_context *ctx, int64_t n, double a, const doubl
                               double *z, double *rr, double *rz)
 {
     double s_rr = 0.0, s_rz = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : s_rr, s_rz)
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s_rr, s_rz)
     for (int64_t i = 0; i < n; i++) {
         x[i] += a * p[i];                       /* x = x + alpha p   */
         double ri = r[i] - a * q[i];            /* r = r - alpha A p */
@@ -156,7 +160,7 @@ static spk_status v_cg_update(spk_context *ctx, int64_t n, double a, const doubl
 
 static spk_status v_xpay(spk_context *ctx, int64_t n, const double *z, double beta, double *p)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < n; i++)
         p[i] = z[i] + beta * p[i];
     return SPK_OK;
@@ -165,7 +169,7 @@ static spk_status v_xpay(spk_context *ctx, int64_t n, const double *z, double be
 static spk_status v_bicg_p(spk_context *ctx, int64_t n, const double *r, double beta,
                            double omega, const double *v, double *p)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < n; i++)
         p[i] = r[i] + beta * (p[i] - omega * v[i]);
     return SPK_OK;
@@ -177,7 +181,7 @@ static spk_status v_gemv_t(spk_context *ctx, int64_t n, int k, const double *V, 
     for (int j = 0; j < k; j++) {
         const double *vj = V + (int64_t)j * ldv;
         double s = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : s)
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s)
         for (int64_t i = 0; i < n; i++)
             s += vj[i] * w[i];
         h[j] = s;
@@ -188,7 +192,7 @@ static spk_status v_gemv_t(spk_context *ctx, int64_t n, int k, const double *V, 
 static spk_status v_gemv_n_sub(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
                                const double *h, double *w)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < n; i++) {
         double s = 0.0;
         for (int j = 0; j < k; j++)

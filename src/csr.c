@@ -140,7 +140,8 @@ out_free:
 
 void spk_csr_spmv_ref(const spk_csr *A, double alpha, const double *x, double beta, double *y)
 {
-#pragma omp parallel for schedule(static)
+    /* one thread for small matrices: a parallel region costs more than ~20k multiply-adds */
+#pragma omp parallel for schedule(static) if (A->nnz > 32768)
     for (int64_t i = 0; i < A->nrows; i++) {
         double s = 0.0;
         for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)

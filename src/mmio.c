@@ -71,8 +71,8 @@ enum { NUM_OK = 0, NUM_BAD, NUM_NONFINITE, NUM_LONG, NUM_RANGE };
 /* Longest token handed to strtod; a valid real longer than this is not worth supporting. */
 #define MM_MAX_NUMBER 255
 
-/* A non-negative integer token (sizes, indices). NULL when the token is not all digits or
- * exceeds 922337203685477579, so that v*10 + 9 can never pass INT64_MAX. */
+/* A non-negative integer token (sizes, indices). NULL when the token is not all digits, or
+ * when it would pass 9223372036854775799: stopping there means x*10 + 9 never overflows. */
 static inline const char *parse_count(const char *p, const char *end, int64_t *v, int *why)
 {
     const char *s = p;
@@ -176,10 +176,9 @@ static double real_u128(uint64_t w, int k)
 {
     if (k >= 0)
         return round_u128((mm_u128)w * pow5[k], 0, k);
-    int s = 128 - bitlen128(w) - 1 + 1;                /* top bit of w moves to bit 127 */
-    mm_u128 num = (mm_u128)w << (s - 1);
-    mm_u128 q = num / pow5[-k], r = num % pow5[-k];
-    return round_u128(q, r != 0, -(s - 1) + k);
+    int sh = 128 - (64 - __builtin_clzll(w));          /* w > 0: its top bit moves to 127 */
+    mm_u128 num = (mm_u128)w << sh;
+    return round_u128(num / pow5[-k], num % pow5[-k] != 0, k - sh);
 }
 #endif
 
@@ -374,25 +373,16 @@ static inline void mm_end_line(mm_in *in, const char *p)
 static inline int mm_next_content(mm_in *in)
 {
     const char *p = in->p, *end = in->end;
-    for (;;) {
+    for (;; p++, in->line++) {
         p = skip_blanks(p, end);
-        if (p == end) {
-            in->p = p;
-            return 0;
-        }
-        if (*p == '%') {
+        if (p < end && *p == '%') {
             const char *nl = memchr(p, '\n', (size_t)(end - p));
             p = nl ? nl : end;
         }
-        if (p < end && *p == '\n') {
-            p++;
-            in->line++;
-            continue;
+        if (p == end || *p != '\n') {
+            in->p = p;
+            return p < end;
         }
-        if (p == end)
-            continue;
-        in->p = p;
-        return 1;
     }
 }
 
@@ -418,7 +408,7 @@ static spk_status mm_read_banner(mm_in *in, spk_mm_header *h)
     if (in->end - in->p >= 3 && memcmp(in->p, "\xEF\xBB\xBF", 3) == 0)
         in->p += 3;                                    /* a UTF-8 byte-order mark */
     if (!mm_word(in, &w, &n) || !token_is(w, n, "%%matrixmarket"))
-        return mm_expected(in, w, SPK_ERR_PARSE, MM_BANNER_WANT);
+        return mm_expected(in, w, SPK_ERR_PARSE, "%s", MM_BANNER_WANT);
     if (!mm_word(in, &w, &n) || !token_is(w, n, "matrix"))
         return mm_expected(in, w, SPK_ERR_PARSE, "object 'matrix' in the banner");
     if (mm_word(in, &w, &n) && token_is(w, n, "coordinate"))
@@ -435,8 +425,8 @@ static spk_status mm_read_banner(mm_in *in, spk_mm_header *h)
         h->field = SPK_MM_PATTERN;
     else if (n && token_is(w, n, "complex"))
         return mm_fail(in, w, SPK_ERR_UNSUPPORTED,
-                       "field 'complex' is not supported (spk solves real systems: "
-                       "expected real, integer or pattern)");
+                       "expected field 'real', 'integer' or 'pattern', found 'complex' "
+                       "(spk solves real systems; complex matrices are not supported)");
     else
         return mm_expected(in, w, SPK_ERR_PARSE,
                            "field 'real', 'integer' or 'pattern' in the banner");
@@ -448,8 +438,8 @@ static spk_status mm_read_banner(mm_in *in, spk_mm_header *h)
         h->symmetry = SPK_MM_SKEW;
     else if (n && token_is(w, n, "hermitian"))
         return mm_fail(in, w, SPK_ERR_UNSUPPORTED,
-                       "symmetry 'hermitian' is not supported (a complex storage: expected "
-                       "general, symmetric or skew-symmetric)");
+                       "expected symmetry 'general', 'symmetric' or 'skew-symmetric', found "
+                       "'hermitian' (a complex storage; complex matrices are not supported)");
     else
         return mm_expected(in, w, SPK_ERR_PARSE,
                            "symmetry 'general', 'symmetric' or 'skew-symmetric' in the banner");
@@ -512,8 +502,9 @@ static spk_status mm_read_size(mm_in *in, spk_mm_header *h)
         p = skip_blanks(p, in->end);
         const char *q = parse_count(p, in->end, &v[f], &why);
         if (!q)
-            return mm_expected(in, p, SPK_ERR_PARSE, "%s on the size line (%s), an integer "
-                               "in 0..922337203685477579", names[f], want);
+            return mm_expected(in, p, SPK_ERR_PARSE, "%s (%s) on the size line (%s)",
+                               names[f], why == NUM_RANGE ? "an integer below 2^63"
+                                                          : "a non-negative integer", want);
         p = q;
     }
     p = skip_blanks(p, in->end);
@@ -542,10 +533,11 @@ static void mm_coo_free(spk_coo *A)
 static spk_status mm_alloc(mm_in *in, const spk_mm_header *h, spk_coo *out)
 {
     int64_t cap = h->nentries;
-    if (h->symmetry != SPK_MM_GENERAL)
-        cap = h->format == SPK_MM_ARRAY ? h->nrows * h->nrows
-                                        - (h->symmetry == SPK_MM_SKEW ? h->nrows : 0)
-                                        : 2 * h->nentries;
+    if (h->symmetry == SPK_MM_SKEW || (h->symmetry == SPK_MM_SYMMETRIC &&
+                                       h->format == SPK_MM_COORDINATE))
+        cap = 2 * h->nentries;
+    else if (h->symmetry == SPK_MM_SYMMETRIC)           /* n(n+1)/2 stored, n^2 expanded */
+        cap = 2 * h->nentries - h->nrows;
     out->nrows = h->nrows;
     out->ncols = h->ncols;
     out->row = spk_malloc(in->ctx, (size_t)cap, sizeof *out->row);
@@ -871,9 +863,12 @@ spk_status spk_vector_read_mtx(spk_context *ctx, const char *path, double **v, i
         return spk_fail(ctx, SPK_ERR_NOMEM, "%s: out of memory for a vector of %lld", path,
                         (long long)len);
     }
-    /* Missing coordinate entries are zero; repeated ones are summed, as for matrices. */
-    for (int64_t k = 0; k < coo.nnz; k++)
-        x[column ? coo.row[k] : coo.col[k]] += coo.val[k];
+    /* Array values are copied (so that -0 survives a round trip); missing coordinate entries
+     * are zero and repeated ones are summed, as for matrices. */
+    for (int64_t k = 0; k < coo.nnz; k++) {
+        int64_t i = column ? coo.row[k] : coo.col[k];
+        x[i] = h.format == SPK_MM_ARRAY ? coo.val[k] : x[i] + coo.val[k];
+    }
     mm_coo_free(&coo);
     *v = x;
     *n = len;
