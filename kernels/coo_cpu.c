@@ -16,6 +16,10 @@
 #include <omp.h>
 #endif
 
+/* Loops shorter than this run on one thread: a parallel region's fork and join (microseconds,
+ * far more on a loaded machine) outweigh the work below it. */
+#define OMP_MIN_WORK 16384
+
 spk_status spk_coo_from_csr(spk_context *ctx, const spk_csr *A, spk_coo_fmt *out)
 {
     memset(out, 0, sizeof *out);
@@ -33,7 +37,7 @@ spk_status spk_coo_from_csr(spk_context *ctx, const spk_csr *A, spk_coo_fmt *out
         return spk_fail(ctx, SPK_ERR_NOMEM, "coo: out of memory allocating %zu bytes for %lld entries",
                         (size_t)A->nnz * 16, (long long)A->nnz);
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(A->nnz > OMP_MIN_WORK)
     for (int64_t i = 0; i < A->nrows; i++)
         for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
             out->row[p] = (int32_t)i;
@@ -110,13 +114,13 @@ static spk_status coo_spmv(spk_context *ctx, const void *state, double alpha, co
     const double *val = f->val;
 
     if (beta != 1.0) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(f->nrows > OMP_MIN_WORK)
         for (int64_t i = 0; i < f->nrows; i++)
             y[i] = beta == 0.0 ? 0.0 : beta * y[i];   /* beta 0: drop old y, NaN included */
     }
     if (f->nnz == 0)
         return SPK_OK;
-#pragma omp parallel
+#pragma omp parallel if(f->nnz > OMP_MIN_WORK)
     {
         int64_t nt = 1, t = 0;
 #ifdef _OPENMP

@@ -4,7 +4,7 @@
  * device allocation, the device layouts of ELL and COO (HYB reuses both), and the small device
  * helpers every kernel uses (the y = alpha*s + beta*y epilogue, warp and block sums).
  *
- * C++ only: included by the .cu files (src/cuda_ctx.cu, kernels/*_cuda.cu). None of these
+ * C++ only: included by the .cu files (src/cuda_ctx.cu, kernels/<fmt>_cuda.cu). None of these
  * helpers returns from its caller; each returns a status the caller tests, as STYLE.md asks. */
 #ifndef SPK_CUDA_COMMON_H
 #define SPK_CUDA_COMMON_H

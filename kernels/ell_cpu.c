@@ -14,6 +14,10 @@
 
 #include <string.h>
 
+/* Loops shorter than this run on one thread: a parallel region's fork and join (microseconds,
+ * far more on a loaded machine) outweigh the work below it. */
+#define OMP_MIN_WORK 16384
+
 /* Rows per block of the CPU kernel: 128 partial sums (1 KiB) stay in L1 while the K slot
  * columns of the block are streamed. */
 #define ELL_CPU_ROW_BLOCK 128
@@ -69,7 +73,7 @@ spk_status spk_ell_from_csr(spk_context *ctx, const spk_csr *A, int64_t width, i
         return spk_fail(ctx, SPK_ERR_NOMEM, "ell: out of memory allocating %.0f bytes (%lld x %lld slots)",
                         12.0 * (double)slots, (long long)n, (long long)K);
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(slots > OMP_MIN_WORK)
     for (int64_t i = 0; i < n; i++) {
         const int64_t p0 = A->rowptr[i];
         int64_t len = A->rowptr[i + 1] - p0;
@@ -99,7 +103,7 @@ spk_status spk_ell_to_csr(spk_context *ctx, const spk_ell_fmt *f, spk_csr *out)
             len += f->col[k * n + i] != SPK_ELL_PAD;
         out->rowptr[i + 1] = out->rowptr[i] + len;
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(n * K > OMP_MIN_WORK)
     for (int64_t i = 0; i < n; i++) {
         int64_t w = out->rowptr[i];
         for (int64_t k = 0; k < K; k++)
@@ -125,7 +129,7 @@ static spk_status ell_spmv(spk_context *ctx, const void *state, double alpha, co
         return spk_fail(ctx, SPK_ERR_ARG, "ell-cpu spmv: NULL state (not prepared)");
     const int64_t n = f->nrows, K = f->width;
     const int64_t nblocks = (n + ELL_CPU_ROW_BLOCK - 1) / ELL_CPU_ROW_BLOCK;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(n * K > OMP_MIN_WORK)
     for (int64_t b = 0; b < nblocks; b++) {
         const int64_t i0 = b * ELL_CPU_ROW_BLOCK;
         const int64_t m = n - i0 < ELL_CPU_ROW_BLOCK ? n - i0 : ELL_CPU_ROW_BLOCK;

@@ -20,6 +20,10 @@
 
 #include <string.h>
 
+/* Loops shorter than this run on one thread: a parallel region's fork and join (microseconds,
+ * far more on a loaded machine) outweigh the work below it. */
+#define OMP_MIN_WORK 16384
+
 /* Sorted rows per block of the CPU kernel (see ell_cpu.c). */
 #define JDS_CPU_ROW_BLOCK 128
 
@@ -79,7 +83,7 @@ spk_status spk_jds_from_csr(spk_context *ctx, const spk_csr *A, spk_jds_fmt *out
         out->perm[start[row_len(A, i)]++] = (int32_t)i;
     spk_free(start);
 
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(A->nnz > OMP_MIN_WORK)
     for (int64_t k = 0; k < n; k++) {
         const int64_t r = out->perm[k], p0 = A->rowptr[r], len = row_len(A, r);
         for (int64_t d = 0; d < len; d++) {
@@ -108,7 +112,7 @@ spk_status spk_jds_to_csr(spk_context *ctx, const spk_jds_fmt *f, spk_csr *out)
         out->rowptr[f->perm[k] + 1] = sorted_len(f, k);
     for (int64_t i = 0; i < f->nrows; i++)
         out->rowptr[i + 1] += out->rowptr[i];
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(f->nnz > OMP_MIN_WORK)
     for (int64_t k = 0; k < f->nrows; k++) {
         const int64_t p0 = out->rowptr[f->perm[k]], len = sorted_len(f, k);
         for (int64_t d = 0; d < len; d++) {
@@ -133,7 +137,7 @@ static spk_status jds_spmv(spk_context *ctx, const void *state, double alpha, co
         return spk_fail(ctx, SPK_ERR_ARG, "jds-cpu spmv: NULL state (not prepared)");
     const int64_t n = f->nrows;
     const int64_t nblocks = (n + JDS_CPU_ROW_BLOCK - 1) / JDS_CPU_ROW_BLOCK;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(f->nnz + n > OMP_MIN_WORK)
     for (int64_t b = 0; b < nblocks; b++) {
         const int64_t k0 = b * JDS_CPU_ROW_BLOCK;
         const int64_t k1 = n - k0 < JDS_CPU_ROW_BLOCK ? n : k0 + JDS_CPU_ROW_BLOCK;

@@ -54,7 +54,7 @@ static spk_status v_nrm2(spk_context *ctx, int64_t n, const double *x, double *r
 #pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s)
     for (int64_t i = 0; i < n; i++)
         s += x[i] * x[i];
-    if (isfinite(s) && (s == 0.0 || s > 1e-290)) {
+    if (isfinite(s) && (s > 1e-290)) {
         *r = sqrt(s);
         return SPK_OK;
     }

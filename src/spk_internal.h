@@ -189,7 +189,7 @@ const spk_vec_ops *spk_vec_ops_cpu(void);
 const spk_vec_ops *spk_vec_ops_cuda(void);   /* a table answering NOT_COMPILED without CUDA */
 const spk_vec_ops *spk_vec_ops_for(spk_device dev);
 
-/* ---- CUDA context plumbing (src/cuda_ctx.cu; stubs in src/cuda_stub.c without CUDA) ------ */
+/* ---- CUDA context plumbing (src/cuda_ctx.cu; stubs in kernels/cuda_stub.c without CUDA) ------ */
 /* Probe for a usable GPU: 1 and a name, or 0 and the reason in `why`. */
 int spk_cuda_probe(char *name, size_t name_len, char *why, size_t why_len);
 spk_status spk_cuda_init(spk_context *ctx);       /* stream, cuBLAS handle, scratch      */

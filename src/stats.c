@@ -6,16 +6,21 @@
  * the row length) and the memory of every format, computed from the lengths alone without
  * building any layout.
  *
- * Cost: one parallel pass over rowptr (min, max, sum of squares, empty rows), one pass to fill
- * a histogram of row lengths (max + 2 counters), then every percentile and the HYB width by
- * binary search on the cumulative histogram. If the histogram cannot be allocated (this
- * function has no way to report failure), the same searches count rows by scanning rowptr
- * instead: O(nrows log max) rather than O(nrows), same answers. No other memory. */
+ * Cost: O(nrows + max row length) time. One parallel pass over rowptr (min, max, sum of
+ * squares, empty rows), one pass filling a histogram of row lengths (max + 2 counters, turned
+ * into suffix counts), every percentile and the HYB width by binary search on those counts,
+ * and one pass for the HYB tail; then the symmetry test (csr.c) and a diagonal scan. If the
+ * histogram cannot be allocated (this function has no way to report failure), the binary
+ * searches count rows by scanning rowptr instead: O(nrows log max), same answers. */
 #include "spk_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Loops shorter than this run on one thread: a parallel region's fork and join (microseconds,
+ * far more on a loaded machine) outweigh the work below it. */
+#define OMP_MIN_WORK 16384
 
 /* CUSP's breakeven_threshold: below this many rows an ELL column does not occupy the GPU, so
  * CUSP stops widening the ELL part of HYB (Bell & Garland SC'09, sec. 3.4). */
@@ -41,7 +46,7 @@ static int64_t rows_with_at_least(const row_lengths *h, int64_t v)
     if (h->ge)
         return h->ge[v];
     int64_t c = 0;
-#pragma omp parallel for schedule(static) reduction(+ : c)
+#pragma omp parallel for schedule(static) reduction(+ : c) if(h->A->nrows > OMP_MIN_WORK)
     for (int64_t i = 0; i < h->A->nrows; i++)
         c += h->A->rowptr[i + 1] - h->A->rowptr[i] >= v;
     return c;
@@ -50,7 +55,7 @@ static int64_t rows_with_at_least(const row_lengths *h, int64_t v)
 static int64_t max_row_length(const spk_csr *A)
 {
     int64_t mx = 0;
-#pragma omp parallel for schedule(static) reduction(max : mx)
+#pragma omp parallel for schedule(static) reduction(max : mx) if(A->nrows > OMP_MIN_WORK)
     for (int64_t i = 0; i < A->nrows; i++)
         if (A->rowptr[i + 1] - A->rowptr[i] > mx)
             mx = A->rowptr[i + 1] - A->rowptr[i];
@@ -141,7 +146,7 @@ static int diagonal_positive(const spk_csr *A)
     if (A->nrows != A->ncols)
         return 0;
     int ok = 1;
-#pragma omp parallel for schedule(static) reduction(&& : ok)
+#pragma omp parallel for schedule(static) reduction(&& : ok) if(A->nrows > OMP_MIN_WORK)
     for (int64_t i = 0; i < A->nrows; i++) {
         int64_t lo = A->rowptr[i], hi = A->rowptr[i + 1];
         while (lo < hi) {
@@ -183,7 +188,7 @@ void spk_stats_compute(const spk_csr *A, spk_matrix_info *info)
     int64_t mn = n ? INT64_MAX : 0, mx = 0, empty = 0;
     double ss = 0.0;                                 /* sum of (len - mean)^2 */
     const double mean = info->row_mean;
-#pragma omp parallel for schedule(static) reduction(min : mn) reduction(max : mx) \
+#pragma omp parallel for schedule(static) reduction(min : mn) reduction(max : mx) if(n > OMP_MIN_WORK) \
     reduction(+ : empty, ss)
     for (int64_t i = 0; i < n; i++) {
         int64_t len = A->rowptr[i + 1] - A->rowptr[i];
@@ -208,7 +213,7 @@ void spk_stats_compute(const spk_csr *A, spk_matrix_info *info)
     spk_free(h.ge);
     const int64_t K = info->hyb_width;
     int64_t tail = 0;                                /* entries past column K of each row */
-#pragma omp parallel for schedule(static) reduction(+ : tail)
+#pragma omp parallel for schedule(static) reduction(+ : tail) if(n > OMP_MIN_WORK)
     for (int64_t i = 0; i < n; i++) {
         int64_t len = A->rowptr[i + 1] - A->rowptr[i];
         tail += len > K ? len - K : 0;

@@ -270,6 +270,7 @@ static void json_num(FILE *f, const char *key, double v, int comma)
 
 typedef struct report {
     const char *matrix, *device_name, *format_reason;
+    char device_note[300];             /* why --device auto took the CPU */
     spk_matrix_info info;
     spk_result res;
     double read_s, err_inf;
@@ -290,6 +291,7 @@ static void print_json(const report *r)
             (long long)in->row_min, in->row_mean, (long long)in->row_max, in->row_sd, in->row_cv);
     json_str(f, "device", spk_device_str(res->device), 1);
     json_str(f, "device_name", r->device_name, 1);
+    json_str(f, "device_note", r->device_note, 1);
     json_str(f, "format", spk_format_str(res->format), 1);
     json_str(f, "format_reason", r->format_reason, 1);
     json_str(f, "method", spk_method_str(res->method), 1);
@@ -355,9 +357,12 @@ static void print_summary(spk_context *ctx, const report *r)
            (long long)in->ncols, (long long)in->nnz);
     printf("rows      length min %lld / mean %.2f / max %lld, sd %.2f (cv %.2f)\n",
            (long long)in->row_min, in->row_mean, (long long)in->row_max, in->row_sd, in->row_cv);
-    printf("device    %s: %s\n", spk_device_str(res->device), r->device_name);
-    printf("format    %s%s%s%s\n", spk_format_str(res->format), c->opt.format == SPK_FMT_AUTO ? " (auto: " : "",
-           c->opt.format == SPK_FMT_AUTO ? r->format_reason : "", c->opt.format == SPK_FMT_AUTO ? ")" : "");
+    printf("device    %s: %s%s%s\n", spk_device_str(res->device), r->device_name,
+           r->device_note[0] ? "; " : "", r->device_note);
+    if (c->opt.format == SPK_FMT_AUTO)
+        printf("format    auto: %s\n", r->format_reason);
+    else
+        printf("format    %s (--format)\n", spk_format_str(res->format));
     printf("method    %s%s%s%s, precond %s\n", spk_method_str(res->method),
            res->method_reason[0] ? " (auto: " : "", res->method_reason, res->method_reason[0] ? ")" : "",
            c->opt.precond == SPK_PRECOND_JACOBI ? "jacobi" : "none");
@@ -402,6 +407,8 @@ int main(int argc, char **argv)
     if (st)
         die_status(ctx, st, "device");
     r.device_name = spk_context_device_name(ctx);
+    if (c.device == SPK_DEVICE_AUTO && spk_context_device(ctx) == SPK_DEVICE_CPU)
+        snprintf(r.device_note, sizeof r.device_note, "auto: %s", spk_last_error(ctx));
 
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -1,0 +1,205 @@
+/* kernels/coo_cuda.cu -- COO SpMV on the GPU. Two kernels over the row-sorted entries; both
+ * first scale y by beta (yscale), then accumulate alpha * A x into it:
+ *
+ *  - atomic: one thread per entry, atomicAdd(&y[row], alpha * a * x[col]). The simplest load
+ *    balance there is; every entry costs an atomic, and a long row serialises its atomics
+ *    on one address. Not deterministic in the last bits.
+ *  - segmented: a warp takes a tile of SPK_COO_TILE consecutive entries, 32 at a time, and
+ *    sums each row's run with a segmented inclusive scan over the warp (__shfl_up_sync keyed
+ *    on the row, which works because equal rows are contiguous), carrying the open run into
+ *    the next 32. Only the end of each run writes y: a plain store for a row wholly inside
+ *    the tile, an atomicAdd for a row that crosses the tile's first or last entry (shared
+ *    with the neighbouring warp). This is Bell & Garland's COO kernel (SC'09; CUSP
+ *    coo_flat_spmv.h: warp-wide segmented reduction, carries between intervals) with
+ *    shuffles in place of CUSP's volatile shared memory and atomics in place of its
+ *    second fix-up pass. Deterministic except for rows that cross a tile boundary.
+ *
+ * Cost per SpMV: 16 bytes per entry (row, column, value), a gather of x per entry, y scaled
+ * (read + write, or write only when beta == 0) and then updated once per row run.
+ *
+ * Which is faster is the H200's to say: SPK_COO_KERNEL picks one at build time. A first
+ * measurement there (50 SpMVs each, beta = 0, us, atomic / segmented): poisson2d:1000 46 / 55,
+ * poisson3d:100 64 / 68, elasticity3d:40 283 / 96, powerlaw:4000000:2 150 / 122,
+ * powerlaw:2000000:4 164 / 88, powerlaw:2000000:16 561 / 312; HYB's tail on the last two
+ * 155 / 83 and 437 / 280 total. So segmented is the default: atomics win by ~15% only on
+ * short regular rows (where COO is not the format to use) and lose up to 3x on long ones.
+ * To measure again: -DCMAKE_CUDA_FLAGS=-DSPK_COO_KERNEL=SPK_COO_ATOMIC. */
+#include "cuda_common.h"
+
+#include <string.h>
+
+#define SPK_COO_ATOMIC 0
+#define SPK_COO_SEGMENTED 1
+#ifndef SPK_COO_KERNEL
+#define SPK_COO_KERNEL SPK_COO_SEGMENTED
+#endif
+
+/* Entries per warp tile: 8 passes of 32. Longer tiles mean fewer rows crossing a boundary
+ * (fewer atomics) but fewer warps; 256 gives one warp per 256 entries, so the H200's 132 SMs x
+ * 64 warps are all busy from nnz ~ 2M up. */
+#define SPK_COO_TILE (32 * 8)
+
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
+coo_atomic_kernel(int64_t nnz, const int32_t *__restrict__ Ai, const int32_t *__restrict__ Aj,
+                  const double *__restrict__ Ax, const double *__restrict__ x, double alpha,
+                  double *y)
+{
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < nnz;
+         k += (int64_t)gridDim.x * blockDim.x)
+        atomicAdd(&y[__ldg(&Ai[k])], alpha * (__ldg(&Ax[k]) * __ldg(&x[__ldg(&Aj[k])])));
+}
+
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
+coo_segmented_kernel(int64_t nnz, const int32_t *__restrict__ Ai, const int32_t *__restrict__ Aj,
+                     const double *__restrict__ Ax, const double *__restrict__ x, double alpha,
+                     double *y)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int64_t nwarps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+
+    for (int64_t t = warp; t * SPK_COO_TILE < nnz; t += nwarps) {      /* warp-uniform */
+        const int64_t begin = t * SPK_COO_TILE;
+        const int64_t end = begin + SPK_COO_TILE < nnz ? begin + SPK_COO_TILE : nnz;
+        /* Rows that also have entries in the neighbouring tiles: their runs are added with
+         * atomics, every other run has this warp as its only writer. */
+        const int32_t first_row = __ldg(&Ai[begin]), last_row = __ldg(&Ai[end - 1]);
+        const bool first_shared = begin > 0 && __ldg(&Ai[begin - 1]) == first_row;
+        const bool last_shared = end < nnz && __ldg(&Ai[end]) == last_row;
+
+        int32_t carry_row = -1;                  /* run left open by the previous 32 entries */
+        double carry = 0.0;
+        for (int64_t base = begin; base < end; base += 32) {
+            const int64_t k = base + lane;
+            const bool valid = k < end;
+            const int32_t r = valid ? __ldg(&Ai[k]) : -1;
+            double v = valid ? __ldg(&Ax[k]) * __ldg(&x[__ldg(&Aj[k])]) : 0.0;
+
+            /* Segmented inclusive scan: after the step with offset `off`, v holds the sum of
+             * this lane's run over the last 2*off lanes (runs are contiguous in sorted rows). */
+#pragma unroll
+            for (int off = 1; off < 32; off <<= 1) {
+                double v_up = __shfl_up_sync(SPK_FULL_MASK, v, off);
+                int32_t r_up = __shfl_up_sync(SPK_FULL_MASK, r, off);
+                if (lane >= off && r_up == r)
+                    v += v_up;
+            }
+            if (valid && r == carry_row)         /* only the first run can continue one */
+                v += carry;
+
+            /* A run ends where the next entry has another row or the tile ends. */
+            int32_t r_next = __shfl_down_sync(SPK_FULL_MASK, r, 1);
+            if (lane == 31)
+                r_next = k + 1 < end ? __ldg(&Ai[k + 1]) : -1;
+            const bool run_end = valid && (k + 1 >= end || r_next != r);
+
+            carry_row = __shfl_sync(SPK_FULL_MASK, run_end ? -1 : r, 31);
+            carry = __shfl_sync(SPK_FULL_MASK, v, 31);
+
+            if (run_end) {
+                const double add = alpha * v;
+                if ((first_shared && r == first_row) || (last_shared && r == last_row))
+                    atomicAdd(&y[r], add);
+                else
+                    y[r] += add;
+            }
+        }
+    }
+}
+
+spk_status spk_coo_dev_spmv(spk_context *ctx, const spk_coo_dev *A, double alpha,
+                            const double *x, double beta, double *y, int accumulate)
+{
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st || A->nrows == 0)                           /* never launch a zero-size grid */
+        return st;
+    if (!accumulate && (st = spk_cuda_yscale(ctx, A->nrows, beta, y)))
+        return st;
+    if (A->nnz == 0)
+        return SPK_OK;
+#if SPK_COO_KERNEL == SPK_COO_ATOMIC
+    coo_atomic_kernel<<<spk_cuda_grid(cs, A->nnz, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
+                        cs->stream>>>(A->nnz, A->row, A->col, A->val, x, alpha, y);
+    return spk_cuda_launched(ctx, "coo_atomic_kernel");
+#else
+    const int64_t tiles = (A->nnz + SPK_COO_TILE - 1) / SPK_COO_TILE;
+    coo_segmented_kernel<<<spk_cuda_grid(cs, tiles, SPK_CUDA_BLOCK / 32), SPK_CUDA_BLOCK, 0,
+                           cs->stream>>>(A->nnz, A->row, A->col, A->val, x, alpha, y);
+    return spk_cuda_launched(ctx, "coo_segmented_kernel");
+#endif
+}
+
+spk_status spk_coo_dev_upload(spk_context *ctx, const spk_coo_fmt *h, spk_coo_dev *d)
+{
+    d->nrows = h->nrows;
+    d->ncols = h->ncols;
+    d->nnz = h->nnz;
+    d->row = d->col = NULL;
+    d->val = NULL;
+    size_t nnz = (size_t)h->nnz;
+    spk_status st;
+    if ((st = spk_cuda_upload_new(ctx, &d->row, h->row, nnz * sizeof(int32_t), "COO rows")) ||
+        (st = spk_cuda_upload_new(ctx, &d->col, h->col, nnz * sizeof(int32_t), "COO columns")) ||
+        (st = spk_cuda_upload_new(ctx, &d->val, h->val, nnz * sizeof(double), "COO values")))
+        spk_coo_dev_free(d);
+    return st;
+}
+
+void spk_coo_dev_free(spk_coo_dev *d)
+{
+    if (!d)
+        return;
+    (void)cudaFree(d->row);
+    (void)cudaFree(d->col);
+    (void)cudaFree(d->val);
+    d->row = d->col = NULL;
+    d->val = NULL;
+}
+
+/* ---- the backend row --------------------------------------------------------------------- */
+
+static void coo_destroy(void *state)
+{
+    spk_coo_dev *d = (spk_coo_dev *)state;
+    spk_coo_dev_free(d);
+    spk_free(d);
+}
+
+static spk_status coo_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    *state = NULL;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    spk_coo_fmt h;
+    memset(&h, 0, sizeof h);
+    if ((st = spk_coo_from_csr(ctx, A, &h)))
+        return st;
+    spk_coo_dev *d = (spk_coo_dev *)spk_calloc(ctx, 1, sizeof *d);
+    if (!d) {
+        spk_coo_fmt_free(&h);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "coo-cuda state: out of host memory");
+    }
+    st = spk_coo_dev_upload(ctx, &h, d);
+    if (!st)
+        st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "coo-cuda upload");
+    spk_coo_fmt_free(&h);
+    if (st) {
+        coo_destroy(d);
+        return st;
+    }
+    *state = d;
+    return SPK_OK;
+}
+
+static spk_status coo_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
+                           double beta, double *y)
+{
+    return spk_coo_dev_spmv(ctx, (const spk_coo_dev *)state, alpha, x, beta, y, 0);
+}
+
+extern "C" const spk_spmv_backend spk_backend_coo_cuda = {
+    "coo-cuda", SPK_FMT_COO, SPK_DEVICE_CUDA, coo_setup, coo_spmv, coo_destroy,
+};

@@ -1,0 +1,344 @@
+/* kernels/csr_cuda.cu -- CSR SpMV on the GPU (Bell & Garland, "Implementing sparse
+ * matrix-vector multiplication on throughput-oriented processors", SC'09; CUSP
+ * csr_vector_spmv.h). Three kernels, chosen at setup from the row lengths:
+ *
+ *  - CSR-scalar, one thread per row, when rows are short (K = 1 below);
+ *  - CSR-vector, a group of K = 2..32 lanes per row (K from the nnz-weighted mean row length,
+ *    SPK_CSR_LANE_ENTRIES), coalesced reads of each row's Aj/Ax, the K partial sums combined
+ *    by __shfl_down_sync;
+ *  - long rows (more than SPK_CSR_LONG_TRIPS * K entries), listed at setup and cut into tiles
+ *    of SPK_CSR_LONG_TILE entries, one block per tile writing one partial; a warp per long row
+ *    then sums its tiles in order and writes y. The row kernels skip these rows, so a row of
+ *    100k entries costs ~25 blocks working side by side instead of one warp walking it alone.
+ *
+ * Everything is deterministic (no atomics). Row offsets are int64 (nnz may pass 2^31); column
+ * indices int32. The kernels read the canonical CSR uploaded as is: no conversion.
+ *
+ * Cost per SpMV: 12 bytes per entry + 8 per row of the matrix, a gather of x per entry, y
+ * written once (read when beta != 0); with long rows, two more launches and 8 bytes per tile. */
+#include "cuda_common.h"
+
+#include <string.h>
+
+/* Lanes per row. K = the largest power of two <= w / SPK_CSR_LANE_ENTRIES, 1..32, where w is
+ * the nnz-weighted mean row length (sum len^2 / sum len: the length of the row an entry sits
+ * in, which for skewed rows is what the time follows). Measured on the H200 (50 SpMVs, every K
+ * forced in turn, us): poisson2d:1000 (w 5) K=1 26, 2 29, 4 36, 8 51; poisson3d:100 (w 7)
+ * K=1 36, 2 37, 8 52; elasticity3d:40 (w 78) K=4 75, 8 58, 16 54, 32 60; this rule picks the
+ * best K or one within 10% on those and on powerlaw:N:2/4/16/64. CUSP's rule (K = the next
+ * power of two >= the mean) chose 8, 8, 32: 1.4-1.9x slower on the short rows. About four
+ * entries per lane keeps several independent loads in flight per lane and spends few
+ * shuffles. K = 1 is CSR-scalar. */
+#ifndef SPK_CSR_LANE_ENTRIES
+#define SPK_CSR_LANE_ENTRIES 4.0
+#endif
+
+/* A row whose group would need more than this many trips of its loop (length > trips * K) is
+ * split across blocks. One trip, a dependent Aj -> x load chain, took ~0.25 us on the H200
+ * (a 4096-entry row at K = 4 held a whole 8M-entry SpMV to 257 us): a warp left walking one
+ * long row sets the SpMV's time however short the rest is. Measured on the H200 with K chosen
+ * as above, powerlaw:2000000:4:2 / powerlaw:2000000:16:1: a fixed 4096-entry threshold
+ * 257 / 363 us, no splitting 1593 / 735 us; trips 256: 138 / 363, 128: 135 / 345, 64: 110 / 331,
+ * 32: 95 / 320, 16: 97 / 318 us; the regular matrices do not change (no row is that long). */
+#ifndef SPK_CSR_LONG_TRIPS
+#define SPK_CSR_LONG_TRIPS 32
+#endif
+
+/* Entries per block of a long row: 16 per thread of a 256-thread block, enough loads in
+ * flight per thread to cover latency, small enough that a 100k-entry row gets ~25 blocks. */
+#define SPK_CSR_LONG_TILE (16 * SPK_CUDA_BLOCK)
+
+typedef struct csr_dev {
+    int64_t  nrows, ncols, nnz;
+    int64_t *rowptr;                    /* nrows + 1                                           */
+    int32_t *col;
+    double  *val;
+    int      group;                     /* lanes per row: 1 = CSR-scalar, 2..32 = CSR-vector   */
+    int64_t  long_row;                  /* row kernels skip rows longer than this (trips * K)  */
+    int64_t  nlong, ntiles;
+    int64_t *long_rows;                 /* nlong row indices                                   */
+    int64_t *long_tile_ptr;             /* nlong + 1: tiles of long row l                      */
+    int64_t *tile_begin, *tile_end;     /* ntiles entry ranges                                 */
+    double  *tile_part;                 /* ntiles partial sums (scratch, rewritten each SpMV)  */
+} csr_dev;
+
+/* ---- CSR-scalar ------------------------------------------------------------------------------ */
+
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
+csr_scalar_kernel(int64_t nrows, const int64_t *__restrict__ Ap, const int32_t *__restrict__ Aj,
+                  const double *__restrict__ Ax, const double *__restrict__ x, double alpha,
+                  double beta, double *__restrict__ y, int64_t long_row)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nrows;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t begin = __ldg(&Ap[i]), end = __ldg(&Ap[i + 1]);
+        if (end - begin > long_row)
+            continue;                                  /* the long-row kernels own it */
+        double s = 0.0;
+        for (int64_t j = begin; j < end; j++)
+            s += __ldg(&Ax[j]) * __ldg(&x[__ldg(&Aj[j])]);
+        y[i] = spk_spmv_out(alpha, s, beta, y, i);
+    }
+}
+
+/* ---- CSR-vector ------------------------------------------------------------------------------ */
+
+/* K lanes per row, 32/K rows per warp. The row loop advances a whole warp at a time so that
+ * every lane reaches the shuffles (full mask) even where its row is past the end. */
+template <int K>
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
+csr_vector_kernel(int64_t nrows, const int64_t *__restrict__ Ap, const int32_t *__restrict__ Aj,
+                  const double *__restrict__ Ax, const double *__restrict__ x, double alpha,
+                  double beta, double *__restrict__ y, int64_t long_row)
+{
+    const int lane = threadIdx.x % K;
+    const int64_t rows_per_grid = (int64_t)gridDim.x * (blockDim.x / K);
+    const int64_t warp_row0 = ((int64_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31)) / K;
+
+    for (int64_t base = warp_row0; base < nrows; base += rows_per_grid) {   /* warp-uniform */
+        const int64_t row = base + (threadIdx.x & 31) / K;
+        int64_t begin = 0, end = 0;
+        if (row < nrows) {
+            begin = __ldg(&Ap[row]);
+            end = __ldg(&Ap[row + 1]);
+        }
+        const bool mine = row < nrows && end - begin <= long_row;
+        if (!mine)
+            end = begin;
+        double s = 0.0;
+#pragma unroll 4
+        for (int64_t j = begin + lane; j < end; j += K)
+            s += __ldg(&Ax[j]) * __ldg(&x[__ldg(&Aj[j])]);
+#pragma unroll
+        for (int off = K / 2; off > 0; off >>= 1)
+            s += __shfl_down_sync(SPK_FULL_MASK, s, off, K);
+        if (lane == 0 && mine)
+            y[row] = spk_spmv_out(alpha, s, beta, y, row);
+    }
+}
+
+/* ---- long rows ------------------------------------------------------------------------------- */
+
+/* One block per tile: part[t] = sum of the tile's entries a_ij x_j. */
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
+csr_long_tile_kernel(int64_t ntiles, const int64_t *__restrict__ tile_begin,
+                     const int64_t *__restrict__ tile_end, const int32_t *__restrict__ Aj,
+                     const double *__restrict__ Ax, const double *__restrict__ x,
+                     double *__restrict__ part)
+{
+    for (int64_t t = blockIdx.x; t < ntiles; t += gridDim.x) {           /* block-uniform */
+        const int64_t begin = __ldg(&tile_begin[t]), end = __ldg(&tile_end[t]);
+        double s[1] = {0.0};
+        for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x)
+            s[0] += __ldg(&Ax[j]) * __ldg(&x[__ldg(&Aj[j])]);
+        spk_block_sum<1>(s);
+        if (threadIdx.x == 0)
+            part[t] = s[0];
+    }
+}
+
+/* One warp per long row: sum its tiles' partials in a fixed order and write y. */
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
+csr_long_finish_kernel(int64_t nlong, const int64_t *__restrict__ rows,
+                       const int64_t *__restrict__ tile_ptr, const double *__restrict__ part,
+                       double alpha, double beta, double *__restrict__ y)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t nwarps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    for (int64_t l = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; l < nlong;
+         l += nwarps) {                                                  /* warp-uniform */
+        double s = 0.0;
+        for (int64_t t = __ldg(&tile_ptr[l]) + lane; t < __ldg(&tile_ptr[l + 1]); t += 32)
+            s += part[t];
+        s = spk_warp_sum(s);
+        if (lane == 0) {
+            const int64_t row = __ldg(&rows[l]);
+            y[row] = spk_spmv_out(alpha, s, beta, y, row);
+        }
+    }
+}
+
+/* ---- launcher -------------------------------------------------------------------------------- */
+
+template <int K>
+static void launch_vector(const spk_cuda_state *cs, const csr_dev *A, double alpha,
+                          const double *x, double beta, double *y)
+{
+    csr_vector_kernel<K><<<spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK / K), SPK_CUDA_BLOCK, 0,
+                           cs->stream>>>(A->nrows, A->rowptr, A->col, A->val, x, alpha, beta, y,
+                                         A->long_row);
+}
+
+static spk_status csr_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
+                           double beta, double *y)
+{
+    const csr_dev *A = (const csr_dev *)state;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st || A->nrows == 0)                           /* never launch a zero-size grid */
+        return st;
+    switch (A->group) {
+    case 1:
+        csr_scalar_kernel<<<spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
+                            cs->stream>>>(A->nrows, A->rowptr, A->col, A->val, x, alpha, beta, y,
+                                          A->long_row);
+        break;
+    case 2: launch_vector<2>(cs, A, alpha, x, beta, y); break;
+    case 4: launch_vector<4>(cs, A, alpha, x, beta, y); break;
+    case 8: launch_vector<8>(cs, A, alpha, x, beta, y); break;
+    case 16: launch_vector<16>(cs, A, alpha, x, beta, y); break;
+    default: launch_vector<32>(cs, A, alpha, x, beta, y); break;
+    }
+    if ((st = spk_cuda_launched(ctx, A->group == 1 ? "csr_scalar_kernel" : "csr_vector_kernel")))
+        return st;
+    if (A->nlong == 0)
+        return SPK_OK;
+    /* ntiles >= nlong >= 1 here, so neither grid is empty. */
+    csr_long_tile_kernel<<<spk_cuda_grid(cs, A->ntiles, 1), SPK_CUDA_BLOCK, 0, cs->stream>>>(
+        A->ntiles, A->tile_begin, A->tile_end, A->col, A->val, x, A->tile_part);
+    if ((st = spk_cuda_launched(ctx, "csr_long_tile_kernel")))
+        return st;
+    csr_long_finish_kernel<<<spk_cuda_grid(cs, A->nlong, SPK_CUDA_BLOCK / 32), SPK_CUDA_BLOCK, 0,
+                             cs->stream>>>(A->nlong, A->long_rows, A->long_tile_ptr, A->tile_part,
+                                           alpha, beta, y);
+    return spk_cuda_launched(ctx, "csr_long_finish_kernel");
+}
+
+/* ---- setup ----------------------------------------------------------------------------------- */
+
+/* Choose K and the long-row threshold from the row lengths (see SPK_CSR_LANE_ENTRIES and
+ * SPK_CSR_LONG_TRIPS). The weighted mean leaves out rows that are long for any K. */
+static void csr_plan(const spk_csr *A, csr_dev *d)
+{
+    const int64_t cap = 32 * (int64_t)SPK_CSR_LONG_TRIPS;
+    double s1 = 0.0, s2 = 0.0;
+    for (int64_t i = 0; i < A->nrows; i++) {
+        double len = (double)(A->rowptr[i + 1] - A->rowptr[i]);
+        if (len <= (double)cap) {
+            s1 += len;
+            s2 += len * len;
+        }
+    }
+    const double w = s1 > 0.0 ? s2 / s1 : 0.0;
+    int k = 1;
+    while (k < 32 && (double)(2 * k) * SPK_CSR_LANE_ENTRIES <= w)
+        k *= 2;
+#ifdef SPK_CSR_FORCE_GROUP               /* measurement knob: one width for every matrix */
+    k = SPK_CSR_FORCE_GROUP;
+#endif
+    d->group = k;
+    d->long_row = (int64_t)k * SPK_CSR_LONG_TRIPS;
+}
+
+static void csr_destroy(void *state)
+{
+    csr_dev *d = (csr_dev *)state;
+    if (!d)
+        return;
+    (void)cudaFree(d->rowptr);
+    (void)cudaFree(d->col);
+    (void)cudaFree(d->val);
+    (void)cudaFree(d->long_rows);
+    (void)cudaFree(d->long_tile_ptr);
+    (void)cudaFree(d->tile_begin);
+    (void)cudaFree(d->tile_end);
+    (void)cudaFree(d->tile_part);
+    spk_free(d);
+}
+
+/* List the long rows and their tiles on the host and upload the lists. */
+static spk_status csr_long_rows(spk_context *ctx, const spk_csr *A, csr_dev *d)
+{
+    int64_t nlong = 0, ntiles = 0;
+    for (int64_t i = 0; i < A->nrows; i++) {
+        int64_t len = A->rowptr[i + 1] - A->rowptr[i];
+        if (len > d->long_row) {
+            nlong++;
+            ntiles += (len + SPK_CSR_LONG_TILE - 1) / SPK_CSR_LONG_TILE;
+        }
+    }
+    d->nlong = nlong;
+    d->ntiles = ntiles;
+    if (nlong == 0)
+        return SPK_OK;
+    int64_t *rows = (int64_t *)spk_malloc(ctx, (size_t)nlong, sizeof *rows);
+    int64_t *tptr = (int64_t *)spk_malloc(ctx, (size_t)nlong + 1, sizeof *tptr);
+    int64_t *tb = (int64_t *)spk_malloc(ctx, (size_t)ntiles, sizeof *tb);
+    int64_t *te = (int64_t *)spk_malloc(ctx, (size_t)ntiles, sizeof *te);
+    spk_status st = SPK_OK;
+    if (!rows || !tptr || !tb || !te) {
+        st = spk_fail(ctx, SPK_ERR_NOMEM, "csr-cuda: lists of %lld long rows: out of host memory",
+                      (long long)nlong);
+        goto out;
+    }
+    {
+        int64_t l = 0, t = 0;
+        tptr[0] = 0;
+        for (int64_t i = 0; i < A->nrows; i++) {
+            int64_t b = A->rowptr[i], e = A->rowptr[i + 1];
+            if (e - b <= d->long_row)
+                continue;
+            for (int64_t p = b; p < e; p += SPK_CSR_LONG_TILE, t++) {
+                tb[t] = p;
+                te[t] = p + SPK_CSR_LONG_TILE < e ? p + SPK_CSR_LONG_TILE : e;
+            }
+            rows[l++] = i;
+            tptr[l] = t;
+        }
+    }
+    if ((st = spk_cuda_upload_new(ctx, &d->long_rows, rows, (size_t)nlong * sizeof *rows,
+                                  "CSR long-row list")) ||
+        (st = spk_cuda_upload_new(ctx, &d->long_tile_ptr, tptr, ((size_t)nlong + 1) * sizeof *tptr,
+                                  "CSR long-row tile offsets")) ||
+        (st = spk_cuda_upload_new(ctx, &d->tile_begin, tb, (size_t)ntiles * sizeof *tb,
+                                  "CSR long-row tile starts")) ||
+        (st = spk_cuda_upload_new(ctx, &d->tile_end, te, (size_t)ntiles * sizeof *te,
+                                  "CSR long-row tile ends")) ||
+        (st = spk_cuda_malloc(ctx, &d->tile_part, (size_t)ntiles * sizeof(double),
+                              "CSR long-row partial sums")))
+        goto out;
+    /* The host lists are freed below: wait until the copies out of them are done. */
+    st = spk_cuda(ctx, cudaStreamSynchronize(((spk_cuda_state *)ctx->cuda)->stream),
+                  "csr-cuda long-row upload");
+out:
+    spk_free(rows);
+    spk_free(tptr);
+    spk_free(tb);
+    spk_free(te);
+    return st;
+}
+
+static spk_status csr_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    *state = NULL;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    csr_dev *d = (csr_dev *)spk_calloc(ctx, 1, sizeof *d);
+    if (!d)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "csr-cuda state: out of host memory");
+    d->nrows = A->nrows;
+    d->ncols = A->ncols;
+    d->nnz = A->nnz;
+    csr_plan(A, d);
+    if ((st = csr_long_rows(ctx, A, d)))
+        goto fail;
+    if ((st = spk_cuda_upload_new(ctx, &d->rowptr, A->rowptr,
+                                  ((size_t)A->nrows + 1) * sizeof(int64_t), "CSR row offsets")) ||
+        (st = spk_cuda_upload_new(ctx, &d->col, A->colind, (size_t)A->nnz * sizeof(int32_t),
+                                  "CSR column indices")) ||
+        (st = spk_cuda_upload_new(ctx, &d->val, A->val, (size_t)A->nnz * sizeof(double),
+                                  "CSR values")) ||
+        (st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "csr-cuda upload")))
+        goto fail;
+    *state = d;
+    return SPK_OK;
+fail:
+    csr_destroy(d);
+    return st;
+}
+
+extern "C" const spk_spmv_backend spk_backend_csr_cuda = {
+    "csr-cuda", SPK_FMT_CSR, SPK_DEVICE_CUDA, csr_setup, csr_spmv, csr_destroy,
+};

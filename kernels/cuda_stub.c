@@ -1,0 +1,146 @@
+/* kernels/cuda_stub.c -- the CUDA entry points of a build without CUDA (CMakeLists compiles
+ * this file only then). Every table row and vector op is still present, so callers need no
+ * #ifdef; each answers SPK_ERR_NOT_COMPILED with a message that says how to get CUDA. */
+#include "formats.h"
+
+#include <stdio.h>
+
+#define NO_CUDA "this build has no CUDA support (rebuild with the CUDA Toolkit)"
+
+int spk_has_cuda(void) { return 0; }
+
+int spk_cuda_probe(char *name, size_t name_len, char *why, size_t why_len)
+{
+    if (name && name_len)
+        name[0] = '\0';
+    if (why && why_len)
+        snprintf(why, why_len, "%s", NO_CUDA);
+    return 0;
+}
+
+spk_status spk_cuda_init(spk_context *ctx)
+{
+    return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "%s", NO_CUDA);
+}
+
+void spk_cuda_fini(spk_context *ctx) { (void)ctx; }
+
+/* ---- SpMV backend rows ---------------------------------------------------------------------- */
+
+static spk_status stub_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    (void)A;
+    if (state)
+        *state = NULL;
+    return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "SpMV on the GPU: %s", NO_CUDA);
+}
+
+static spk_status stub_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
+                            double beta, double *y)
+{
+    return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "SpMV on the GPU: %s", NO_CUDA);
+}
+
+static void stub_destroy(void *state) { (void)state; }
+
+const spk_spmv_backend spk_backend_coo_cuda = {
+    "coo-cuda", SPK_FMT_COO, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy,
+};
+const spk_spmv_backend spk_backend_csr_cuda = {
+    "csr-cuda", SPK_FMT_CSR, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy,
+};
+const spk_spmv_backend spk_backend_ell_cuda = {
+    "ell-cuda", SPK_FMT_ELL, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy,
+};
+const spk_spmv_backend spk_backend_hyb_cuda = {
+    "hyb-cuda", SPK_FMT_HYB, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy,
+};
+const spk_spmv_backend spk_backend_jds_cuda = {
+    "jds-cuda", SPK_FMT_JDS, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy,
+};
+
+/* ---- vector ops ----------------------------------------------------------------------------- */
+
+static spk_status no_cuda(spk_context *ctx)
+{
+    return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "vector operation on the GPU: %s", NO_CUDA);
+}
+
+static spk_status s_alloc(spk_context *ctx, int64_t n, double **v)
+{
+    if (v)
+        *v = NULL;
+    return no_cuda(ctx);
+}
+static void s_free(spk_context *ctx, double *v) { (void)ctx; (void)v; }
+static spk_status s_xfer(spk_context *ctx, int64_t n, const double *a, double *b)
+{
+    return no_cuda(ctx);
+}
+static spk_status s_fill(spk_context *ctx, int64_t n, double a, double *y) { return no_cuda(ctx); }
+static spk_status s_dot(spk_context *ctx, int64_t n, const double *x, const double *y, double *r)
+{
+    return no_cuda(ctx);
+}
+static spk_status s_nrm2(spk_context *ctx, int64_t n, const double *x, double *r)
+{
+    return no_cuda(ctx);
+}
+static spk_status s_dot2(spk_context *ctx, int64_t n, const double *x, const double *y,
+                         const double *z, double *r0, double *r1)
+{
+    return no_cuda(ctx);
+}
+static spk_status s_axpy(spk_context *ctx, int64_t n, double a, const double *x, double *y)
+{
+    return no_cuda(ctx);
+}
+static spk_status s_axpby(spk_context *ctx, int64_t n, double a, const double *x, double b,
+                          double *y)
+{
+    return no_cuda(ctx);
+}
+static spk_status s_scal(spk_context *ctx, int64_t n, double a, double *x) { return no_cuda(ctx); }
+static spk_status s_pmul(spk_context *ctx, int64_t n, const double *d, const double *x, double *y)
+{
+    return no_cuda(ctx);
+}
+static spk_status s_invert(spk_context *ctx, int64_t n, double *d, int allow_negative,
+                           int64_t *bad)
+{
+    return no_cuda(ctx);
+}
+static spk_status s_cg_update(spk_context *ctx, int64_t n, double a, const double *p,
+                              const double *q, double *x, double *r, const double *dinv,
+                              double *z, double *rr, double *rz)
+{
+    return no_cuda(ctx);
+}
+static spk_status s_xpay(spk_context *ctx, int64_t n, const double *z, double beta, double *p)
+{
+    return no_cuda(ctx);
+}
+static spk_status s_bicg_p(spk_context *ctx, int64_t n, const double *r, double beta,
+                           double omega, const double *v, double *p)
+{
+    return no_cuda(ctx);
+}
+static spk_status s_gemv_t(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
+                           const double *w, double *h)
+{
+    return no_cuda(ctx);
+}
+static spk_status s_gemv_n_sub(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
+                               const double *h, double *w)
+{
+    return no_cuda(ctx);
+}
+static spk_status s_sync(spk_context *ctx) { return no_cuda(ctx); }
+
+static const spk_vec_ops stub_ops = {
+    SPK_DEVICE_CUDA, s_alloc, s_free, s_xfer, s_xfer, s_xfer, s_fill, s_dot, s_nrm2, s_dot2,
+    s_axpy, s_axpby, s_scal, s_pmul, s_invert, s_cg_update, s_xpay, s_bicg_p, s_gemv_t,
+    s_gemv_n_sub, s_sync,
+};
+
+const spk_vec_ops *spk_vec_ops_cuda(void) { return &stub_ops; }

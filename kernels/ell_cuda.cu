@@ -1,0 +1,123 @@
+/* kernels/ell_cuda.cu -- ELLPACK SpMV on the GPU, one thread per row (Bell & Garland,
+ * "Implementing sparse matrix-vector multiplication on throughput-oriented processors", SC'09,
+ * the ELL kernel; CUSP ell_spmv.h). The layout is column-major (slot k of row i at
+ * k * nrows + i), so at every step the 32 threads of a warp read 32 consecutive columns and
+ * values: fully coalesced with no index arithmetic beyond a stride.
+ *
+ * Cost per SpMV: 12 bytes per slot including padding (nrows * width slots; the 8-byte value of
+ * a padding slot is not read), a gather of x per real entry, y written once (read when
+ * beta != 0). The host refuses ELL above SPK_ELL_MAX_FILL padding (formats.h), where HYB wins.
+ * The layout is built by spk_ell_from_csr (ell_cpu.c) and uploaded as is, so the CPU and GPU
+ * backends can never disagree on it. */
+#include "cuda_common.h"
+
+#include <string.h>
+
+/* Partial unroll of the slot loop: four independent column loads in flight per thread hide
+ * the latency of the dependent x gathers; more only adds registers. */
+static constexpr int SPK_ELL_UNROLL = 4;   /* a constant expression, as #pragma unroll needs */
+
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
+ell_kernel(int64_t nrows, int64_t width, const int32_t *__restrict__ Aj,
+           const double *__restrict__ Ax, const double *__restrict__ x, double alpha, double beta,
+           double *__restrict__ y)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nrows;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        double s = 0.0;
+#pragma unroll SPK_ELL_UNROLL
+        for (int64_t k = 0; k < width; k++) {
+            int64_t slot = k * nrows + i;              /* 64-bit: nrows * width may pass 2^31 */
+            int32_t c = __ldg(&Aj[slot]);
+            if (c != SPK_ELL_PAD)                      /* padding: no gather, no 0 * NaN      */
+                s += __ldg(&Ax[slot]) * __ldg(&x[c]);
+        }
+        y[i] = spk_spmv_out(alpha, s, beta, y, i);
+    }
+}
+
+spk_status spk_ell_dev_spmv(spk_context *ctx, const spk_ell_dev *A, double alpha,
+                            const double *x, double beta, double *y)
+{
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st || A->nrows == 0)                           /* never launch a zero-size grid */
+        return st;
+    ell_kernel<<<spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0, cs->stream>>>(
+        A->nrows, A->width, A->col, A->val, x, alpha, beta, y);
+    return spk_cuda_launched(ctx, "ell_kernel");
+}
+
+spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, spk_ell_dev *d)
+{
+    d->nrows = h->nrows;
+    d->ncols = h->ncols;
+    d->width = h->width;
+    d->nnz = h->nnz;
+    d->col = NULL;
+    d->val = NULL;
+    size_t slots = (size_t)h->nrows * (size_t)h->width;
+    spk_status st;
+    if ((st = spk_cuda_upload_new(ctx, &d->col, h->col, slots * sizeof(int32_t),
+                                  "ELL column indices")) ||
+        (st = spk_cuda_upload_new(ctx, &d->val, h->val, slots * sizeof(double), "ELL values")))
+        spk_ell_dev_free(d);
+    return st;
+}
+
+void spk_ell_dev_free(spk_ell_dev *d)
+{
+    if (!d)
+        return;
+    (void)cudaFree(d->col);
+    (void)cudaFree(d->val);
+    d->col = NULL;
+    d->val = NULL;
+}
+
+/* ---- the backend row --------------------------------------------------------------------- */
+
+static void ell_destroy(void *state)
+{
+    spk_ell_dev *d = (spk_ell_dev *)state;
+    spk_ell_dev_free(d);
+    spk_free(d);
+}
+
+static spk_status ell_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    *state = NULL;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    spk_ell_fmt h;
+    memset(&h, 0, sizeof h);
+    if ((st = spk_ell_from_csr(ctx, A, -1, 0, &h)))     /* the longest row; fill guard on */
+        return st;
+    spk_ell_dev *d = (spk_ell_dev *)spk_calloc(ctx, 1, sizeof *d);
+    if (!d) {
+        spk_ell_fmt_free(&h);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "ell-cuda state: out of host memory");
+    }
+    st = spk_ell_dev_upload(ctx, &h, d);
+    if (!st)    /* the copies are staged already; the sync surfaces a failed one here */
+        st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "ell-cuda upload");
+    spk_ell_fmt_free(&h);
+    if (st) {
+        ell_destroy(d);
+        return st;
+    }
+    *state = d;
+    return SPK_OK;
+}
+
+static spk_status ell_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
+                           double beta, double *y)
+{
+    return spk_ell_dev_spmv(ctx, (const spk_ell_dev *)state, alpha, x, beta, y);
+}
+
+extern "C" const spk_spmv_backend spk_backend_ell_cuda = {
+    "ell-cuda", SPK_FMT_ELL, SPK_DEVICE_CUDA, ell_setup, ell_spmv, ell_destroy,
+};

@@ -1,0 +1,463 @@
+/* src/generate.c -- test matrices from a spec string, built directly as canonical CSR (rows
+ * sorted, O(nnz), 64-bit offsets, rows filled in parallel):
+ *
+ *   poisson2d:N      5-point Laplacian on an N x N grid: 4 on the diagonal, -1 per neighbour.
+ *   poisson3d:N      7-point Laplacian on an N^3 grid: 6 / -1. nnz = 7N^3 - 6N^2.
+ *   poisson3d27:N    27-point stencil on an N^3 grid: 26 / -1. nnz = (3N - 2)^3.
+ *   elasticity3d:N   3 unknowns per node of an N^3 grid, 27-point node coupling: 81 entries
+ *                    per interior row, 3 N^3 rows, nnz = 9 (3N - 2)^3.
+ *   powerlaw:N:AVG[:SEED]  N x N, power-law row lengths of mean ~AVG, random distinct
+ *                    columns, nonsymmetric, strictly diagonally dominant; SEED default 1.
+ *
+ * Why each is what the solvers expect:
+ *  - The three stencils have a zero row sum in the interior and a positive one on the boundary
+ *    (Dirichlet neighbours dropped): symmetric, irreducibly diagonally dominant with a positive
+ *    diagonal, hence SPD (Varga, Matrix Iterative Analysis, thm 1.21 / Gershgorin).
+ *  - elasticity3d is K = L (x) B, L the 27-point matrix above and B = [4 1 1; 1 4 1; 1 1 4]
+ *    (eigenvalues 6, 3, 3). The eigenvalues of a Kronecker product are the products of the
+ *    factors' eigenvalues, all positive, and (L (x) B)' = L' (x) B' = L (x) B: K is SPD. It is
+ *    a surrogate with the sparsity of a trilinear-hexahedra elasticity matrix (3x3 blocks,
+ *    27 neighbour nodes), not a discretised Navier-Cauchy operator; its condition number is
+ *    kappa(L) * kappa(B) = 2 kappa(L).
+ *  - powerlaw: row lengths L_i = clamp(floor(xm * u_i^(-1/2)), 1, N), u_i uniform in (0, 1]:
+ *    a Pareto tail of shape 2 (degree exponent 3, as in the Barabasi-Albert model), scale xm
+ *    set by bisection so the mean is as close to AVG as the integer lengths allow. Each row
+ *    holds its diagonal plus L_i - 1 distinct uniformly random columns, off-diagonal values
+ *    uniform in [-1, 1) and diagonal 1 + sum |off-diagonal|: strict row diagonal dominance
+ *    keeps it nonsingular and Jacobi/BiCGStab usable. Every random number comes from a
+ *    counter-based generator keyed on (seed, row), so the matrix does not depend on the
+ *    number of threads.
+ *
+ * Row and column counts are limited to 2^31 - 1 by the 32-bit column indices. */
+#include "spk_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Loops shorter than this run on one thread: a parallel region's fork and join (microseconds,
+ * far more on a loaded machine) outweigh the work below it. */
+#define OMP_MIN_WORK 16384
+
+#define KNOWN_GENERATORS \
+    "poisson2d:N, poisson3d:N, poisson3d27:N, elasticity3d:N, powerlaw:N:AVG[:SEED]"
+/* Pareto shape of the power-law row lengths (tail P(L > x) ~ x^-2). */
+#define POWERLAW_SHAPE 2.0
+#define POWERLAW_BISECTION_STEPS 60
+
+typedef enum { GEN_POISSON2D, GEN_POISSON3D, GEN_POISSON3D27, GEN_ELASTICITY3D, GEN_POWERLAW } gen_kind;
+
+static const struct {
+    const char *name;
+    gen_kind    kind;
+} generators[] = {
+    {"poisson2d", GEN_POISSON2D},     {"poisson3d", GEN_POISSON3D},
+    {"poisson3d27", GEN_POISSON3D27}, {"elasticity3d", GEN_ELASTICITY3D},
+    {"powerlaw", GEN_POWERLAW},
+};
+#define N_GENERATORS (sizeof generators / sizeof generators[0])
+
+/* The generator whose name is followed by ':' in s, or -1. */
+static int find_generator(const char *s)
+{
+    for (size_t g = 0; s && g < N_GENERATORS; g++) {
+        size_t len = strlen(generators[g].name);
+        if (strncmp(s, generators[g].name, len) == 0 && s[len] == ':')
+            return (int)g;
+    }
+    return -1;
+}
+
+int spk_is_generator_spec(const char *s) { return find_generator(s) >= 0; }
+
+/* ---- parsing ------------------------------------------------------------------------------ */
+
+/* The field [s, end) as a non-negative integer, digits only. */
+static int parse_digits(const char *s, const char *end, int64_t *v)
+{
+    if (s == end)
+        return 0;
+    int64_t x = 0;
+    for (const char *c = s; c < end; c++) {
+        if (!isdigit((unsigned char)*c) || x > (INT64_MAX - 9) / 10)
+            return 0;
+        x = 10 * x + (*c - '0');
+    }
+    *v = x;
+    return 1;
+}
+
+/* ... and >= 1. */
+static int parse_count(const char *s, const char *end, int64_t *v)
+{
+    return parse_digits(s, end, v) && *v >= 1;
+}
+
+static const char *field_end(const char *s) { return s + strcspn(s, ":"); }
+
+/* nodes^dim * dof rows must fit 32-bit indices. */
+static spk_status check_rows(spk_context *ctx, const char *name, int64_t N, int dim, int dof,
+                             int64_t *rows)
+{
+    double r = (double)dof * pow((double)N, dim);
+    if (r > (double)INT32_MAX)
+        return spk_fail(ctx, SPK_ERR_ARG,
+                        "%s:N: N = %lld gives %.0f rows, more than the %d that 32-bit column "
+                        "indices allow", name, (long long)N, r, INT32_MAX);
+    *rows = (int64_t)dof * N * N * (dim == 3 ? N : 1);
+    return SPK_OK;
+}
+
+/* ---- stencils on an N^dim grid ---------------------------------------------------------- */
+
+typedef struct stencil {
+    int64_t       N;          /* grid points per dimension                                  */
+    int           dim;        /* 2 or 3                                                     */
+    int           box;        /* 1: all 3^dim neighbours (27-point); 0: the star (5/7-point)  */
+    int           dof;        /* unknowns per node: 1, or 3 with the block B                */
+    double        diag, off;  /* node matrix L: diag on its diagonal, off per neighbour     */
+    const double *B;          /* dof x dof block, row-major (dof 1: NULL)                   */
+} stencil;
+
+/* Neighbours (dz, dy, dx) in lexicographic order, which is also the order of their linear
+ * node index z N^2 + y N + x: the columns of a row come out sorted. */
+static int stencil_offsets(const stencil *S, int off[27][3])
+{
+    int m = 0;
+    for (int dz = -1; dz <= 1; dz++)
+        for (int dy = -1; dy <= 1; dy++)
+            for (int dx = -1; dx <= 1; dx++) {
+                if (S->dim == 2 && dz != 0)
+                    continue;
+                if (!S->box && abs(dx) + abs(dy) + abs(dz) > 1)
+                    continue;
+                off[m][0] = dz;
+                off[m][1] = dy;
+                off[m][2] = dx;
+                m++;
+            }
+    return m;
+}
+
+static void node_coords(const stencil *S, int64_t node, int64_t c[3])
+{
+    c[2] = node % S->N;                       /* x */
+    c[1] = (node / S->N) % S->N;              /* y */
+    c[0] = S->dim == 3 ? node / (S->N * S->N) : 0;
+}
+
+static int in_grid(const stencil *S, const int64_t c[3], const int o[3])
+{
+    for (int d = 0; d < 3; d++)
+        if (c[d] + o[d] < 0 || c[d] + o[d] >= (d == 0 && S->dim == 2 ? 1 : S->N))
+            return 0;
+    return 1;
+}
+
+static spk_status gen_stencil(spk_context *ctx, const stencil *S, int64_t rows, spk_csr *out)
+{
+    int off[27][3];
+    const int m = stencil_offsets(S, off);
+    const int64_t N = S->N, dof = S->dof;
+    const int64_t plane = S->dim == 3 ? N * N : 0;
+
+    /* nnz = dof^2 * sum over nodes of the neighbour count; per dimension a node has 3
+     * neighbours in the interior (1 at N = 1, 2 on a face), which the loops below count. */
+    int64_t nnz = 0;
+#pragma omp parallel for schedule(static) reduction(+ : nnz) if(rows > OMP_MIN_WORK)
+    for (int64_t node = 0; node < rows / dof; node++) {
+        int64_t c[3];
+        node_coords(S, node, c);
+        for (int k = 0; k < m; k++)
+            nnz += in_grid(S, c, off[k]);
+    }
+    nnz *= dof * dof;
+    spk_status st = spk_csr_alloc(ctx, rows, rows, nnz, out);
+    if (st)
+        return st;
+#pragma omp parallel for schedule(static) if(rows > OMP_MIN_WORK)
+    for (int64_t i = 0; i < rows; i++) {
+        int64_t c[3];
+        node_coords(S, i / dof, c);
+        int64_t cnt = 0;
+        for (int k = 0; k < m; k++)
+            cnt += in_grid(S, c, off[k]);
+        out->rowptr[i + 1] = cnt * dof;
+    }
+    for (int64_t i = 0; i < rows; i++)
+        out->rowptr[i + 1] += out->rowptr[i];
+#pragma omp parallel for schedule(static) if(rows > OMP_MIN_WORK)
+    for (int64_t i = 0; i < rows; i++) {
+        const int64_t node = i / dof, comp = i % dof;
+        int64_t c[3], p = out->rowptr[i];
+        node_coords(S, node, c);
+        for (int k = 0; k < m; k++) {
+            if (!in_grid(S, c, off[k]))
+                continue;
+            const int64_t nb = node + off[k][0] * plane + off[k][1] * N + off[k][2];
+            const double l = nb == node ? S->diag : S->off;   /* L(node, nb) */
+            for (int64_t c2 = 0; c2 < dof; c2++, p++) {
+                out->colind[p] = (int32_t)(nb * dof + c2);
+                out->val[p] = S->B ? l * S->B[comp * dof + c2] : l;   /* (L (x) B) entry */
+            }
+        }
+    }
+    return SPK_OK;
+}
+
+/* ---- power law ---------------------------------------------------------------------------- */
+
+/* splitmix64 (Steele, Lea & Flood, OOPSLA 2014): a counter-based stream per row. */
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t row_stream(uint64_t seed, int64_t i)
+{
+    uint64_t s = seed * 0xd1b54a32d192ed03ull + (uint64_t)i;
+    return splitmix(&s);
+}
+
+static double unit_open0(uint64_t r) { return (double)((r >> 11) + 1) * 0x1p-53; } /* (0, 1] */
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int64_t sort_unique(int32_t *v, int64_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_i32);
+    int64_t w = 1;
+    for (int64_t k = 1; k < n; k++)
+        if (v[k] != v[w - 1])
+            v[w++] = v[k];
+    return w;
+}
+
+/* m distinct values of [0, M), sorted, into v (room for m), m <= M / 2: draw, sort, drop
+ * repeats, draw the shortfall again. Each round at least halves the shortfall. */
+static void sample_sorted(uint64_t *s, int64_t M, int64_t m, int32_t *v)
+{
+    int64_t have = 0;
+    while (have < m) {
+        for (int64_t k = have; k < m; k++)
+            v[k] = (int32_t)(splitmix(s) % (uint64_t)M);
+        have = sort_unique(v, m);
+    }
+}
+
+/* Row i: its diagonal and m = len - 1 distinct off-diagonal columns, sorted, into col;
+ * scratch has room for min(m, n - 1 - m). Off-diagonal draws live in [0, n - 1) and skip i. */
+static void powerlaw_row(uint64_t *s, int64_t n, int64_t i, int64_t len, int32_t *col,
+                         int32_t *scratch)
+{
+    const int64_t M = n - 1, m = len - 1;
+    int64_t w = 0;
+    if (m <= M / 2) {
+        sample_sorted(s, M, m, scratch);
+        for (int64_t k = 0; k < m; k++) {
+            int64_t c = scratch[k] < i ? scratch[k] : scratch[k] + 1;
+            if (c > i && (w == 0 || col[w - 1] < i))
+                col[w++] = (int32_t)i;
+            col[w++] = (int32_t)c;
+        }
+        if (w == 0 || col[w - 1] < i)
+            col[w++] = (int32_t)i;
+    } else {                                  /* dense row: draw the M - m columns left out */
+        const int64_t k_out = M - m;
+        sample_sorted(s, M, k_out, scratch);
+        for (int64_t v = 0, e = 0; v < M; v++) {
+            if (e < k_out && scratch[e] == v) {
+                e++;
+                continue;
+            }
+            int64_t c = v < i ? v : v + 1;
+            if (c > i && (w == 0 || col[w - 1] < i))
+                col[w++] = (int32_t)i;
+            col[w++] = (int32_t)c;
+        }
+        if (w == 0 || col[w - 1] < i)
+            col[w++] = (int32_t)i;
+    }
+}
+
+static int64_t powerlaw_len(double xm, double t, int64_t n)
+{
+    double L = floor(xm * t);
+    return L < 1.0 ? 1 : L > (double)n ? n : (int64_t)L;
+}
+
+static int64_t powerlaw_total(const double *t, int64_t n, double xm)
+{
+    int64_t sum = 0;
+#pragma omp parallel for schedule(static) reduction(+ : sum) if(n > OMP_MIN_WORK)
+    for (int64_t i = 0; i < n; i++)
+        sum += powerlaw_len(xm, t[i], n);
+    return sum;
+}
+
+/* The scale xm whose total length is closest to target (the total only grows with xm). */
+static double powerlaw_scale(const double *t, int64_t n, double avg)
+{
+    const double target = avg * (double)n;
+    double lo = 0.0, hi = 2.0 * avg + 1.0;    /* total(lo) = n <= target <= total(hi) */
+    for (int it = 0; it < POWERLAW_BISECTION_STEPS; it++) {
+        double mid = 0.5 * (lo + hi);
+        if ((double)powerlaw_total(t, n, mid) < target)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    double dlo = target - (double)powerlaw_total(t, n, lo);
+    double dhi = (double)powerlaw_total(t, n, hi) - target;
+    return dlo < dhi ? lo : hi;
+}
+
+static spk_status gen_powerlaw(spk_context *ctx, int64_t n, double avg, uint64_t seed,
+                               spk_csr *out)
+{
+    double *t = spk_malloc(ctx, (size_t)n, sizeof *t);
+    if (!t)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "powerlaw: out of memory (%zu bytes)",
+                        (size_t)n * sizeof *t);
+#pragma omp parallel for schedule(static) if(n > OMP_MIN_WORK)
+    for (int64_t i = 0; i < n; i++)               /* u^(-1/shape): Pareto with scale 1 */
+        t[i] = pow(unit_open0(row_stream(seed, i)), -1.0 / POWERLAW_SHAPE);
+    const double xm = powerlaw_scale(t, n, avg);
+    int64_t maxlen = 1;
+    for (int64_t i = 0; i < n; i++)
+        if (powerlaw_len(xm, t[i], n) > maxlen)
+            maxlen = powerlaw_len(xm, t[i], n);
+
+    int nthreads = 1;
+#ifdef _OPENMP
+    nthreads = omp_get_max_threads();
+#endif
+    spk_status st = spk_csr_alloc(ctx, n, n, powerlaw_total(t, n, xm), out);
+    int32_t *scratch = st ? NULL : spk_malloc(ctx, (size_t)nthreads * (size_t)maxlen, sizeof *scratch);
+    if (!st && !scratch) {
+        spk_csr_free(out);
+        st = spk_fail(ctx, SPK_ERR_NOMEM, "powerlaw: out of memory (%zu bytes of scratch)",
+                      (size_t)nthreads * (size_t)maxlen * sizeof *scratch);
+    }
+    if (st) {
+        spk_free(t);
+        return st;
+    }
+    for (int64_t i = 0; i < n; i++)
+        out->rowptr[i + 1] = out->rowptr[i] + powerlaw_len(xm, t[i], n);
+    spk_free(t);
+
+#pragma omp parallel num_threads(nthreads) if(n > OMP_MIN_WORK / 16)
+    {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        int32_t *mine = scratch + (size_t)tid * (size_t)maxlen;
+#pragma omp for schedule(dynamic, 256)
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t p0 = out->rowptr[i], len = out->rowptr[i + 1] - p0;
+            uint64_t s = row_stream(seed ^ 0x5eedc01u, i);
+            powerlaw_row(&s, n, i, len, out->colind + p0, mine);
+            double offsum = 0.0;
+            int64_t dpos = p0;
+            for (int64_t p = p0; p < p0 + len; p++) {
+                if (out->colind[p] == i) {
+                    dpos = p;
+                    continue;
+                }
+                out->val[p] = (double)(splitmix(&s) >> 11) * 0x1p-52 - 1.0;  /* [-1, 1) */
+                offsum += fabs(out->val[p]);
+            }
+            out->val[dpos] = 1.0 + offsum;       /* strictly dominant diagonal */
+        }
+    }
+    spk_free(scratch);
+    return SPK_OK;
+}
+
+/* ---- the spec ----------------------------------------------------------------------------- */
+
+static spk_status parse_powerlaw(spk_context *ctx, const char *spec, const char *p, spk_csr *out)
+{
+    int64_t n;
+    const char *e = field_end(p);
+    if (!parse_count(p, e, &n))
+        return spk_fail(ctx, SPK_ERR_ARG, "powerlaw:N:AVG[:SEED] expects an integer N >= 1, got '%.*s'",
+                        (int)(e - p), p);
+    if (n > INT32_MAX)
+        return spk_fail(ctx, SPK_ERR_ARG, "powerlaw:N:AVG: N = %lld is more than the %d rows that "
+                        "32-bit column indices allow", (long long)n, INT32_MAX);
+    if (*e != ':')
+        return spk_fail(ctx, SPK_ERR_ARG, "powerlaw:N:AVG[:SEED] needs AVG, got '%s'", spec);
+    p = e + 1;
+    e = field_end(p);
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.*s", (int)(e - p < 63 ? e - p : 63), p);
+    char *end;
+    errno = 0;
+    double avg = strtod(buf, &end);
+    if (e == p || *end || errno || !(avg >= 1.0 && avg <= (double)n))
+        return spk_fail(ctx, SPK_ERR_ARG, "powerlaw:N:AVG expects a number 1 <= AVG <= N = %lld, "
+                        "got '%.*s'", (long long)n, (int)(e - p), p);
+    uint64_t seed = 1;
+    if (*e == ':') {
+        p = e + 1;
+        e = field_end(p);
+        int64_t sd;
+        if (*e || !parse_digits(p, e, &sd))
+            return spk_fail(ctx, SPK_ERR_ARG, "powerlaw:N:AVG:SEED expects an integer SEED >= 0 "
+                            "and nothing after it, got '%s'", p);
+        seed = (uint64_t)sd;
+    }
+    return gen_powerlaw(ctx, n, avg, seed, out);
+}
+
+spk_status spk_generate_csr(spk_context *ctx, const char *spec, spk_csr *out)
+{
+    static const double block3[9] = {4, 1, 1, 1, 4, 1, 1, 1, 4};   /* SPD: eigenvalues 6 3 3 */
+    if (!spec || !out)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_generate_csr: NULL argument");
+    memset(out, 0, sizeof *out);
+    int g = find_generator(spec);
+    if (g < 0)
+        return spk_fail(ctx, SPK_ERR_ARG, "unknown generator '%.*s' (known: " KNOWN_GENERATORS ")",
+                        (int)strcspn(spec, ":"), spec);
+    const char *name = generators[g].name, *p = spec + strlen(name) + 1;
+    if (generators[g].kind == GEN_POWERLAW)
+        return parse_powerlaw(ctx, spec, p, out);
+
+    int64_t N, rows = 0;
+    const char *e = field_end(p);
+    if (!parse_count(p, e, &N))
+        return spk_fail(ctx, SPK_ERR_ARG, "%s:N expects N >= 1, got '%.*s'", name, (int)(e - p), p);
+    if (*e)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s:N takes one parameter, got '%s'", name, spec);
+    stencil S = {N, 3, 0, 1, 6.0, -1.0, NULL};
+    switch (generators[g].kind) {
+    case GEN_POISSON2D: S.dim = 2; S.diag = 4.0; break;
+    case GEN_POISSON3D: break;
+    case GEN_POISSON3D27: S.box = 1; S.diag = 26.0; break;
+    case GEN_ELASTICITY3D: S.box = 1; S.diag = 26.0; S.dof = 3; S.B = block3; break;
+    case GEN_POWERLAW: break;
+    }
+    spk_status st = check_rows(ctx, name, N, S.dim, S.dof, &rows);
+    if (st)
+        return st;
+    return gen_stencil(ctx, &S, rows, out);
+}

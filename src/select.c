@@ -1,0 +1,133 @@
+/* src/select.c -- the automatic format choice: a pure function of the row-length statistics
+ * (src/stats.c) and the device, with a one-line reason. The rule and every threshold are
+ * explained in docs/selection.md.
+ *
+ * GPU rule, first match wins:
+ *   0. no nonzeros                                   -> csr (nothing to balance)
+ *   1. one long row holds a large share of nnz, or
+ *      giant isolated rows over an ordinary bulk     -> coo (work split by nonzeros)
+ *   2. rows nearly uniform, little padding           -> ell
+ *   3. rows too long for ELL's guard (a long tail)   -> hyb (ELL bulk + COO tail)
+ *   4. short rows, uneven but not wildly             -> jds (ELL without the padding)
+ *   5. anything else (moderate variation)            -> csr (CSR-vector)
+ * CPU rule: csr, always (see cpu_reason below).
+ *
+ * The thresholds are FIRST GUESSES, taken from Bell & Garland (SC'09), CUSP and Ginkgo as
+ * digested in /work/shared/ANCHORS.md; they stay guesses until the GPU kernels are measured
+ * (the benchmark issue) and are to be replaced by the measured break-even points. */
+#include "spk_internal.h"
+#include "../kernels/formats.h"
+
+#include <stdio.h>
+
+/* ELL padding limit of the choice, well under the conversion guard SPK_ELL_MAX_FILL (3): 25%
+ * extra traffic on the value/index streams. ANCHORS' derived rule (a) puts ELL at max/mean
+ * <= ~1.5 and moves to SELL/JDS above a fill of ~1.2; 1.25 also admits the 7-point Poisson
+ * matrix down to N = 6 (fill 7 / (7 - 6/N) = 1.17), the structured case where Bell & Garland
+ * find ELL fastest. */
+#define SPK_SEL_ELL_FILL_LIMIT 1.25
+/* ELL also wants the rows to be nearly uniform, not just short of the maximum: coefficient of
+ * variation (Merrill & Garland's "row_length_variation") at most 0.25. A guess. */
+#define SPK_SEL_ELL_MAX_CV 0.25
+
+/* A row this long is past where Ginkgo stops giving one (sub)warp per row: its `automatical`
+ * CSR strategy switches to load balancing when the longest row exceeds 1024 (NVIDIA). */
+#define SPK_SEL_COO_MIN_ROW 1024
+/* ... and if such a row holds this share of all nonzeros, the single warp that owns it in any
+ * row-based kernel (CSR, ELL, JDS) serialises that share of the work: COO splits it evenly.
+ * A guess. */
+#define SPK_SEL_COO_ROW_SHARE 0.10
+/* Giant isolated rows: max > 100x the mean while the 99th percentile stays within 2x of it,
+ * i.e. a regular bulk plus a handful of outliers (a constraint row, a ground net). COO's cost
+ * depends on nnz only (Bell & Garland: COO is "insensitive to row length distribution"); HYB
+ * would also serve, the measurement will tell. Both numbers are guesses. */
+#define SPK_SEL_COO_MAX_OVER_MEAN 100.0
+#define SPK_SEL_COO_P99_OVER_MEAN 2.0
+
+/* HYB when ELL would pad past its guard: exactly the case CUSP's ELL conversion refuses with
+ * the advice to use HYB (Bell & Garland sec. 3.4: HYB for rows whose lengths vary a lot). */
+#define SPK_SEL_HYB_MIN_FILL SPK_ELL_MAX_FILL
+
+/* JDS for short rows whose padding ELL should not pay (fill up to 2x): one thread per sorted
+ * row, coalesced like ELL, no padding. "Short" = at most 32 entries, the range where CUSP's
+ * CSR-vector leaves lanes idle (it gives a row fewer than 32 lanes when the mean is <= 16).
+ * The most speculative rule here. */
+#define SPK_SEL_JDS_MAX_FILL 2.0
+#define SPK_SEL_JDS_MAX_ROW 32
+
+static spk_format gpu_rule(const spk_matrix_info *s, char *why, size_t len)
+{
+    const double mean = s->row_mean, fill = s->ell_fill;
+    const double share = s->nnz ? (double)s->row_max / (double)s->nnz : 0.0;
+
+    if (s->nnz == 0) {
+        snprintf(why, len, "csr: no nonzeros (%lld x %lld), nothing to balance",
+                 (long long)s->nrows, (long long)s->ncols);
+        return SPK_FMT_CSR;
+    }
+    if (s->row_max >= SPK_SEL_COO_MIN_ROW && share >= SPK_SEL_COO_ROW_SHARE) {
+        snprintf(why, len, "coo: one row of %lld entries holds %.0f%% of the nonzeros (mean %.1f); "
+                 "COO splits it across threads", (long long)s->row_max, 100.0 * share, mean);
+        return SPK_FMT_COO;
+    }
+    if ((double)s->row_max > SPK_SEL_COO_MAX_OVER_MEAN * mean &&
+        (double)s->row_p99 <= SPK_SEL_COO_P99_OVER_MEAN * mean) {
+        snprintf(why, len, "coo: isolated giant rows (max %lld = %.0fx mean %.1f, p99 %lld); "
+                 "COO's cost depends on nnz only", (long long)s->row_max, fill, mean,
+                 (long long)s->row_p99);
+        return SPK_FMT_COO;
+    }
+    if (fill <= SPK_SEL_ELL_FILL_LIMIT && fill <= SPK_ELL_MAX_FILL &&
+        s->row_cv <= SPK_SEL_ELL_MAX_CV) {
+        snprintf(why, len, "ell: rows nearly uniform (cv %.2f, max %lld = %.2fx mean), padding %.2fx",
+                 s->row_cv, (long long)s->row_max, fill, fill);
+        return SPK_FMT_ELL;
+    }
+    if (fill > SPK_SEL_HYB_MIN_FILL) {
+        if (s->hyb_width >= 1) {
+            snprintf(why, len, "hyb: long tail (cv %.2f, max %lld = %.1fx mean, p95 %lld) would pad "
+                     "ELL %.1fx; ELL width %lld + %lld entries (%.0f%%) in COO", s->row_cv,
+                     (long long)s->row_max, fill, (long long)s->row_p95, fill,
+                     (long long)s->hyb_width, (long long)s->hyb_coo_nnz,
+                     100.0 * (double)s->hyb_coo_nnz / (double)s->nnz);
+            return SPK_FMT_HYB;
+        }
+        snprintf(why, len, "coo: too few rows reach HYB's ELL width (%lld of %lld non-empty, max "
+                 "%lld = %.1fx mean): HYB would be all COO", (long long)(s->nrows - s->empty_rows),
+                 (long long)s->nrows, (long long)s->row_max, fill);
+        return SPK_FMT_COO;
+    }
+    if (fill <= SPK_SEL_JDS_MAX_FILL && s->row_max <= SPK_SEL_JDS_MAX_ROW) {
+        snprintf(why, len, "jds: short rows (max %lld) too uneven for ell (cv %.2f, padding %.2fx); "
+                 "sorted rows, no padding", (long long)s->row_max, s->row_cv, fill);
+        return SPK_FMT_JDS;
+    }
+    snprintf(why, len, "csr: moderate variation (cv %.2f, max %lld = %.1fx mean %.1f): "
+             "CSR-vector, no padding", s->row_cv, (long long)s->row_max, fill, mean);
+    return SPK_FMT_CSR;
+}
+
+spk_format spk_select_format(const spk_matrix_info *info, spk_device device, char *reason,
+                             size_t reason_len)
+{
+    char gpu_why[256], sink[8];
+    if (!reason || reason_len == 0) {
+        reason = sink;
+        reason_len = sizeof sink;
+    }
+    if (!info) {
+        snprintf(reason, reason_len, "csr: no statistics given");
+        return SPK_FMT_CSR;
+    }
+    spk_format gpu = gpu_rule(info, gpu_why, sizeof gpu_why);
+    if (device != SPK_DEVICE_CPU) {                   /* CUDA, and AUTO: the GPU rule */
+        snprintf(reason, reason_len, "%s", gpu_why);
+        return gpu;
+    }
+    /* On a CPU row-parallel CSR is usually best: it streams 12 B per nonzero with no padding or
+     * permutation, and the caches absorb the irregular reads of x that ELL/JDS/HYB reorganise
+     * for GPU coalescing. */
+    snprintf(reason, reason_len, "csr: cpu device, row-parallel CSR is usually best on CPUs "
+             "(no padding, no permutation; the gpu rule would pick %s)", spk_format_str(gpu));
+    return SPK_FMT_CSR;
+}

@@ -1,0 +1,435 @@
+/* tests/test_spmv.c -- every SpMV backend of one device (--device cpu|gpu) against the host CSR
+ * reference, on the shapes that break kernels first (0 x 0, 1 x 1, n x 0, empty rows, all
+ * zero, one dense row, tall and wide, sizes off the block sizes, seeded random, generated, and
+ * every real matrix of inputs/). Outputs are pre-filled with NaN, so an entry a kernel forgets
+ * to write fails; y = A x and y = a A x + b y are both checked to 1e-12 relative.
+ * On the CPU run also: every format converts back to exactly the original CSR, its *_bytes
+ * equals the analytic spk_matrix_info.bytes[], and ELL without its fill guard still computes. */
+#include "util.h"
+#include "../kernels/formats.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOL 1e-12
+/* ELL without the guard is built in the round-trip checks only up to this many slots. */
+#define NOGUARD_MAX_SLOTS 4000000
+
+static spk_context *ctx;
+static spk_device dev;
+static const spk_vec_ops *ops;
+
+/* ---- building test matrices ------------------------------------------------------------ */
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Row lengths len[i] (each <= ncols), distinct random sorted columns, values in [-1, 1). */
+static void csr_from_lengths(int64_t nrows, int64_t ncols, const int64_t *len, uint64_t seed,
+                             spk_csr *A)
+{
+    int64_t nnz = 0;
+    for (int64_t i = 0; i < nrows; i++)
+        nnz += len[i];
+    if (spk_csr_alloc(ctx, nrows, ncols, nnz, A) != SPK_OK) {
+        fprintf(stderr, "csr_from_lengths: %s\n", spk_last_error(ctx));
+        exit(2);
+    }
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (int64_t i = 0; i < nrows; i++) {
+        const int64_t L = len[i], p0 = A->rowptr[i];
+        int32_t *c = A->colind + p0;
+        A->rowptr[i + 1] = p0 + L;
+        if (2 * L >= ncols) {                    /* selection sampling (Knuth's Algorithm S) */
+            for (int64_t j = 0, k = 0; j < ncols && k < L; j++)
+                if ((int64_t)(t_rand(&s) % (uint64_t)(ncols - j)) < L - k)
+                    c[k++] = (int32_t)j;
+        } else {                                  /* draw, sort, drop repeats, draw again */
+            int64_t have = 0;
+            while (have < L) {
+                for (int64_t k = have; k < L; k++)
+                    c[k] = (int32_t)(t_rand(&s) % (uint64_t)ncols);
+                qsort(c, (size_t)L, sizeof *c, cmp_i32);
+                have = 1;
+                for (int64_t k = 1; k < L; k++)
+                    if (c[k] != c[have - 1])
+                        c[have++] = c[k];
+            }
+        }
+        for (int64_t k = 0; k < L; k++)
+            A->val[p0 + k] = t_randu(&s);
+    }
+}
+
+static void csr_empty(int64_t nrows, int64_t ncols, spk_csr *A)
+{
+    int64_t *len = calloc((size_t)nrows + 1, sizeof *len);
+    csr_from_lengths(nrows, ncols, len, 1, A);
+    free(len);
+}
+
+/* nrows x ncols, short rows (0..6) and row `dense` holding every column. */
+static void csr_dense_row(int64_t nrows, int64_t ncols, int64_t dense, spk_csr *A)
+{
+    int64_t *len = malloc((size_t)nrows * sizeof *len);
+    uint64_t s = 77;
+    for (int64_t i = 0; i < nrows; i++)
+        len[i] = i == dense ? ncols : (int64_t)(t_rand(&s) % 7);
+    csr_from_lengths(nrows, ncols, len, 5, A);
+    free(len);
+}
+
+/* ---- one product through a backend ----------------------------------------------------- */
+
+static double *host_random(int64_t n, uint64_t seed)
+{
+    double *v = malloc(((size_t)n + 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = t_randu(&seed);
+    return v;
+}
+
+/* y = alpha A x + beta y by `spmv` on state (device vectors), compared with the reference. */
+static void check_product(const char *be_name, const char *mname, const spk_spmv_backend *be,
+                          const void *state, const spk_csr *A, double alpha, double beta)
+{
+    const int64_t m = A->nrows, n = A->ncols;
+    double *x = host_random(n, 11), *y0 = host_random(m, 12);
+    double *ref = malloc(((size_t)m + 1) * sizeof *ref), *got = malloc(((size_t)m + 1) * sizeof *got);
+    if (beta == 0.0)
+        for (int64_t i = 0; i < m; i++)
+            y0[i] = NAN;                          /* beta 0 must not read the old y */
+    memcpy(ref, y0, (size_t)m * sizeof *ref);
+    spk_csr_spmv_ref(A, alpha, x, beta, ref);
+    for (int64_t i = 0; i < m; i++)
+        got[i] = NAN;
+
+    double *d_x = NULL, *d_y = NULL;
+    spk_status st = ops->alloc(ctx, n ? n : 1, &d_x);
+    if (!st)
+        st = ops->alloc(ctx, m ? m : 1, &d_y);
+    if (!st && n)
+        st = ops->upload(ctx, n, x, d_x);
+    if (!st && m)
+        st = ops->upload(ctx, m, y0, d_y);
+    if (!st)
+        st = be->spmv(ctx, state, alpha, d_x, beta, d_y);
+    if (!st && m)
+        st = ops->download(ctx, m, d_y, got);
+    if (!st)
+        st = ops->sync(ctx);
+    T_CHECK(st == SPK_OK, "%s on %s (a %g, b %g): %s: %s", be_name, mname, alpha, beta,
+            spk_status_str(st), spk_last_error(ctx));
+    if (!st) {
+        double d = t_rel_diff(got, ref, m);
+        T_CHECK(d <= TOL, "%s on %s (a %g, b %g): relative difference %.3g", be_name, mname, alpha,
+                beta, d);
+    }
+    ops->free(ctx, d_x);
+    ops->free(ctx, d_y);
+    free(x);
+    free(y0);
+    free(ref);
+    free(got);
+}
+
+static void check_products(const char *be_name, const char *mname, const spk_spmv_backend *be,
+                           const void *state, const spk_csr *A)
+{
+    check_product(be_name, mname, be, state, A, 1.0, 0.0);
+    check_product(be_name, mname, be, state, A, -0.7, 1.3);
+    check_product(be_name, mname, be, state, A, 0.5, 1.0);
+}
+
+/* Every backend of the device: setup, products, destroy. ELL past its fill guard must refuse
+ * with a message that points to hyb. */
+static void check_backends(const char *mname, const spk_csr *A, const spk_matrix_info *info)
+{
+    size_t count;
+    const spk_spmv_backend *const *all = spk_backend_all(&count);
+    for (size_t b = 0; b < count; b++) {
+        const spk_spmv_backend *be = all[b];
+        if (be->device != dev)
+            continue;
+        T_CHECK(spk_backend_find(be->format, dev) == be, "registry lookup of %s", be->name);
+        void *state = NULL;
+        spk_status st = be->setup(ctx, A, &state);
+        if (be->format == SPK_FMT_ELL && info->ell_fill > SPK_ELL_MAX_FILL) {
+            T_CHECK(st == SPK_ERR_UNSUPPORTED, "%s on %s (fill %.1f): expected the fill guard, got %s",
+                    be->name, mname, info->ell_fill, spk_status_str(st));
+            T_CHECK(strstr(spk_last_error(ctx), "hyb") && strstr(spk_last_error(ctx), "padding"),
+                    "%s guard message: %s", be->name, spk_last_error(ctx));
+            be->destroy(state);
+            continue;
+        }
+        T_CHECK(st == SPK_OK, "%s setup on %s: %s: %s", be->name, mname, spk_status_str(st),
+                spk_last_error(ctx));
+        if (st == SPK_OK)
+            check_products(be->name, mname, be, state, A);
+        be->destroy(state);
+    }
+}
+
+/* ---- conversions (host, CPU run only) ---------------------------------------------------- */
+
+static int csr_equal(const spk_csr *a, const spk_csr *b)
+{
+    if (a->nrows != b->nrows || a->ncols != b->ncols || a->nnz != b->nnz)
+        return 0;
+    return memcmp(a->rowptr, b->rowptr, ((size_t)a->nrows + 1) * sizeof *a->rowptr) == 0 &&
+           (a->nnz == 0 || (memcmp(a->colind, b->colind, (size_t)a->nnz * sizeof *a->colind) == 0 &&
+                            memcmp(a->val, b->val, (size_t)a->nnz * sizeof *a->val) == 0));
+}
+
+#define ROUND_TRIP(fmt, FMT, f, to_csr, bytes_fn)                                                \
+    do {                                                                                     \
+        spk_csr back;                                                                        \
+        spk_status st_ = to_csr(ctx, &f, &back);                                             \
+        T_CHECK(st_ == SPK_OK && csr_equal(A, &back), "%s -> csr on %s differs (%s)", fmt,   \
+                mname, spk_last_error(ctx));                                                 \
+        T_CHECK(bytes_fn(&f) == info->bytes[FMT], "%s bytes on %s: layout %zu, stats %zu",   \
+                fmt, mname, bytes_fn(&f), info->bytes[FMT]);                                 \
+        spk_csr_free(&back);                                                                 \
+    } while (0)
+
+static void check_jds_order(const char *mname, const spk_csr *A, const spk_jds_fmt *f)
+{
+    char *seen = calloc((size_t)f->nrows + 1, 1);
+    int ok = 1;
+    for (int64_t k = 0; k < f->nrows; k++) {
+        int32_t r = f->perm[k];
+        if (r < 0 || r >= f->nrows || seen[r]) {
+            ok = 0;
+            break;
+        }
+        seen[r] = 1;
+        if (k > 0) {
+            int32_t q = f->perm[k - 1];
+            int64_t lq = A->rowptr[q + 1] - A->rowptr[q], lr = A->rowptr[r + 1] - A->rowptr[r];
+            if (lq < lr || (lq == lr && q > r))   /* descending, stable */
+                ok = 0;
+        }
+    }
+    T_CHECK(ok, "jds on %s: perm is not a stable descending sort by row length", mname);
+    free(seen);
+}
+
+static void check_conversions(const char *mname, const spk_csr *A, const spk_matrix_info *info)
+{
+    spk_coo_fmt coo;
+    spk_status st = spk_coo_from_csr(ctx, A, &coo);
+    T_CHECK(st == SPK_OK, "coo from %s: %s", mname, spk_last_error(ctx));
+    if (!st)
+        ROUND_TRIP("coo", SPK_FMT_COO, coo, spk_coo_to_csr, spk_coo_bytes);
+    spk_coo_fmt_free(&coo);
+
+    spk_ell_fmt ell;
+    st = spk_ell_from_csr(ctx, A, -1, 0, &ell);
+    if (info->ell_fill > SPK_ELL_MAX_FILL) {
+        T_CHECK(st == SPK_ERR_UNSUPPORTED, "ell from %s (fill %.1f) not refused", mname, info->ell_fill);
+        if (info->nrows * info->row_max <= NOGUARD_MAX_SLOTS) {
+            st = spk_ell_from_csr(ctx, A, -1, 1, &ell);   /* the guard off: still correct */
+            T_CHECK(st == SPK_OK, "ell (no guard) from %s: %s", mname, spk_last_error(ctx));
+            if (!st) {
+                ROUND_TRIP("ell (no guard)", SPK_FMT_ELL, ell, spk_ell_to_csr, spk_ell_bytes);
+                check_products("ell-cpu (no guard)", mname, &spk_backend_ell_cpu, &ell, A);
+            }
+            spk_ell_fmt_free(&ell);
+        }
+    } else {
+        T_CHECK(st == SPK_OK, "ell from %s: %s", mname, spk_last_error(ctx));
+        if (!st)
+            ROUND_TRIP("ell", SPK_FMT_ELL, ell, spk_ell_to_csr, spk_ell_bytes);
+        spk_ell_fmt_free(&ell);
+    }
+
+    spk_hyb_fmt hyb;
+    st = spk_hyb_from_csr(ctx, A, &hyb);
+    T_CHECK(st == SPK_OK, "hyb from %s: %s", mname, spk_last_error(ctx));
+    if (!st) {
+        ROUND_TRIP("hyb", SPK_FMT_HYB, hyb, spk_hyb_to_csr, spk_hyb_bytes);
+        T_CHECK(hyb.ell.width == info->hyb_width && hyb.coo.nnz == info->hyb_coo_nnz,
+                "hyb split on %s: width %lld tail %lld, stats say %lld and %lld", mname,
+                (long long)hyb.ell.width, (long long)hyb.coo.nnz, (long long)info->hyb_width,
+                (long long)info->hyb_coo_nnz);
+    }
+    spk_hyb_fmt_free(&hyb);
+
+    spk_jds_fmt jds;
+    st = spk_jds_from_csr(ctx, A, &jds);
+    T_CHECK(st == SPK_OK, "jds from %s: %s", mname, spk_last_error(ctx));
+    if (!st) {
+        ROUND_TRIP("jds", SPK_FMT_JDS, jds, spk_jds_to_csr, spk_jds_bytes);
+        check_jds_order(mname, A, &jds);
+    }
+    spk_jds_fmt_free(&jds);
+
+    T_CHECK(info->bytes[SPK_FMT_CSR] == (size_t)(8 * (A->nrows + 1) + 12 * A->nnz),
+            "csr bytes on %s", mname);
+}
+
+/* Make each allocation of a setup fail in turn: SPK_ERR_NOMEM every time, nothing leaked
+ * (the sanitizer build checks the leaks), then a clean setup once the failures run out. */
+static void check_nomem(void)
+{
+    spk_csr A;
+    t_random_csr(ctx, 500, 400, 6, 31, &A);
+    for (int f = SPK_FMT_COO; f <= SPK_FMT_JDS; f++) {
+        const spk_spmv_backend *be = spk_backend_find((spk_format)f, SPK_DEVICE_CPU);
+        int k, failed = 0;
+        for (k = 1; k <= 20; k++) {
+            void *state = NULL;
+            ctx->fail_alloc_at = spk_context_alloc_count(ctx) + (uint64_t)k;
+            spk_status st = be->setup(ctx, &A, &state);
+            ctx->fail_alloc_at = 0;
+            if (st == SPK_OK) {
+                be->destroy(state);
+                break;
+            }
+            failed += st == SPK_ERR_NOMEM && state == NULL && strstr(spk_last_error(ctx), "memory");
+        }
+        T_CHECK(k <= 20 && failed == k - 1, "%s: %d of %d failed allocations reported NOMEM (%s)",
+                be->name, failed, k - 1, spk_last_error(ctx));
+    }
+    spk_csr_free(&A);
+}
+
+/* ---- driver ------------------------------------------------------------------------------ */
+
+static void check_matrix(const char *mname, spk_csr *A)
+{
+    spk_matrix_info info;
+    spk_stats_compute(A, &info);
+    check_backends(mname, A, &info);
+    if (dev == SPK_DEVICE_CPU)
+        check_conversions(mname, A, &info);
+    spk_csr_free(A);
+}
+
+static void check_random(int64_t nrows, int64_t ncols, int64_t avg, uint64_t seed)
+{
+    char name[96];
+    spk_csr A;
+    snprintf(name, sizeof name, "random %lldx%lld avg %lld seed %llu", (long long)nrows,
+             (long long)ncols, (long long)avg, (unsigned long long)seed);
+    t_random_csr(ctx, nrows, ncols, avg, seed, &A);
+    check_matrix(name, &A);
+}
+
+static void check_generated(const char *spec)
+{
+    spk_csr A;
+    spk_status st = spk_generate_csr(ctx, spec, &A);
+    T_CHECK(st == SPK_OK, "generate %s: %s", spec, spk_last_error(ctx));
+    if (!st)
+        check_matrix(spec, &A);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every real matrix of inputs/, skipping the complex one and the right-hand sides. */
+static void check_inputs(void)
+{
+    DIR *d = opendir(SPK_INPUTS_DIR);
+    T_CHECK(d != NULL, "cannot open %s", SPK_INPUTS_DIR);
+    if (!d)
+        return;
+    char *names[256];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 256) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 4, ".mtx") != 0 || strcmp(e->d_name, "w156.mtx") == 0 ||
+            (len >= 9 && strcmp(e->d_name + len - 9, "_rhs1.mtx") == 0))
+            continue;
+        names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    T_CHECK(n >= 15, "only %d matrices found in inputs/", n);
+    for (int k = 0; k < n; k++) {
+        spk_csr A;
+        t_read_csr(ctx, names[k], &A);
+        check_matrix(names[k], &A);
+        free(names[k]);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    dev = t_device_from_args(argc, argv);
+    ctx = t_context(dev);
+    ops = spk_vec_ops_for(dev);
+    spk_csr A;
+
+    /* degenerate shapes first */
+    csr_empty(0, 0, &A);
+    check_matrix("0x0", &A);
+    csr_empty(5, 0, &A);
+    check_matrix("5x0", &A);
+    csr_empty(0, 5, &A);
+    check_matrix("0x5", &A);
+    csr_empty(1, 1, &A);
+    check_matrix("1x1 zero", &A);
+    {
+        int64_t one = 1;
+        csr_from_lengths(1, 1, &one, 3, &A);
+        check_matrix("1x1", &A);
+    }
+    csr_empty(100, 100, &A);
+    check_matrix("100x100 all zero", &A);
+    csr_empty(1000, 7, &A);
+    check_matrix("1000x7 all zero", &A);
+    {
+        int64_t len[300];
+        uint64_t s = 9;
+        for (int i = 0; i < 300; i++)
+            len[i] = i % 3 == 0 || i >= 250 ? 0 : (int64_t)(t_rand(&s) % 12);
+        csr_from_lengths(300, 300, len, 4, &A);
+        check_matrix("300x300 empty rows", &A);
+    }
+
+    /* one dense row: ELL refuses it; HYB and COO carry it */
+    csr_dense_row(3000, 100000, 17, &A);
+    check_matrix("3000x100000 dense row", &A);
+    csr_dense_row(500, 2000, 250, &A);
+    check_matrix("500x2000 dense row", &A);
+    csr_dense_row(200, 200, 0, &A);
+    check_matrix("200x200 dense first row", &A);
+
+    /* tall, wide, and sizes off the CPU blocks (128) and GPU warps / blocks */
+    check_random(1000, 37, 5, 1);
+    check_random(37, 1000, 40, 2);
+    check_random(5000, 3, 1, 3);
+    check_random(3, 5000, 2000, 4);
+    const int64_t sizes[] = {97, 32 + 97, 128 + 97, 1000 + 97, 4096 + 97};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        check_random(sizes[k], sizes[k], 4, 10 + k);
+        check_random(sizes[k], sizes[k] + 13, 30, 20 + k);
+    }
+    for (uint64_t seed = 100; seed < 108; seed++)
+        check_random(200 + (int64_t)(seed % 5) * 111, 300 + (int64_t)(seed % 3) * 77,
+                     1 + (int64_t)(seed % 4) * 7, seed);
+
+    check_generated("poisson2d:31");
+    check_generated("poisson3d:9");
+    check_generated("poisson3d27:6");
+    check_generated("elasticity3d:4");
+    check_generated("powerlaw:3000:8:5");
+    check_generated("powerlaw:200:150:2");
+
+    check_inputs();
+    if (dev == SPK_DEVICE_CPU)
+        check_nomem();
+
+    spk_context_destroy(ctx);
+    return t_done(dev == SPK_DEVICE_CPU ? "spmv_cpu" : "spmv_gpu");
+}
