@@ -16,10 +16,13 @@ static spk_context *ctx;
  * each with and without Jacobi), found by running every format on 1 and 2 threads and SciPy
  * 1.17 beside them (bench/compare_scipy.py). A 0 marks a combination left out because it does
  * not converge robustly, with the measured reason:
- *   orsirr_1 BiCGStab+Jacobi: stagnates near 5e-7, then rho = 0 (BREAKDOWN) in 4 of 5
- *            formats; the run is rounding-chaotic (SciPy's, other order, converges in 359).
- *   epb0     BiCGStab+Jacobi: MAXIT at 1e-3 (SciPy: rho breakdown, info -10); GMRES(30)
- *            with or without Jacobi stagnates near 2e-4 (SciPy: not converged either).
+ *   orsirr_1 BiCGStab+Jacobi: with b = A*ones exactly, stagnates near 5e-7 and ends on
+ *            rho = 0 (BREAKDOWN) in 4 of 5 formats (HYB: converges in 450). Rounding luck:
+ *            over 12 runs with b perturbed by 1e-14, spk converges in 12 (388-1210 its),
+ *            SciPy in 12 (407-827).
+ *   epb0     BiCGStab+Jacobi: MAXIT at 1e-3 from b = A*ones; perturbed, spk converges in 9
+ *            of 12 runs, SciPy in 8 of 12 (the rest: rho breakdown). GMRES(30) with or
+ *            without Jacobi stagnates near 2e-4 (SciPy too).
  *   e05r0100 GMRES(30) needs ~6600 inner iterations (SciPy: 6631), past maxiter = 10 n;
  *            it has 74 zero diagonals, so Jacobi is refused (checked instead).
  * sherman1 is symmetric negative definite: a nonsymmetric method's business, and CG's
@@ -407,21 +410,21 @@ static void test_limits(void)
         T_CHECK(spk_solve(ctx, A, b, x, &o, &res) == SPK_OK && res.reason == SPK_CONVERGED_RTOL &&
                     res.iterations == 0 && x[0] == 1.0,
                 "%s exact x0: %s after %lld", nm, spk_reason_str(res.reason), (long long)res.iterations);
-        /* every allocation of the solve made to fail in turn: NOMEM or OK, never a crash or
-         * a leak (the sanitizer build checks the leaks) */
+        /* every allocation of the solve made to fail in turn: NOMEM (CUDA for device memory)
+         * or OK, never a crash or a leak (the sanitizer build checks the leaks) */
         opts(&o, (spk_method)m, SPK_PRECOND_JACOBI, SPK_FMT_CSR, 1e-8, 30);
         o.history = 1;
-        int bad = 0, nomem = 0;
+        int bad = 0, failed = 0;
         for (uint64_t k = 1; k <= 40; k++) {
             ctx->fail_alloc_at = ctx->alloc_count + k;
             spk_status st = spk_solve(ctx, A, b, x, &o, &res);
-            bad += st != SPK_OK && st != SPK_ERR_NOMEM;
-            nomem += st == SPK_ERR_NOMEM;
+            bad += st != SPK_OK && st != SPK_ERR_NOMEM && st != SPK_ERR_CUDA;
+            failed += st != SPK_OK;
             spk_result_free(&res);                   /* a failed solve may hold a history */
         }
         ctx->fail_alloc_at = 0;
-        T_CHECK(bad == 0 && nomem >= 5, "%s: %d allocation failures gave another status, %d NOMEM",
-                nm, bad, nomem);
+        T_CHECK(bad == 0 && failed >= 3, "%s: %d allocation failures gave another status, %d failed",
+                nm, bad, failed);
     }
     /* GMRES(n) and GMRES(m > n): full GMRES, exact within n = 30 steps */
     int ms[] = {30, 100};
