@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/compare_scipy.py -- iteration counts of spk's BiCGStab and GMRES(m) beside SciPy's.
+"""bench/compare_scipy.py -- iteration counts of spk's CG, BiCGStab and GMRES(m) beside SciPy's.
 
 For each Matrix Market file: b = A * ones, x0 = 0, rtol as given, atol = 0, the same iteration
 budget for both. SciPy's iterations are counted by callback (bicgstab: one call per full step;
@@ -20,7 +20,7 @@ on the right, as spk does), the GMRES rows do not: SciPy's gmres preconditions o
 and tests M^-1 r inside a cycle, spk tests r itself.
 
     python3 bench/compare_scipy.py --solve build/solve [--rtol 1e-8] [--restart 30]
-        [--precond none|jacobi] [--maxiter N] [--spread K] [--methods bicgstab,gmres]
+        [--precond none|jacobi] [--maxiter N] [--spread K] [--methods cg,bicgstab,gmres]
         [-o table.md] FILE...
 
 Needs numpy and scipy (pip install scipy). Exit status 0 unless a run failed to start.
@@ -74,7 +74,10 @@ def run_scipy(A, b, method, rtol, restart, maxiter, M):
         count[0] += 1
 
     t0 = time.perf_counter()
-    if method == "bicgstab":
+    if method == "cg":
+        kw = {tol_kw(sla.cg): rtol}
+        x, info = sla.cg(A, b, atol=0.0, maxiter=maxiter, M=M, callback=cb, **kw)
+    elif method == "bicgstab":
         kw = {tol_kw(sla.bicgstab): rtol}
         x, info = sla.bicgstab(A, b, atol=0.0, maxiter=maxiter, M=M, callback=cb, **kw)
     else:
@@ -149,7 +152,7 @@ def main():
             print("%s: skipped: zero diagonal, no Jacobi" % name, file=sys.stderr)
             continue
         for method in a.methods.split(","):
-            label = method if method == "bicgstab" else "gmres(%d)" % a.restart
+            label = "gmres(%d)" % a.restart if method == "gmres" else method
             s_its, s_info, s_rel, _ = run_scipy(A, b, method, a.rtol, a.restart, maxiter, M)
             k_its, k_reason, k_rel, _ = run_spk(a.solve, path, method, a.rtol, a.restart,
                                                 maxiter, a.precond)
