@@ -38,9 +38,53 @@ install: all
 bench: all
 	bash bench/run.sh $(BUILD)
 
+# examples/heat.c (a P1 finite-element heat equation on libspk), built as $(BUILD)/heat
+examples: configure
+	$(CMAKE) --build $(BUILD) --target heat -j $(JOBS)
+
 clean:
 	rm -rf $(BUILD)
 
 help:
-	@echo "make [all|run|test|test-cpu|test-gpu|install PREFIX=..|bench|clean]"
+	@echo "make [all|run|test|test-cpu|test-gpu|install PREFIX=..|bench|examples|clean]"
 	@echo "  BUILD=$(BUILD) BUILD_TYPE=$(BUILD_TYPE) CMAKE_FLAGS='-DCMAKE_CUDA_ARCHITECTURES=90'"
+
+# ---- robustness (issue 8) -------------------------------------------------------------------
+#   make test-asan   the cpu suite under AddressSanitizer + UBSan (LeakSanitizer included), in
+#                    its own CPU-only build dir
+#   make fuzz        the Matrix Market fuzzer for FUZZ_TIME seconds (default 60; needs clang)
+#   make fuzz-long   the same for 10 minutes
+ASAN_BUILD  ?= build-asan
+FUZZ_BUILD  ?= build-fuzz
+FUZZ_TIME   ?= 60
+SAN_ENV     := ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+               UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+.PHONY: test-asan fuzz fuzz-long fuzz-build
+
+test-asan:
+	@test -f $(ASAN_BUILD)/CMakeCache.txt || $(CMAKE) -S . -B $(ASAN_BUILD) -DSPK_SANITIZE=ON \
+	    -DCMAKE_BUILD_TYPE=Debug -DSPK_BUILD_BENCH=OFF
+	$(CMAKE) --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && $(SAN_ENV) $(CTEST) --output-on-failure -j $(JOBS) -L cpu
+
+fuzz-build:
+	@command -v clang >/dev/null || { echo "make: the fuzzer needs clang (apt-get install clang libclang-rt-14-dev)"; exit 2; }
+	@test -f $(FUZZ_BUILD)/CMakeCache.txt || $(CMAKE) -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang \
+	    -DSPK_FUZZ=ON -DSPK_ENABLE_CUDA=OFF -DSPK_BUILD_TESTS=OFF -DSPK_BUILD_BENCH=OFF \
+	    -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	$(CMAKE) --build $(FUZZ_BUILD) --target fuzz_mmio -j $(JOBS)
+
+# Seeds: fuzz/corpus/ (every case of tests/test_mmio.c) and the inputs/ files under 16 KiB.
+# New corpus entries go to $(FUZZ_BUILD)/corpus, crashes to fuzz/crashes/ (commit them: the
+# fuzz_corpus test replays that folder). -rss_limit_mb: the fuzz target caps the dimensions
+# it assembles, so 2 GB is generous.
+fuzz: fuzz-build
+	@mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/seeds fuzz/crashes
+	@find inputs -name '*.mtx' -size -16k -exec cp {} $(FUZZ_BUILD)/seeds/ \;
+	$(SAN_ENV) $(FUZZ_BUILD)/fuzz_mmio -max_total_time=$(FUZZ_TIME) -max_len=16384 -timeout=10 \
+	    -rss_limit_mb=2048 -dict=fuzz/mmio.dict -print_final_stats=1 -artifact_prefix=fuzz/crashes/ \
+	    $(FUZZ_BUILD)/corpus fuzz/corpus $(FUZZ_BUILD)/seeds
+
+fuzz-long:
+	$(MAKE) fuzz FUZZ_TIME=600

@@ -4,7 +4,7 @@
 #include "solver.h"
 
 #include <math.h>
-#include <stdlib.h>
+#include <string.h>
 
 double spk_stop_threshold(const spk_options *opt, double bnorm)
 {
@@ -38,10 +38,15 @@ spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnor
     if (k->opt->history) {
         if (res->history_len == k->hist_cap) {
             int64_t cap = k->hist_cap ? 2 * k->hist_cap : 256;
-            spk_history_entry *h = realloc(res->history, (size_t)cap * sizeof *h);
+            /* spk_malloc + copy rather than realloc: a counted allocation, so that failure
+             * injection reaches it (amortised O(1) per entry either way) */
+            spk_history_entry *h = spk_malloc(k->ctx, (size_t)cap, sizeof *h);
             if (!h)
                 return spk_fail(k->ctx, SPK_ERR_NOMEM, "residual history of %lld entries: out of memory",
                                 (long long)cap);
+            if (res->history_len)
+                memcpy(h, res->history, (size_t)res->history_len * sizeof *h);
+            spk_free(res->history);
             res->history = h;
             k->hist_cap = cap;
         }

@@ -17,6 +17,7 @@ static spk_status matrix_from_owned_csr(spk_context *ctx, spk_csr *csr, spk_matr
     A->csr = *csr;
     memset(csr, 0, sizeof *csr);
     spk_stats_compute(&A->csr, &A->info);
+    A->nnz_in = A->csr.nnz;                  /* canonical order until from_coo says otherwise */
     A->magic = SPK_MATRIX_MAGIC;
     *out = A;
     return SPK_OK;
@@ -29,9 +30,10 @@ static int matrix_ok(const spk_matrix *A)
 
 spk_status spk_matrix_read_mtx(spk_context *ctx, const char *path, spk_matrix **A)
 {
+    if (A)
+        *A = NULL;                           /* on every failure, NULL arguments included */
     if (!ctx || !path || !A)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_read_mtx: NULL argument");
-    *A = NULL;
     spk_mm_header hdr;
     spk_coo coo;
     spk_csr csr;
@@ -47,9 +49,10 @@ spk_status spk_matrix_read_mtx(spk_context *ctx, const char *path, spk_matrix **
 
 spk_status spk_matrix_generate(spk_context *ctx, const char *spec, spk_matrix **A)
 {
+    if (A)
+        *A = NULL;                           /* on every failure, NULL arguments included */
     if (!ctx || !spec || !A)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_generate: NULL argument");
-    *A = NULL;
     spk_csr csr;
     spk_status st = spk_generate_csr(ctx, spec, &csr);
     if (st)
@@ -72,9 +75,10 @@ spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t ncols, i
                                const int32_t *row, const int32_t *col, const double *val,
                                int base, spk_matrix **A)
 {
+    if (A)
+        *A = NULL;                           /* on every failure, NULL arguments included */
     if (!ctx || !A || (nnz > 0 && (!row || !col || !val)))
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_coo: NULL argument");
-    *A = NULL;
     spk_status st = check_dims(ctx, "spk_matrix_from_coo", nrows, ncols, base);
     if (st)
         return st;
@@ -87,8 +91,16 @@ spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t ncols, i
         return spk_fail(ctx, SPK_ERR_NOMEM, "spk_matrix_from_coo: %lld entries: out of memory", (long long)nnz);
     }
     for (int64_t k = 0; k < nnz; k++) {
-        coo.row[k] = row[k] - base;
-        coo.col[k] = col[k] - base;
+        /* in 64 bits: row[k] - base overflows int for row[k] = INT32_MIN */
+        const int64_t i = (int64_t)row[k] - base, j = (int64_t)col[k] - base;
+        if (i < 0 || i >= nrows || j < 0 || j >= ncols) {
+            spk_coo_free(&coo);
+            return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_coo: entry %lld at (%d, %d) is "
+                            "outside the %lld x %lld matrix (base %d)", (long long)k, row[k],
+                            col[k], (long long)nrows, (long long)ncols, base);
+        }
+        coo.row[k] = (int32_t)i;
+        coo.col[k] = (int32_t)j;
         coo.val[k] = val[k];
         if (!isfinite(val[k])) {
             spk_coo_free(&coo);
@@ -96,25 +108,34 @@ spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t ncols, i
         }
     }
     spk_csr csr;
+    int64_t *map = NULL;                     /* input entry -> canonical position (updates) */
     st = spk_csr_from_coo(ctx, &coo, &csr);
+    if (!st && (st = spk_csr_source_map(ctx, &csr, &coo, &map)))
+        spk_csr_free(&csr);
     spk_coo_free(&coo);
     if (st)
         return st;
-    return matrix_from_owned_csr(ctx, &csr, A);
+    if ((st = matrix_from_owned_csr(ctx, &csr, A))) {
+        spk_free(map);
+        return st;
+    }
+    (*A)->nnz_in = nnz;
+    (*A)->src_to_csr = map;
+    return SPK_OK;
 }
 
 spk_status spk_matrix_from_csr(spk_context *ctx, int64_t nrows, int64_t ncols,
                                const int64_t *rowptr, const int32_t *colind, const double *val,
                                int base, spk_matrix **A)
 {
+    if (A)
+        *A = NULL;                           /* on every failure, NULL arguments included */
     if (!ctx || !A || !rowptr)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_csr: NULL argument");
-    *A = NULL;
     spk_status st = check_dims(ctx, "spk_matrix_from_csr", nrows, ncols, base);
     if (st)
         return st;
-    int64_t nnz = rowptr[nrows] - base;
-    if (rowptr[0] != base || nnz < 0)
+    if (rowptr[0] != base)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_csr: rowptr[0] = %lld, expected %d",
                         (long long)rowptr[0], base);
     for (int64_t i = 0; i < nrows; i++)
@@ -122,6 +143,8 @@ spk_status spk_matrix_from_csr(spk_context *ctx, int64_t nrows, int64_t ncols,
             return spk_fail(ctx, SPK_ERR_ARG,
                             "spk_matrix_from_csr: rowptr decreases at row %lld (%lld > %lld)",
                             (long long)i, (long long)rowptr[i], (long long)rowptr[i + 1]);
+    /* after the checks: rowptr[nrows] >= base, so the difference cannot overflow */
+    int64_t nnz = rowptr[nrows] - base;
     int32_t *row = spk_malloc(ctx, (size_t)nnz, sizeof *row);
     if (!row)
         return spk_fail(ctx, SPK_ERR_NOMEM, "spk_matrix_from_csr: %lld entries: out of memory", (long long)nnz);
@@ -139,7 +162,10 @@ void spk_matrix_destroy(spk_matrix *A)
         return;
     if (A->be)
         A->be->destroy(A->state);
+    spk_matrix_spmv_release(A);
     spk_csr_free(&A->csr);
+    spk_free(A->src_to_csr);
+    spk_free(A->stage);
     A->magic = 0;
     spk_free(A);
 }
@@ -148,7 +174,9 @@ spk_status spk_matrix_get_info(const spk_matrix *A, spk_matrix_info *info)
 {
     if (!matrix_ok(A) || !info)
         return SPK_ERR_ARG;
-    *info = A->info;
+    /* the handle is the caller's (not const underneath): the value statistics are a cache that
+     * an update marks stale and this read refreshes */
+    *info = *spk_matrix_info_of((spk_matrix *)A);
     return SPK_OK;
 }
 
@@ -215,13 +243,35 @@ spk_status spk_matrix_spmv(spk_context *ctx, spk_matrix *A, double alpha, const 
     const spk_vec_ops *ops = spk_vec_ops_for(ctx->device);
     if (ops->device == SPK_DEVICE_CPU)
         return A->be->spmv(ctx, A->state, alpha, x, beta, y);
-    double *dx = NULL, *dy = NULL;
+    /* Device temporaries for x and y, made at the first call and kept: a time loop that
+     * applies A every step allocates nothing after its first pass. */
     const int64_t m = A->csr.nrows, n = A->csr.ncols;
-    if (!(st = ops->alloc(ctx, n, &dx)) && !(st = ops->alloc(ctx, m, &dy)) &&
-        !(st = ops->upload(ctx, n, x, dx)) && !(beta != 0.0 && (st = ops->upload(ctx, m, y, dy))) &&
-        !(st = A->be->spmv(ctx, A->state, alpha, dx, beta, dy)))
-        st = ops->download(ctx, m, dy, y);
-    ops->free(ctx, dx);
-    ops->free(ctx, dy);
+    if (A->ctx_spmv != ctx)
+        spk_matrix_spmv_release(A);
+    if (!A->spmv_x) {
+        A->ctx_spmv = ctx;
+        A->spmv_ops = ops;
+        if ((st = ops->alloc(ctx, n, &A->spmv_x)) || (st = ops->alloc(ctx, m, &A->spmv_y))) {
+            spk_matrix_spmv_release(A);
+            return st;
+        }
+    }
+    if (!(st = ops->upload(ctx, n, x, A->spmv_x)) &&
+        !(beta != 0.0 && (st = ops->upload(ctx, m, y, A->spmv_y))) &&
+        !(st = A->be->spmv(ctx, A->state, alpha, A->spmv_x, beta, A->spmv_y)))
+        st = ops->download(ctx, m, A->spmv_y, y);
     return st;
+}
+
+/* The context may be gone already (a matrix can outlive it, as its layout can): the vectors
+ * are freed through the table alone, which needs no context to free. */
+void spk_matrix_spmv_release(spk_matrix *A)
+{
+    if (A->spmv_ops) {
+        A->spmv_ops->free(NULL, A->spmv_x);
+        A->spmv_ops->free(NULL, A->spmv_y);
+    }
+    A->spmv_x = A->spmv_y = NULL;
+    A->ctx_spmv = NULL;
+    A->spmv_ops = NULL;
 }

@@ -650,6 +650,8 @@ static spk_status mm_read_coordinate(mm_in *in, const spk_mm_header *h, spk_coo 
 static spk_status mm_read_array(mm_in *in, const spk_mm_header *h, spk_coo *out)
 {
     int64_t k = 0;
+    if (h->nentries == 0)      /* "0 N": without this, N empty columns are walked (N ~ 2^31) */
+        return SPK_OK;
     for (int64_t j = 0; j < h->ncols; j++) {
         int64_t i0 = h->symmetry == SPK_MM_GENERAL ? 0 : h->symmetry == SPK_MM_SYMMETRIC ? j
                                                                                          : j + 1;

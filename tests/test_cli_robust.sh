@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# tests/test_cli_robust.sh SOLVE INPUTS -- the solve command never leaves a partial output:
+# -o and --history are written to NAME.tmp.PID and renamed, so a run that cannot write, fails,
+# runs out of file space or is killed leaves either no file or the complete previous one under
+# the final name. Checks: writing into a missing directory or onto a directory (exit 3, a
+# message, nothing left), a failed run (bad -b) leaves an existing x.mtx byte for byte, a file
+# size limit hit while writing (RLIMIT_FSIZE with SIGXFSZ ignored: write() fails with EFBIG, as
+# on a full disk) exits 3 and removes the temporary, and SIGKILL mid-solve or mid-write never
+# exposes a partial file under the final name.
+set -u
+SOLVE=$1
+IN=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+
+check() { # check DESCRIPTION COND...
+  local what=$1; shift
+  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
+}
+
+# run CMD...: sets rc, err (stderr); stdout is dropped
+run() {
+  "$@" >/dev/null 2>"$T/err"
+  rc=$?
+  err=$(cat "$T/err")
+}
+
+no_tmp() { ! ls -a "$1" | grep -q '\.tmp\.'; }
+
+# A complete array file: its size line announces N rows and it holds N value lines.
+complete_vector() { # complete_vector FILE N
+  local n
+  n=$(grep -v '^%' "$1" | wc -l)
+  head -1 "$1" | grep -q '^%%MatrixMarket matrix array real general' &&
+    grep -v '^%' "$1" | head -1 | grep -qx "$2 1" && test "$n" -eq $(($2 + 1))
+}
+
+A="$IN/LF10.mtx"
+OLD='%%MatrixMarket matrix array real general
+% an earlier solution that must survive
+2 1
+1
+2'
+
+# --- -o and --history into a directory that does not exist ------------------------------------
+run "$SOLVE" -A "$A" --device cpu -o "$T/nodir/x.mtx"
+check "-o into a missing directory exits 3 (rc=$rc)" test "$rc" -eq 3
+check "-o into a missing directory says so ($err)" grep -q "cannot write the solution to $T/nodir/x.mtx" "$T/err"
+check "-o into a missing directory names the cause ($err)" grep -q "No such file or directory" "$T/err"
+check "-o into a missing directory leaves nothing" test ! -e "$T/nodir"
+run "$SOLVE" -A "$A" --device cpu --history "$T/nodir/h.csv"
+check "--history into a missing directory exits 3 (rc=$rc)" test "$rc" -eq 3
+check "--history into a missing directory says so ($err)" grep -q "cannot write the history to $T/nodir/h.csv" "$T/err"
+
+# --- -o onto an existing directory: the rename fails, the temporary is removed ----------------
+mkdir "$T/adir"
+run "$SOLVE" -A "$A" --device cpu -o "$T/adir"
+check "-o onto a directory exits 3 (rc=$rc)" test "$rc" -eq 3
+check "-o onto a directory says so ($err)" grep -q "cannot write the solution to $T/adir" "$T/err"
+check "-o onto a directory leaves the directory empty" test -z "$(ls -A "$T/adir")"
+check "-o onto a directory leaves no temporary" no_tmp "$T"
+
+# --- a failed run leaves an existing x.mtx untouched -------------------------------------------
+printf '%s\n' "$OLD" >"$T/x.mtx"
+cp "$T/x.mtx" "$T/x.orig"
+run "$SOLVE" -A "$A" --device cpu -b "$T/missing_b.mtx" -o "$T/x.mtx" --history "$T/h.csv"
+check "missing -b exits 2 (rc=$rc)" test "$rc" -eq 2
+check "missing -b is named ($err)" grep -q "missing_b.mtx" "$T/err"
+check "missing -b leaves x.mtx untouched" cmp -s "$T/x.mtx" "$T/x.orig"
+check "missing -b writes no history" test ! -e "$T/h.csv"
+printf '%%%%MatrixMarket matrix array real general\n18 1\n1\n2\nnot-a-number\n' >"$T/bad_b.mtx"
+run "$SOLVE" -A "$A" --device cpu -b "$T/bad_b.mtx" -o "$T/x.mtx"
+check "malformed -b exits 2 (rc=$rc)" test "$rc" -eq 2
+check "malformed -b names the line ($err)" grep -q "bad_b.mtx:5:" "$T/err"
+check "malformed -b leaves x.mtx untouched" cmp -s "$T/x.mtx" "$T/x.orig"
+run "$SOLVE" -A "$A" --device cpu -b "$IN/sherman1_rhs1.mtx" -o "$T/x.mtx"
+check "-b of the wrong length exits 2 (rc=$rc)" test "$rc" -eq 2
+check "-b of the wrong length leaves x.mtx untouched" cmp -s "$T/x.mtx" "$T/x.orig"
+check "failed runs leave no temporary" no_tmp "$T"
+
+# --- out of file space while writing (EFBIG, as ENOSPC would be) -------------------------------
+# poisson2d:100 has 10^4 unknowns, about 250 KB of solution; the limit is 20 KiB.
+run bash -c 'trap "" XFSZ; ulimit -f 20; exec "$@"' _ "$SOLVE" -A poisson2d:100 --device cpu \
+  --maxiter 5 -o "$T/x.mtx"
+check "a write past the file size limit exits 3 (rc=$rc)" test "$rc" -eq 3
+check "a write past the file size limit says why ($err)" grep -q "File too large" "$T/err"
+check "a write past the file size limit leaves x.mtx untouched" cmp -s "$T/x.mtx" "$T/x.orig"
+run bash -c 'trap "" XFSZ; ulimit -f 1; exec "$@"' _ "$SOLVE" -A poisson2d:100 --device cpu \
+  --maxiter 200 --history "$T/h.csv"
+check "a history past the file size limit exits 3 (rc=$rc)" test "$rc" -eq 3
+check "a history past the file size limit leaves no file" test ! -e "$T/h.csv"
+check "file size failures leave no temporary" no_tmp "$T"
+
+# --- SIGKILL mid-solve: no output, the old x.mtx intact -----------------------------------------
+"$SOLVE" -A poisson3d:80 --device cpu --method cg --rtol 0 --maxiter 100000 --monitor-every 1 \
+  -o "$T/x.mtx" --history "$T/h.csv" >/dev/null 2>"$T/mon" &
+pid=$!
+for _ in $(seq 200); do            # until the first iterations are printed (at most 20 s)
+  grep -q "it " "$T/mon" 2>/dev/null && break
+  sleep 0.1
+done
+sleep 0.5
+check "the solve is still running when killed" kill -0 "$pid"
+kill -KILL "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+check "it had started iterating" grep -q "it " "$T/mon"
+check "SIGKILL mid-solve leaves x.mtx untouched" cmp -s "$T/x.mtx" "$T/x.orig"
+check "SIGKILL mid-solve writes no history" test ! -e "$T/h.csv"
+check "SIGKILL mid-solve leaves no temporary" no_tmp "$T"
+
+# --- SIGKILL while the solution is being written ------------------------------------------------
+# poisson3d:60 (216000 unknowns, 5 MB of solution) after one iteration: writing is a good part
+# of the run. A complete run is timed first; kills land at fractions of that time. Whenever the
+# kill lands, x.mtx is the old file or the complete new one; a leftover can only be the
+# temporary x.mtx.tmp.PID (SIGKILL leaves no chance to remove it).
+N=216000
+big=(-A poisson3d:60 --device cpu --maxiter 1 --quiet -o "$T/x.mtx")
+t0=$EPOCHREALTIME
+"$SOLVE" "${big[@]}" 2>/dev/null
+rc=$?
+t1=$EPOCHREALTIME
+check "the complete run exits 1 (maxiter) (rc=$rc)" test "$rc" -eq 1
+check "the complete run writes a complete x.mtx" complete_vector "$T/x.mtx" "$N"
+full=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+seen=""
+for frac in 0.5 0.7 0.8 0.9 0.95 0.98; do
+  cp "$T/x.orig" "$T/x.mtx"
+  "$SOLVE" "${big[@]}" 2>/dev/null &
+  pid=$!
+  sleep "$(awk -v f="$frac" -v t="$full" 'BEGIN { printf "%.3f", f * t }')"
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  if cmp -s "$T/x.mtx" "$T/x.orig"; then
+    state=old
+  elif complete_vector "$T/x.mtx" "$N"; then
+    state=new
+  else
+    state=partial
+  fi
+  ls "$T" | grep -q 'x\.mtx\.tmp\.' && state="$state+tmp"
+  seen="$seen $frac:$state"
+  check "SIGKILL at $frac of ${full}s: x.mtx is the old or the complete new file ($state)" \
+    test "${state%+tmp}" != partial
+  rm -f "$T"/x.mtx.tmp.*
+done
+echo "kills during the write (fraction of ${full}s: what x.mtx was):$seen"
+
+echo "test_cli_robust: $pass passed, $fail failed"
+test "$fail" -eq 0
