@@ -73,23 +73,32 @@ spk_status spk_csr_from_coo(spk_context *ctx, const spk_coo *coo, spk_csr *out)
                             "entry %lld at (%d, %d) is outside the %lld x %lld matrix (0-based)",
                             (long long)k, coo->row[k], coo->col[k], (long long)m, (long long)n);
 
-    /* pass 1: counting sort by column into (tcol-sorted) permutation order */
-    int64_t *cptr = spk_calloc(ctx, (size_t)n + 1, sizeof *cptr);
+    /* pass 1: counting sort by column into (tcol-sorted) permutation order. Its n + 1
+     * counters are O(ncols) memory: for a matrix far wider than it has entries (a header of
+     * 0 x 2^31-1) the identity order is used and each row is sorted after pass 2 instead. */
+    const int wide = n > 4 * nz + 1024;
+    int64_t *cptr = spk_calloc(ctx, wide ? 1 : (size_t)n + 1, sizeof *cptr);
     int64_t *bycol = spk_malloc(ctx, (size_t)nz, sizeof *bycol);
     int64_t *rcount = spk_calloc(ctx, (size_t)m + 1, sizeof *rcount);
     int32_t *tcol = spk_malloc(ctx, (size_t)nz, sizeof *tcol);
     double *tval = spk_malloc(ctx, (size_t)nz, sizeof *tval);
     spk_status st = SPK_OK;
     if (!cptr || !bycol || !rcount || !tcol || !tval) {
-        st = spk_fail(ctx, SPK_ERR_NOMEM, "COO -> CSR of %lld entries: out of memory", (long long)nz);
+        st = spk_fail(ctx, SPK_ERR_NOMEM, "COO -> CSR of %lld x %lld with %lld entries: out of memory",
+                      (long long)m, (long long)n, (long long)nz);
         goto out_free;
     }
-    for (int64_t k = 0; k < nz; k++)
-        cptr[coo->col[k] + 1]++;
-    for (int64_t j = 0; j < n; j++)
-        cptr[j + 1] += cptr[j];
-    for (int64_t k = 0; k < nz; k++)
-        bycol[cptr[coo->col[k]]++] = k;
+    if (wide) {
+        for (int64_t k = 0; k < nz; k++)
+            bycol[k] = k;
+    } else {
+        for (int64_t k = 0; k < nz; k++)
+            cptr[coo->col[k] + 1]++;
+        for (int64_t j = 0; j < n; j++)
+            cptr[j + 1] += cptr[j];
+        for (int64_t k = 0; k < nz; k++)
+            bycol[cptr[coo->col[k]]++] = k;
+    }
 
     /* pass 2: stable counting sort by row; columns stay sorted within each row */
     for (int64_t k = 0; k < nz; k++)
@@ -102,6 +111,17 @@ spk_status spk_csr_from_coo(spk_context *ctx, const spk_coo *coo, spk_csr *out)
         tcol[dst] = coo->col[k];
         tval[dst] = coo->val[k];
     }
+    if (wide)                                  /* few entries: insertion sort per row */
+        for (int64_t i = 0, start = 0; i < m; start = rcount[i++])
+            for (int64_t p = start + 1; p < rcount[i]; p++)
+                for (int64_t q = p; q > start && tcol[q - 1] > tcol[q]; q--) {
+                    int32_t tc = tcol[q];
+                    double tv = tval[q];
+                    tcol[q] = tcol[q - 1];
+                    tval[q] = tval[q - 1];
+                    tcol[q - 1] = tc;
+                    tval[q - 1] = tv;
+                }
     /* rcount[i] now holds the end of row i; rebuild starts while summing duplicates */
     int64_t unique = 0;
     for (int64_t i = 0, start = 0; i < m; i++) {
@@ -173,7 +193,7 @@ int spk_csr_is_symmetric(const spk_csr *A)
     if (A->nrows != A->ncols)
         return 0;
     int sym = 1;
-#pragma omp parallel for schedule(static) reduction(&& : sym)
+#pragma omp parallel for schedule(static) reduction(&& : sym) if (A->nnz > 32768)
     for (int64_t i = 0; i < A->nrows; i++) {
         for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1] && sym; p++) {
             double v;
@@ -187,7 +207,7 @@ int spk_csr_is_symmetric(const spk_csr *A)
 void spk_csr_diagonal(const spk_csr *A, double *d)
 {
     int64_t n = A->nrows < A->ncols ? A->nrows : A->ncols;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > 32768)
     for (int64_t i = 0; i < n; i++) {
         double v = 0.0;
         d[i] = csr_find(A, i, (int32_t)i, &v) ? v : 0.0;

@@ -43,6 +43,21 @@ static void test_duplicates_and_order(void)
     spk_csr_free(&A);
 }
 
+/* far more columns than entries: the per-row sort path (no O(ncols) counters) */
+static void test_wide(void)
+{
+    int32_t r[] = {1, 0, 1, 1, 0};
+    int32_t c[] = {99999, 7, 5, 99999, 3};
+    double v[] = {1, 2, 3, 4, 5};
+    spk_csr A;
+    T_CHECK(from_triplets(3, 100000, 5, r, c, v, &A) == SPK_OK, "wide: %s", spk_last_error(ctx));
+    int64_t rp[] = {0, 2, 4, 4};
+    int32_t ci[] = {3, 7, 5, 99999};
+    double vv[] = {5, 2, 3, 5};
+    T_CHECK(csr_equals(&A, 3, rp, ci, vv), "wide matrix: rows sorted, duplicates summed");
+    spk_csr_free(&A);
+}
+
 static void test_degenerate(void)
 {
     spk_csr A;
@@ -168,6 +183,7 @@ int main(int argc, char **argv)
     ctx = t_context(SPK_DEVICE_CPU);
     test_duplicates_and_order();
     test_degenerate();
+    test_wide();
     test_symmetric_helpers();
     test_symmetric_expansion();
     test_public_constructors();

@@ -102,13 +102,14 @@ static double parse_double(const char *opt, const char *s)
     return v;
 }
 
-static int64_t parse_int(const char *opt, const char *s, int64_t min)
+static int64_t parse_int(const char *opt, const char *s, int64_t min, int64_t max)
 {
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (end == s || *end || errno || v < min) {
-        fprintf(stderr, "solve: %s expects an integer >= %lld, got '%s'\n", opt, (long long)min, s);
+    if (end == s || *end || errno || v < min || v > max) {
+        fprintf(stderr, "solve: %s expects an integer in [%lld, %lld], got '%s'\n", opt,
+                (long long)min, (long long)max, s);
         exit(EXIT_USAGE);
     }
     return (int64_t)v;
@@ -171,14 +172,14 @@ static void parse_args(int argc, char **argv, cli *c)
         } else if (!strcmp(a, "--atol")) {
             c->opt.atol = parse_double(a, need_arg(argc, argv, &i));
         } else if (!strcmp(a, "--maxiter")) {
-            c->opt.maxiter = parse_int(a, need_arg(argc, argv, &i), 1);
+            c->opt.maxiter = parse_int(a, need_arg(argc, argv, &i), 1, INT64_MAX);
         } else if (!strcmp(a, "--restart")) {
-            c->opt.restart = (int)parse_int(a, need_arg(argc, argv, &i), 1);
+            c->opt.restart = (int)parse_int(a, need_arg(argc, argv, &i), 1, 1 << 20);
         } else if (!strcmp(a, "--monitor")) {
             c->monitor = 1;
         } else if (!strcmp(a, "--monitor-every")) {
             c->monitor = 1;
-            c->monitor_every = parse_int(a, need_arg(argc, argv, &i), 1);
+            c->monitor_every = parse_int(a, need_arg(argc, argv, &i), 1, INT64_MAX);
         } else if (!strcmp(a, "--json")) {
             c->json = 1;
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
@@ -233,15 +234,23 @@ static int write_history(const char *path, const spk_result *res)
     return close_tmp(f, tmp, path);
 }
 
-static int write_solution(spk_context *ctx, const char *path, const double *x, int64_t n)
+/* 0, or -1 with the reason in why */
+static int write_solution(spk_context *ctx, const char *path, const double *x, int64_t n,
+                          char *why, size_t len)
 {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     if (spk_vector_write_mtx(ctx, tmp, x, n, "solution written by spk solve") != SPK_OK) {
+        snprintf(why, len, "%s", spk_last_error(ctx));
         remove(tmp);
         return -1;
     }
-    return rename(tmp, path) == 0 ? 0 : (remove(tmp), -1);
+    if (rename(tmp, path) != 0) {
+        snprintf(why, len, "rename %s -> %s: %s", tmp, path, strerror(errno));
+        remove(tmp);
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- JSON ---- */
@@ -483,8 +492,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "solve: cannot write the history to %s: %s\n", c.history, strerror(errno));
         code = EXIT_SYSTEM;
     }
-    if (c.out && write_solution(ctx, c.out, x, n) != 0) {
-        fprintf(stderr, "solve: cannot write the solution to %s: %s\n", c.out, spk_last_error(ctx));
+    char why[4400];
+    if (c.out && write_solution(ctx, c.out, x, n, why, sizeof why) != 0) {
+        fprintf(stderr, "solve: cannot write the solution to %s: %s\n", c.out, why);
         code = EXIT_SYSTEM;
     }
     if (c.json)
