@@ -89,6 +89,7 @@ typedef enum spk_reason {
 
 typedef struct spk_context spk_context;
 typedef struct spk_matrix spk_matrix;
+typedef struct spk_solver spk_solver;
 
 /* ---- context ------------------------------------------------------------------------------- */
 
@@ -137,17 +138,47 @@ SPK_API spk_status spk_matrix_generate(spk_context *ctx, const char *spec, spk_m
 SPK_API int spk_is_generator_spec(const char *s);
 
 /* Matrix from host CSR arrays with 64-bit row offsets. `base` is 0 or 1. Columns within a row
- * may be unsorted and may repeat (repeats are summed). The arrays are copied. */
+ * may be unsorted and may repeat (repeats are summed). The arrays are copied.
+ * SPK_ERR_ARG (NULL, sizes, base, rowptr not starting at base or decreasing, an index outside
+ * the matrix, a NaN/Inf value), SPK_ERR_NOMEM. On failure *A is NULL. */
 SPK_API spk_status spk_matrix_from_csr(spk_context *ctx, int64_t nrows, int64_t ncols,
                                        const int64_t *rowptr, const int32_t *colind,
                                        const double *val, int base, spk_matrix **A);
-/* Matrix from COO triplets (element assembly order; duplicates summed). Copied. */
+/* Matrix from COO triplets (element assembly order; duplicates summed). Copied. Statuses as
+ * spk_matrix_from_csr. */
 SPK_API spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t ncols,
                                        int64_t nnz, const int32_t *row, const int32_t *col,
                                        const double *val, int base, spk_matrix **A);
+/* Matrix from CSR arrays in the GPU memory of a CUDA context (d_rowptr nrows + 1 offsets,
+ * d_colind and d_val rowptr[nrows] - base entries). The caller keeps ownership of the arrays:
+ * they are copied (to the host, then assembled as spk_matrix_from_csr does; the matrix
+ * uploads its own layout when prepared), so they may be freed or changed on return.
+ * SPK_ERR_ARG (as from_csr, or a CPU context), SPK_ERR_NOMEM, SPK_ERR_CUDA (a bad device
+ * pointer), SPK_ERR_NOT_COMPILED (no CUDA in this build). */
+SPK_API spk_status spk_matrix_from_csr_device(spk_context *ctx, int64_t nrows, int64_t ncols,
+                                              const int64_t *d_rowptr, const int32_t *d_colind,
+                                              const double *d_val, int base, spk_matrix **A);
+/* NULL-safe. A solver made from A must be destroyed first. */
 SPK_API void spk_matrix_destroy(spk_matrix *A);
 
-/* Row-length statistics, computed once when the matrix is made. */
+/* New values, same pattern: val holds nnz values IN THE ORDER OF THE ARRAYS THE MATRIX WAS MADE
+ * FROM (the val of spk_matrix_from_csr / from_coo, duplicates included and summed again; for a
+ * matrix read from a file or generated, the order of spk_matrix_csr's arrays). nnz must equal
+ * that count. val_on_device = 1: val is in the GPU memory of a CUDA context (on a CPU context
+ * it is a host pointer either way). No re-analysis and no re-allocation: the canonical values
+ * are rewritten by a precomputed map and the prepared layout is refilled in place (on the GPU
+ * only the value arrays are uploaded). The first update from device memory allocates a host
+ * staging buffer once. `symmetric` and `diag_positive` of spk_matrix_get_info are recomputed
+ * when next read. Solvers made from A refresh their Jacobi diagonal at their next solve (or
+ * call spk_solver_refresh). The caller keeps val.
+ * SPK_ERR_ARG (NULL, destroyed matrix, nnz differs from the creation count, a NaN/Inf value:
+ * then A is unchanged), SPK_ERR_NOMEM, SPK_ERR_CUDA (the values are taken; the GPU layout is
+ * dropped and rebuilt at the next use). */
+SPK_API spk_status spk_matrix_update_values(spk_context *ctx, spk_matrix *A, int64_t nnz,
+                                            const double *val, int val_on_device);
+
+/* Row-length statistics, computed once when the matrix is made (symmetric and diag_positive
+ * again after a value update). SPK_ERR_ARG for NULL or a destroyed matrix. */
 typedef struct spk_matrix_info {
     int64_t nrows, ncols, nnz;
     int64_t row_min, row_max, empty_rows;
@@ -181,7 +212,8 @@ SPK_API spk_status spk_matrix_spmv(spk_context *ctx, spk_matrix *A, double alpha
                                    const double *x, double beta, double *y);
 
 /* Host copy of the canonical CSR (0-based, rows sorted, duplicates summed). The pointers are
- * owned by A and valid until A is destroyed or its values updated. */
+ * owned by A and valid until A is destroyed; spk_matrix_update_values rewrites the values in
+ * place (the pointers stay). */
 SPK_API spk_status spk_matrix_csr(const spk_matrix *A, const int64_t **rowptr,
                                   const int32_t **colind, const double **val);
 
@@ -235,7 +267,50 @@ typedef struct spk_result {
 } spk_result;
 SPK_API void spk_result_free(spk_result *res);
 
-/* Solve A x = b on the context's device. *res is overwritten (a history held by a previous
+/* ---- the solver object: set up once, solve many times ------------------------------------- */
+/* A solver holds the method (AUTO resolved from A's statistics at creation), a copy of the
+ * options, A prepared in opt->format on the context's device, the Jacobi diagonal, and a
+ * workspace of device vectors made at the first solve and reused by every later one: after
+ * the first solve, solving again -- with new right-hand sides, or after
+ * spk_matrix_update_values -- allocates nothing (spk_context_alloc_count does not move),
+ * unless opt->history asks for a residual history, which each result owns.
+ * Ownership: the solver keeps pointers to ctx and A (not copies); both must outlive it, and
+ * ctx must be the context A is used with. One solver per matrix and format at a time: two
+ * solvers of different formats on one matrix re-prepare it at each switch. */
+
+/* Create a solver for A with options opt (NULL: spk_options_default). Prepares A and builds
+ * the Jacobi diagonal now. SPK_ERR_ARG (NULL, destroyed matrix, A not square, a bad option),
+ * SPK_ERR_UNSUPPORTED (Jacobi with a zero diagonal, or a non-positive one for CG; ELL fill),
+ * SPK_ERR_NOMEM, SPK_ERR_CUDA. On failure *S is NULL. */
+SPK_API spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options *opt,
+                                     spk_solver **S);
+/* Solve A x = b with host arrays b and x (length n). With opt->use_x0, x is the initial guess,
+ * else the solve starts from zero. *res is overwritten (release a previous history with
+ * spk_result_free first). res->setup_s of the first solve includes the creation's setup.
+ * If A's values changed since the last solve, the Jacobi diagonal is refreshed first.
+ * SPK_ERR_ARG (NULL, destroyed solver, NaN/Inf in b or x0), SPK_ERR_UNSUPPORTED (the refresh
+ * found a bad diagonal), SPK_ERR_NOMEM, SPK_ERR_CUDA. Whether it converged: res->reason. */
+SPK_API spk_status spk_solver_solve(spk_solver *S, const double *b, double *x, spk_result *res);
+/* The same with b and x already on the context's device (cudaMalloc'ed memory of its GPU; on a
+ * CPU context, host arrays): no transfer of b or x. A NaN/Inf in b or x0 is found through
+ * their norms (SPK_ERR_ARG). */
+SPK_API spk_status spk_solver_solve_device(spk_solver *S, const double *d_b, double *d_x,
+                                           spk_result *res);
+/* After spk_matrix_update_values: rebuild the Jacobi diagonal from A's new values in place (no
+ * allocation); the prepared layout was refilled by the update itself. Solving does this on
+ * its own when needed; calling it says when the cost (and a bad-diagonal failure) happens.
+ * SPK_ERR_ARG (NULL, destroyed solver), SPK_ERR_UNSUPPORTED (a zero diagonal, or a
+ * non-positive one for CG: every solve answers the same until an update makes the diagonal
+ * usable again), SPK_ERR_CUDA. */
+SPK_API spk_status spk_solver_refresh(spk_solver *S);
+/* The method the solver runs (AUTO resolved) and the format A is prepared in. */
+SPK_API spk_method spk_solver_method(const spk_solver *S);
+SPK_API spk_format spk_solver_format(const spk_solver *S);
+/* Free the workspace, the diagonal and the handle. NULL-safe. A stays (prepared). */
+SPK_API void spk_solver_destroy(spk_solver *S);
+
+/* One-shot: spk_solver_create, spk_solver_solve, spk_solver_destroy.
+ * Solve A x = b on the context's device. *res is overwritten (a history held by a previous
  * result must be released with spk_result_free first, or it leaks). b and x are host arrays of length n (A square).
  * With opt->use_x0, x is the initial guess, else it is overwritten from zero.
  * Returns a status (did the call fail); res->reason says whether the solve converged.

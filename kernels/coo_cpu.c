@@ -168,6 +168,17 @@ static void coo_destroy(void *state)
     spk_free(state);
 }
 
+/* The entries are in CSR order (sorted by row, then column): the values are A's, copied. */
+static spk_status coo_update(spk_context *ctx, void *state, const spk_csr *A)
+{
+    spk_coo_fmt *f = state;
+    if (!f || f->nnz != A->nnz || f->nrows != A->nrows)
+        return spk_fail(ctx, SPK_ERR_ARG, "coo-cpu update: the layout does not match the matrix");
+    if (A->nnz)
+        memcpy(f->val, A->val, (size_t)A->nnz * sizeof *f->val);
+    return SPK_OK;
+}
+
 const spk_spmv_backend spk_backend_coo_cpu = {
-    "coo-cpu", SPK_FMT_COO, SPK_DEVICE_CPU, coo_setup, coo_spmv, coo_destroy,
+    "coo-cpu", SPK_FMT_COO, SPK_DEVICE_CPU, coo_setup, coo_spmv, coo_destroy, coo_update,
 };

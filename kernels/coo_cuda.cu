@@ -200,6 +200,16 @@ static spk_status coo_spmv(spk_context *ctx, const void *state, double alpha, co
     return spk_coo_dev_spmv(ctx, (const spk_coo_dev *)state, alpha, x, beta, y, 0);
 }
 
+/* The entries are in CSR order, so the new values upload as they are. */
+static spk_status coo_update(spk_context *ctx, void *state, const spk_csr *A)
+{
+    spk_coo_dev *d = (spk_coo_dev *)state;
+    if (!d || d->nnz != A->nnz || d->nrows != A->nrows)
+        return spk_fail(ctx, SPK_ERR_ARG, "coo-cuda update: the layout does not match the matrix");
+    return spk_cuda_upload_into(ctx, d->val, A->val, (size_t)A->nnz * sizeof(double),
+                                "COO values (update)");
+}
+
 extern "C" const spk_spmv_backend spk_backend_coo_cuda = {
-    "coo-cuda", SPK_FMT_COO, SPK_DEVICE_CUDA, coo_setup, coo_spmv, coo_destroy,
+    "coo-cuda", SPK_FMT_COO, SPK_DEVICE_CUDA, coo_setup, coo_spmv, coo_destroy, coo_update,
 };

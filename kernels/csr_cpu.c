@@ -19,6 +19,14 @@ static spk_status csr_spmv(spk_context *ctx, const void *state, double alpha, co
 
 static void csr_destroy(void *state) { (void)state; }
 
+/* The state is the matrix's own CSR, whose values the update has already written. */
+static spk_status csr_update(spk_context *ctx, void *state, const spk_csr *A)
+{
+    if (state != (const void *)A)
+        return spk_fail(ctx, SPK_ERR_ARG, "csr-cpu update: the layout belongs to another matrix");
+    return SPK_OK;
+}
+
 const spk_spmv_backend spk_backend_csr_cpu = {
-    "csr-cpu", SPK_FMT_CSR, SPK_DEVICE_CPU, csr_setup, csr_spmv, csr_destroy,
+    "csr-cpu", SPK_FMT_CSR, SPK_DEVICE_CPU, csr_setup, csr_spmv, csr_destroy, csr_update,
 };

@@ -339,6 +339,17 @@ fail:
     return st;
 }
 
+/* The device array is the canonical value array itself: one upload. The long-row tiles hold
+ * positions, not values, so they stay. */
+static spk_status csr_update(spk_context *ctx, void *state, const spk_csr *A)
+{
+    csr_dev *d = (csr_dev *)state;
+    if (!d || d->nnz != A->nnz || d->nrows != A->nrows)
+        return spk_fail(ctx, SPK_ERR_ARG, "csr-cuda update: the layout does not match the matrix");
+    return spk_cuda_upload_into(ctx, d->val, A->val, (size_t)A->nnz * sizeof(double),
+                                "CSR values (update)");
+}
+
 extern "C" const spk_spmv_backend spk_backend_csr_cuda = {
-    "csr-cuda", SPK_FMT_CSR, SPK_DEVICE_CUDA, csr_setup, csr_spmv, csr_destroy,
+    "csr-cuda", SPK_FMT_CSR, SPK_DEVICE_CUDA, csr_setup, csr_spmv, csr_destroy, csr_update,
 };

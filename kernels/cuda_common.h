@@ -117,6 +117,12 @@ static inline spk_status spk_cuda_upload_new(spk_context *ctx, T **d, const T *h
     return st;
 }
 
+/* Copy `bytes` from host memory into the existing device array `d` on the context's stream and
+ * wait for it (a value update: the layout stays, only its values are replaced). bytes == 0 is
+ * a no-op. */
+spk_status spk_cuda_upload_into(spk_context *ctx, void *d, const void *host, size_t bytes,
+                                const char *what);
+
 /* The context's CUDA state, or SPK_ERR_ARG with a message when ctx has none (a CPU context
  * handed to a CUDA backend, or a failed spk_cuda_init). */
 spk_status spk_cuda_state_of(spk_context *ctx, spk_cuda_state **cs);

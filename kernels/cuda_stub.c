@@ -25,6 +25,11 @@ spk_status spk_cuda_init(spk_context *ctx)
 
 void spk_cuda_fini(spk_context *ctx) { (void)ctx; }
 
+spk_status spk_cuda_download_bytes(spk_context *ctx, void *host, const void *dev, size_t bytes)
+{
+    return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "copy from device memory: %s", NO_CUDA);
+}
+
 /* ---- SpMV backend rows ---------------------------------------------------------------------- */
 
 static spk_status stub_setup(spk_context *ctx, const spk_csr *A, void **state)
@@ -43,20 +48,25 @@ static spk_status stub_spmv(spk_context *ctx, const void *state, double alpha, c
 
 static void stub_destroy(void *state) { (void)state; }
 
+static spk_status stub_update(spk_context *ctx, void *state, const spk_csr *A)
+{
+    return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "SpMV on the GPU: %s", NO_CUDA);
+}
+
 const spk_spmv_backend spk_backend_coo_cuda = {
-    "coo-cuda", SPK_FMT_COO, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy,
+    "coo-cuda", SPK_FMT_COO, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy, stub_update,
 };
 const spk_spmv_backend spk_backend_csr_cuda = {
-    "csr-cuda", SPK_FMT_CSR, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy,
+    "csr-cuda", SPK_FMT_CSR, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy, stub_update,
 };
 const spk_spmv_backend spk_backend_ell_cuda = {
-    "ell-cuda", SPK_FMT_ELL, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy,
+    "ell-cuda", SPK_FMT_ELL, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy, stub_update,
 };
 const spk_spmv_backend spk_backend_hyb_cuda = {
-    "hyb-cuda", SPK_FMT_HYB, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy,
+    "hyb-cuda", SPK_FMT_HYB, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy, stub_update,
 };
 const spk_spmv_backend spk_backend_jds_cuda = {
-    "jds-cuda", SPK_FMT_JDS, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy,
+    "jds-cuda", SPK_FMT_JDS, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy, stub_update,
 };
 
 /* ---- vector ops ----------------------------------------------------------------------------- */

@@ -91,6 +91,22 @@ spk_status spk_ell_from_csr(spk_context *ctx, const spk_csr *A, int64_t width, i
     return SPK_OK;
 }
 
+void spk_ell_fill_values(const spk_csr *A, int64_t width, double *val)
+{
+    const int64_t n = A->nrows, K = width;
+#pragma omp parallel for schedule(static) if(n * K > OMP_MIN_WORK)
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t p0 = A->rowptr[i];
+        int64_t len = A->rowptr[i + 1] - p0;
+        if (len > K)
+            len = K;
+        for (int64_t k = 0; k < len; k++)
+            val[k * n + i] = A->val[p0 + k];
+        for (int64_t k = len; k < K; k++)
+            val[k * n + i] = 0.0;
+    }
+}
+
 spk_status spk_ell_to_csr(spk_context *ctx, const spk_ell_fmt *f, spk_csr *out)
 {
     const int64_t n = f->nrows, K = f->width;
@@ -170,6 +186,15 @@ static void ell_destroy(void *state)
     spk_free(state);
 }
 
+static spk_status ell_update(spk_context *ctx, void *state, const spk_csr *A)
+{
+    spk_ell_fmt *f = state;
+    if (!f || f->nrows != A->nrows || f->nnz != A->nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "ell-cpu update: the layout does not match the matrix");
+    spk_ell_fill_values(A, f->width, f->val);
+    return SPK_OK;
+}
+
 const spk_spmv_backend spk_backend_ell_cpu = {
-    "ell-cpu", SPK_FMT_ELL, SPK_DEVICE_CPU, ell_setup, ell_spmv, ell_destroy,
+    "ell-cpu", SPK_FMT_ELL, SPK_DEVICE_CPU, ell_setup, ell_spmv, ell_destroy, ell_update,
 };

@@ -77,10 +77,21 @@ void spk_ell_dev_free(spk_ell_dev *d)
 
 /* ---- the backend row --------------------------------------------------------------------- */
 
+/* The device layout and the host mirror of its values, kept from setup (the host layout's
+ * value array, not freed) so that a value update refills it and uploads it, allocating
+ * nothing: 8 bytes per slot of host memory for an update path without re-analysis. */
+typedef struct ell_cuda {
+    spk_ell_dev dev;
+    double     *h_val;                  /* nrows * width, the layout of dev.val on the host */
+} ell_cuda;
+
 static void ell_destroy(void *state)
 {
-    spk_ell_dev *d = (spk_ell_dev *)state;
-    spk_ell_dev_free(d);
+    ell_cuda *d = (ell_cuda *)state;
+    if (!d)
+        return;
+    spk_ell_dev_free(&d->dev);
+    spk_free(d->h_val);
     spk_free(d);
 }
 
@@ -95,14 +106,16 @@ static spk_status ell_setup(spk_context *ctx, const spk_csr *A, void **state)
     memset(&h, 0, sizeof h);
     if ((st = spk_ell_from_csr(ctx, A, -1, 0, &h)))     /* the longest row; fill guard on */
         return st;
-    spk_ell_dev *d = (spk_ell_dev *)spk_calloc(ctx, 1, sizeof *d);
+    ell_cuda *d = (ell_cuda *)spk_calloc(ctx, 1, sizeof *d);
     if (!d) {
         spk_ell_fmt_free(&h);
         return spk_fail(ctx, SPK_ERR_NOMEM, "ell-cuda state: out of host memory");
     }
-    st = spk_ell_dev_upload(ctx, &h, d);
+    st = spk_ell_dev_upload(ctx, &h, &d->dev);
     if (!st)    /* the copies are staged already; the sync surfaces a failed one here */
         st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "ell-cuda upload");
+    d->h_val = h.val;                                  /* kept for value updates */
+    h.val = NULL;
     spk_ell_fmt_free(&h);
     if (st) {
         ell_destroy(d);
@@ -115,9 +128,20 @@ static spk_status ell_setup(spk_context *ctx, const spk_csr *A, void **state)
 static spk_status ell_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
                            double beta, double *y)
 {
-    return spk_ell_dev_spmv(ctx, (const spk_ell_dev *)state, alpha, x, beta, y);
+    return spk_ell_dev_spmv(ctx, &((const ell_cuda *)state)->dev, alpha, x, beta, y);
+}
+
+static spk_status ell_update(spk_context *ctx, void *state, const spk_csr *A)
+{
+    ell_cuda *d = (ell_cuda *)state;
+    if (!d || d->dev.nrows != A->nrows || d->dev.nnz != A->nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "ell-cuda update: the layout does not match the matrix");
+    spk_ell_fill_values(A, d->dev.width, d->h_val);
+    return spk_cuda_upload_into(ctx, d->dev.val, d->h_val,
+                                (size_t)d->dev.nrows * (size_t)d->dev.width * sizeof(double),
+                                "ELL values (update)");
 }
 
 extern "C" const spk_spmv_backend spk_backend_ell_cuda = {
-    "ell-cuda", SPK_FMT_ELL, SPK_DEVICE_CUDA, ell_setup, ell_spmv, ell_destroy,
+    "ell-cuda", SPK_FMT_ELL, SPK_DEVICE_CUDA, ell_setup, ell_spmv, ell_destroy, ell_update,
 };

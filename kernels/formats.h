@@ -56,6 +56,17 @@ void spk_ell_fmt_free(spk_ell_fmt *f);
 void spk_hyb_fmt_free(spk_hyb_fmt *f);
 void spk_jds_fmt_free(spk_jds_fmt *f);
 
+/* Value refills for spk_matrix_update_values: A has the pattern the layout was built from and
+ * new values; only the value array(s) are rewritten, nothing is allocated. The CPU backends
+ * refill their layout with them; the CUDA backends refill a host mirror kept from setup and
+ * upload it. ELL: nrows x width slots, column-major, padding 0 (a row longer than width keeps
+ * its first `width` entries). HYB: the ELL part of width `width`, then the tail of every row
+ * in row order. JDS: by the permutation and diagonal offsets of the layout. */
+void spk_ell_fill_values(const spk_csr *A, int64_t width, double *val);
+void spk_hyb_fill_values(const spk_csr *A, int64_t width, double *ell_val, double *tail_val);
+void spk_jds_fill_values(const spk_csr *A, const int32_t *perm, const int64_t *jd_ptr,
+                         double *val);
+
 /* Back to CSR (for the round-trip tests). */
 spk_status spk_coo_to_csr(spk_context *ctx, const spk_coo_fmt *f, spk_csr *out);
 spk_status spk_ell_to_csr(spk_context *ctx, const spk_ell_fmt *f, spk_csr *out);

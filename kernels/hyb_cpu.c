@@ -58,6 +58,15 @@ spk_status spk_hyb_from_csr(spk_context *ctx, const spk_csr *A, spk_hyb_fmt *out
     return SPK_OK;
 }
 
+void spk_hyb_fill_values(const spk_csr *A, int64_t width, double *ell_val, double *tail_val)
+{
+    spk_ell_fill_values(A, width, ell_val);
+    int64_t w = 0;
+    for (int64_t i = 0; i < A->nrows; i++)
+        for (int64_t p = A->rowptr[i] + width; p < A->rowptr[i + 1]; p++)
+            tail_val[w++] = A->val[p];
+}
+
 /* Row i is its ELL slots followed by its tail entries: columns stay sorted because the ELL
  * part took the first K entries of the sorted row. */
 spk_status spk_hyb_to_csr(spk_context *ctx, const spk_hyb_fmt *f, spk_csr *out)
@@ -131,6 +140,15 @@ static void hyb_destroy(void *state)
     spk_free(state);
 }
 
+static spk_status hyb_update(spk_context *ctx, void *state, const spk_csr *A)
+{
+    spk_hyb_fmt *f = state;
+    if (!f || f->ell.nrows != A->nrows || f->ell.nnz + f->coo.nnz != A->nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "hyb-cpu update: the layout does not match the matrix");
+    spk_hyb_fill_values(A, f->ell.width, f->ell.val, f->coo.val);
+    return SPK_OK;
+}
+
 const spk_spmv_backend spk_backend_hyb_cpu = {
-    "hyb-cpu", SPK_FMT_HYB, SPK_DEVICE_CPU, hyb_setup, hyb_spmv, hyb_destroy,
+    "hyb-cpu", SPK_FMT_HYB, SPK_DEVICE_CPU, hyb_setup, hyb_spmv, hyb_destroy, hyb_update,
 };

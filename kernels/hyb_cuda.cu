@@ -10,10 +10,14 @@
 
 #include <string.h>
 
+/* With the host mirrors of the two value arrays, kept from setup for value updates (see
+ * ell_cuda.cu). */
 typedef struct hyb_dev {
     int64_t     nrows;
     spk_ell_dev ell;
     spk_coo_dev coo;
+    double     *h_ell_val;              /* nrows * ell.width */
+    double     *h_coo_val;              /* coo.nnz           */
 } hyb_dev;
 
 static void hyb_destroy(void *state)
@@ -23,6 +27,8 @@ static void hyb_destroy(void *state)
         return;
     spk_ell_dev_free(&d->ell);
     spk_coo_dev_free(&d->coo);
+    spk_free(d->h_ell_val);
+    spk_free(d->h_coo_val);
     spk_free(d);
 }
 
@@ -46,6 +52,9 @@ static spk_status hyb_setup(spk_context *ctx, const spk_csr *A, void **state)
     if (!(st = spk_ell_dev_upload(ctx, &h.ell, &d->ell)) &&
         !(st = spk_coo_dev_upload(ctx, &h.coo, &d->coo)))
         st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "hyb-cuda upload");
+    d->h_ell_val = h.ell.val;                          /* kept for value updates */
+    d->h_coo_val = h.coo.val;
+    h.ell.val = h.coo.val = NULL;
     spk_hyb_fmt_free(&h);
     if (st) {
         hyb_destroy(d);
@@ -73,6 +82,21 @@ static spk_status hyb_spmv(spk_context *ctx, const void *state, double alpha, co
     return spk_coo_dev_spmv(ctx, &d->coo, alpha, x, 1.0, y, 1);
 }
 
+static spk_status hyb_update(spk_context *ctx, void *state, const spk_csr *A)
+{
+    hyb_dev *d = (hyb_dev *)state;
+    if (!d || d->nrows != A->nrows || d->ell.nnz + d->coo.nnz != A->nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "hyb-cuda update: the layout does not match the matrix");
+    spk_hyb_fill_values(A, d->ell.width, d->h_ell_val, d->h_coo_val);
+    spk_status st = spk_cuda_upload_into(ctx, d->ell.val, d->h_ell_val,
+                                         (size_t)d->ell.nrows * (size_t)d->ell.width * sizeof(double),
+                                         "HYB ELL values (update)");
+    if (!st)
+        st = spk_cuda_upload_into(ctx, d->coo.val, d->h_coo_val, (size_t)d->coo.nnz * sizeof(double),
+                                  "HYB COO values (update)");
+    return st;
+}
+
 extern "C" const spk_spmv_backend spk_backend_hyb_cuda = {
-    "hyb-cuda", SPK_FMT_HYB, SPK_DEVICE_CUDA, hyb_setup, hyb_spmv, hyb_destroy,
+    "hyb-cuda", SPK_FMT_HYB, SPK_DEVICE_CUDA, hyb_setup, hyb_spmv, hyb_destroy, hyb_update,
 };

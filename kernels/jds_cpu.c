@@ -94,6 +94,17 @@ spk_status spk_jds_from_csr(spk_context *ctx, const spk_csr *A, spk_jds_fmt *out
     return SPK_OK;
 }
 
+void spk_jds_fill_values(const spk_csr *A, const int32_t *perm, const int64_t *jd_ptr,
+                         double *val)
+{
+#pragma omp parallel for schedule(static) if(A->nnz > OMP_MIN_WORK)
+    for (int64_t k = 0; k < A->nrows; k++) {
+        const int64_t r = perm[k], p0 = A->rowptr[r], len = row_len(A, r);
+        for (int64_t d = 0; d < len; d++)
+            val[jd_ptr[d] + k] = A->val[p0 + d];
+    }
+}
+
 /* Length of sorted row k: the number of diagonals that reach position k. */
 static int64_t sorted_len(const spk_jds_fmt *f, int64_t k)
 {
@@ -181,6 +192,15 @@ static void jds_destroy(void *state)
     spk_free(state);
 }
 
+static spk_status jds_update(spk_context *ctx, void *state, const spk_csr *A)
+{
+    spk_jds_fmt *f = state;
+    if (!f || f->nrows != A->nrows || f->nnz != A->nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "jds-cpu update: the layout does not match the matrix");
+    spk_jds_fill_values(A, f->perm, f->jd_ptr, f->val);
+    return SPK_OK;
+}
+
 const spk_spmv_backend spk_backend_jds_cpu = {
-    "jds-cpu", SPK_FMT_JDS, SPK_DEVICE_CPU, jds_setup, jds_spmv, jds_destroy,
+    "jds-cpu", SPK_FMT_JDS, SPK_DEVICE_CPU, jds_setup, jds_spmv, jds_destroy, jds_update,
 };

@@ -23,6 +23,10 @@ typedef struct jds_dev {
     int64_t *jd_ptr;                    /* ndiags + 1 offsets                                  */
     int32_t *col;
     double  *val;
+    /* host mirrors kept from setup for value updates: the order and the values */
+    int32_t *h_perm;
+    int64_t *h_jd_ptr;
+    double  *h_val;
 } jds_dev;
 
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
@@ -70,6 +74,9 @@ static void jds_destroy(void *state)
     (void)cudaFree(d->jd_ptr);
     (void)cudaFree(d->col);
     (void)cudaFree(d->val);
+    spk_free(d->h_perm);
+    spk_free(d->h_jd_ptr);
+    spk_free(d->h_val);
     spk_free(d);
 }
 
@@ -100,6 +107,12 @@ static spk_status jds_setup(spk_context *ctx, const spk_csr *A, void **state)
         !(st = spk_cuda_upload_new(ctx, &d->col, h.col, nnz * sizeof(int32_t), "JDS columns")) &&
         !(st = spk_cuda_upload_new(ctx, &d->val, h.val, nnz * sizeof(double), "JDS values")))
         st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "jds-cuda upload");
+    d->h_perm = h.perm;                                /* kept for value updates */
+    d->h_jd_ptr = h.jd_ptr;
+    d->h_val = h.val;
+    h.perm = NULL;
+    h.jd_ptr = NULL;
+    h.val = NULL;
     spk_jds_fmt_free(&h);
     if (st) {
         jds_destroy(d);
@@ -109,6 +122,16 @@ static spk_status jds_setup(spk_context *ctx, const spk_csr *A, void **state)
     return SPK_OK;
 }
 
+static spk_status jds_update(spk_context *ctx, void *state, const spk_csr *A)
+{
+    jds_dev *d = (jds_dev *)state;
+    if (!d || d->nrows != A->nrows || d->nnz != A->nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "jds-cuda update: the layout does not match the matrix");
+    spk_jds_fill_values(A, d->h_perm, d->h_jd_ptr, d->h_val);
+    return spk_cuda_upload_into(ctx, d->val, d->h_val, (size_t)d->nnz * sizeof(double),
+                                "JDS values (update)");
+}
+
 extern "C" const spk_spmv_backend spk_backend_jds_cuda = {
-    "jds-cuda", SPK_FMT_JDS, SPK_DEVICE_CUDA, jds_setup, jds_spmv, jds_destroy,
+    "jds-cuda", SPK_FMT_JDS, SPK_DEVICE_CUDA, jds_setup, jds_spmv, jds_destroy, jds_update,
 };

@@ -1,6 +1,14 @@
 /* kernels/vec_cpu.c -- the vector-ops table on the host: plain loops parallel with OpenMP.
  * It is the specification the CUDA table is tested against, so every function is the short
- * obviously right loop; fused steps do in one pass what the unfused math does in several. */
+ * obviously right loop; fused steps do in one pass what the unfused math does in several.
+ *
+ * The reductions carry `simd`: OpenMP then lets the compiler split each thread's sum over the
+ * lanes of a vector register (a reassociation C alone forbids), instead of one chain of
+ * dependent adds at one add per FP latency (~4 cycles). A vector held in L2/L3 is read faster
+ * than that chain can consume it: on a 2-core EPYC (32 MB L3), one CG iteration on
+ * poisson3d:64 went from 1.97 to 1.73 ms on one thread (issue 6, docs/benchmarks.md). The order
+ * of summation is fixed by n and the thread count, so results repeat bit for bit on one
+ * machine, and stay within the tests' rounding bound of the long-double sums. */
 #include "../src/spk_internal.h"
 
 #include <math.h>
@@ -36,13 +44,19 @@ static spk_status v_fill(spk_context *ctx, int64_t n, double a, double *y)
     return SPK_OK;
 }
 
-static spk_status v_dot(spk_context *ctx, int64_t n, const double *x, const double *y, double *r)
+/* x'y. dot and nrm2 share it, so that nrm2(x) == sqrt(dot(x, x)) holds to the bit. */
+static double sum_products(int64_t n, const double *x, const double *y)
 {
     double s = 0.0;
-#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s)
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s)
     for (int64_t i = 0; i < n; i++)
         s += x[i] * y[i];
-    *r = s;
+    return s;
+}
+
+static spk_status v_dot(spk_context *ctx, int64_t n, const double *x, const double *y, double *r)
+{
+    *r = sum_products(n, x, y);
     return SPK_OK;
 }
 
@@ -50,10 +64,7 @@ static spk_status v_dot(spk_context *ctx, int64_t n, const double *x, const doub
  * safe for |x_i| in [1e-154, 1e154], and a non-finite result is rechecked with scaling. */
 static spk_status v_nrm2(spk_context *ctx, int64_t n, const double *x, double *r)
 {
-    double s = 0.0;
-#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s)
-    for (int64_t i = 0; i < n; i++)
-        s += x[i] * x[i];
+    double s = sum_products(n, x, x);
     if (isfinite(s) && (s > 1e-290)) {
         *r = sqrt(s);
         return SPK_OK;
@@ -77,7 +88,7 @@ static spk_status v_dot2(spk_context *ctx, int64_t n, const double *x, const dou
                          const double *z, double *r0, double *r1)
 {
     double s0 = 0.0, s1 = 0.0;
-#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s0, s1)
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s0, s1)
     for (int64_t i = 0; i < n; i++) {
         s0 += x[i] * y[i];
         s1 += x[i] * z[i];
@@ -137,19 +148,33 @@ static spk_status v_invert(spk_context *ctx, int64_t n, double *d, int allow_neg
     return SPK_OK;
 }
 
+/* Two loops, one per shape, so that each is a straight vectorizable body: without M, z is r
+ * (or a copy of it) and r'z = r'r. */
 static spk_status v_cg_update(spk_context *ctx, int64_t n, double a, const double *p,
                               const double *q, double *x, double *r, const double *dinv,
                               double *z, double *rr, double *rz)
 {
     double s_rr = 0.0, s_rz = 0.0;
-#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s_rr, s_rz)
+    if (!dinv) {
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s_rr)
+        for (int64_t i = 0; i < n; i++) {
+            x[i] += a * p[i];                   /* x = x + alpha p   */
+            double ri = r[i] - a * q[i];        /* r = r - alpha A p */
+            r[i] = ri;
+            s_rr += ri * ri;
+        }
+        if (z != r && n > 0)
+            memcpy(z, r, (size_t)n * sizeof *z);
+        *rr = *rz = s_rr;
+        return SPK_OK;
+    }
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s_rr, s_rz)
     for (int64_t i = 0; i < n; i++) {
-        x[i] += a * p[i];                       /* x = x + alpha p   */
-        double ri = r[i] - a * q[i];            /* r = r - alpha A p */
+        x[i] += a * p[i];
+        double ri = r[i] - a * q[i];
         r[i] = ri;
-        double zi = dinv ? dinv[i] * ri : ri;   /* z = M^-1 r        */
-        if (z != r)
-            z[i] = zi;
+        double zi = dinv[i] * ri;               /* z = M^-1 r        */
+        z[i] = zi;
         s_rr += ri * ri;
         s_rz += ri * zi;
     }
@@ -180,11 +205,7 @@ static spk_status v_gemv_t(spk_context *ctx, int64_t n, int k, const double *V, 
 {
     for (int j = 0; j < k; j++) {
         const double *vj = V + (int64_t)j * ldv;
-        double s = 0.0;
-#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s)
-        for (int64_t i = 0; i < n; i++)
-            s += vj[i] * w[i];
-        h[j] = s;
+        h[j] = sum_products(n, vj, w);
     }
     return SPK_OK;
 }

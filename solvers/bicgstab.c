@@ -157,18 +157,23 @@ spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x)
     bicg w = {k, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     spk_status st;
 
-    /* p and v start at zero (alloc fills), so the first p = r + 0 (p - 0 v) is r. */
-    if ((st = ops->alloc(ctx, n, &w.r)) || (st = ops->alloc(ctx, n, &w.r0)) ||
-        (st = ops->alloc(ctx, n, &w.p)) || (st = ops->alloc(ctx, n, &w.v)) ||
-        (st = ops->alloc(ctx, n, &w.t)) || (k->dinv && (st = ops->alloc(ctx, n, &w.buf))))
-        goto out_free;
+    /* The solver's workspace (kept between solves). p and v start at zero, so that the first
+     * p = r + 0 (p - 0 v) is r even when the last solve left NaN in them. */
+    if ((st = spk_krylov_vec(k, SPK_WS_METHOD + 0, n, &w.r)) ||
+        (st = spk_krylov_vec(k, SPK_WS_METHOD + 1, n, &w.r0)) ||
+        (st = spk_krylov_vec(k, SPK_WS_METHOD + 2, n, &w.p)) ||
+        (st = spk_krylov_vec(k, SPK_WS_METHOD + 3, n, &w.v)) ||
+        (st = spk_krylov_vec(k, SPK_WS_METHOD + 4, n, &w.t)) ||
+        (k->dinv && (st = spk_krylov_vec(k, SPK_WS_METHOD + 5, n, &w.buf))) ||
+        (st = ops->fill(ctx, n, 0.0, w.p)) || (st = ops->fill(ctx, n, 0.0, w.v)))
+        return st;
     /* x += alpha p_hat happens before s_hat is needed, so one buffer serves both; M = I
      * aliases p_hat to p and s_hat to s (= r) and skips the copies. */
     w.ph = k->dinv ? w.buf : w.p;
     w.sh = k->dinv ? w.buf : w.r;
 
     if ((st = bicg_start(&w, b, x)) || k->res->reason != SPK_REASON_NONE)
-        goto out_free;
+        return st;
     int64_t it;
     for (it = 1; it <= k->maxiter; it++) {
         double snorm = 0.0;
@@ -179,13 +184,5 @@ spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x)
     }
     if (!st && it > k->maxiter)
         k->res->reason = SPK_DIVERGED_MAXIT;
-
-out_free:
-    ops->free(ctx, w.r);
-    ops->free(ctx, w.r0);
-    ops->free(ctx, w.p);
-    ops->free(ctx, w.v);
-    ops->free(ctx, w.t);
-    ops->free(ctx, w.buf);
     return st;
 }

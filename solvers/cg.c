@@ -28,39 +28,42 @@ spk_status spk_cg(spk_krylov *k, const double *b, double *x)
     double *r = NULL, *z = NULL, *p = NULL, *q = NULL;
     spk_status st;
 
-    if ((st = ops->alloc(ctx, n, &r)) || (st = ops->alloc(ctx, n, &p)) ||
-        (st = ops->alloc(ctx, n, &q)) || (k->dinv && (st = ops->alloc(ctx, n, &z))))
-        goto out_free;
+    /* the workspace's vectors: kept by the solver object, every one written before read */
+    if ((st = spk_krylov_vec(k, SPK_WS_METHOD + 0, n, &r)) ||
+        (st = spk_krylov_vec(k, SPK_WS_METHOD + 1, n, &p)) ||
+        (st = spk_krylov_vec(k, SPK_WS_METHOD + 2, n, &q)) ||
+        (k->dinv && (st = spk_krylov_vec(k, SPK_WS_METHOD + 3, n, &z))))
+        return st;
     if (!k->dinv)
         z = r;                                       /* M = I: z aliases r          */
 
     /* r = b - A x */
     if ((st = spk_apply_A(k, x, r)) || (st = ops->axpby(ctx, n, 1.0, b, -1.0, r)))
-        goto out_free;
+        return st;
     double rr, rz;
     if (k->dinv) {
         if ((st = ops->pmul(ctx, n, k->dinv, r, z)) || (st = ops->dot2(ctx, n, r, r, z, &rr, &rz)))
-            goto out_free;
+            return st;
     } else {
         if ((st = ops->dot(ctx, n, r, r, &rr)))
-            goto out_free;
+            return st;
         rz = rr;
     }
     double rnorm = sqrt(rr);
     res->rnorm = rnorm;
     if ((st = spk_stop_record(k, 0, 0, rnorm)))
-        goto out_free;
+        return st;
     res->reason = spk_stop_check(k->opt, res->bnorm, rnorm);
     if (res->reason != SPK_REASON_NONE)
-        goto out_free;
+        return SPK_OK;
     if ((st = ops->copy(ctx, n, z, p)))              /* p = z                       */
-        goto out_free;
+        return st;
 
     int64_t it;
     for (it = 1; it <= k->maxiter; it++) {
         double pq;
         if ((st = spk_apply_A(k, p, q)) || (st = ops->dot(ctx, n, p, q, &pq)))
-            goto out_free;                           /* q = A p, pq = p'q           */
+            return st;                               /* q = A p, pq = p'q           */
         if (!(pq > 0)) {
             res->reason = nonpositive_reason(pq);
             break;
@@ -68,12 +71,12 @@ spk_status spk_cg(spk_krylov *k, const double *b, double *x)
         double alpha = rz / pq;                      /* alpha = r'z / p'Ap          */
         double rz_new;
         if ((st = ops->cg_update(ctx, n, alpha, p, q, x, r, k->dinv, z, &rr, &rz_new)))
-            goto out_free;                           /* x += a p, r -= a q, z = M\r */
+            return st;                               /* x += a p, r -= a q, z = M\r */
         rnorm = sqrt(rr);
         res->iterations = it;
         res->rnorm = rnorm;
         if ((st = spk_stop_record(k, it, 0, rnorm)))
-            goto out_free;
+            return st;
         res->reason = spk_stop_check(k->opt, res->bnorm, rnorm);
         if (res->reason != SPK_REASON_NONE)
             break;
@@ -84,16 +87,9 @@ spk_status spk_cg(spk_krylov *k, const double *b, double *x)
         double beta = rz_new / rz;                   /* beta = r'z (new) / r'z (old) */
         rz = rz_new;
         if ((st = ops->xpay(ctx, n, z, beta, p)))    /* p = z + beta p              */
-            goto out_free;
+            return st;
     }
     if (it > k->maxiter)
         res->reason = SPK_DIVERGED_MAXIT;
-
-out_free:
-    ops->free(ctx, r);
-    ops->free(ctx, p);
-    ops->free(ctx, q);
-    if (k->dinv)
-        ops->free(ctx, z);
-    return st;
+    return SPK_OK;
 }

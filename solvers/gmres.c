@@ -240,14 +240,14 @@ static spk_status gm_alloc(gm *w)
     if (k->n > INT64_MAX / cols)
         return spk_fail(k->ctx, SPK_ERR_NOMEM, "GMRES(%d) basis of %lld x %lld doubles: too large",
                         m, (long long)k->n, (long long)cols);
-    spk_status st = k->ops->alloc(k->ctx, k->n * cols, &w->V);
+    /* the solver's workspace, kept between solves; every entry is written before it is read */
+    spk_status st = spk_krylov_vec(k, SPK_WS_METHOD + 0, k->n * cols, &w->V);
     if (!st && k->dinv)
-        st = k->ops->alloc(k->ctx, k->n, &w->z);
+        st = spk_krylov_vec(k, SPK_WS_METHOD + 1, k->n, &w->z);
+    if (!st)                                         /* H, then cs sn g h y           */
+        st = spk_krylov_host(k, cols * (m + 5), &w->H);
     if (st)
         return st;
-    w->H = spk_calloc(k->ctx, (size_t)cols * (size_t)(m + 5), sizeof(double));
-    if (!w->H)                                       /* H, then cs sn g h y           */
-        return spk_fail(k->ctx, SPK_ERR_NOMEM, "GMRES(%d) Hessenberg matrix: out of memory", m);
     w->cs = w->H + cols * m;
     w->sn = w->cs + cols;
     w->g = w->sn + cols;
@@ -268,10 +268,10 @@ spk_status spk_gmres(spk_krylov *k, const double *b, double *x)
     spk_status st = gm_alloc(&w);
     double beta;
     if (st || (st = gm_residual(&w, b, x, &beta)))
-        goto out_free;
+        return st;
     res->rnorm = beta;
     if ((st = spk_stop_record(k, 0, 1, beta)))
-        goto out_free;
+        return st;
     res->reason = spk_stop_check(k->opt, res->bnorm, beta);
     if (res->reason == SPK_REASON_NONE && !spk_denominator_ok(beta, res->bnorm))
         res->reason = SPK_CONVERGED_HAPPY_BREAKDOWN; /* rtol = atol = 0, r at underflow   */
@@ -279,10 +279,5 @@ spk_status spk_gmres(spk_krylov *k, const double *b, double *x)
     while (!stop && !(st = gm_cycle(&w, beta, x)) &&
            !(st = gm_after_cycle(&w, b, x, &beta, &stop)))
         ;
-
-out_free:
-    k->ops->free(k->ctx, w.V);
-    k->ops->free(k->ctx, w.z);
-    spk_free(w.H);
     return st;
 }

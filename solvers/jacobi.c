@@ -1,7 +1,27 @@
 /* solvers/jacobi.c -- Jacobi (diagonal) preconditioning: M = diag(A), applied as z = D^-1 r.
  * Setup inverts the diagonal once on the device; a zero diagonal is an error for every method
- * (M would be singular), and a negative one for CG, whose M must be SPD. */
+ * (M would be singular), and a negative one for CG, whose M must be SPD. After a value update
+ * the same device vector is refilled (spk_jacobi_refresh): n doubles up, one pass. */
 #include "solver.h"
+
+spk_status spk_jacobi_refresh(spk_context *ctx, const spk_vec_ops *ops, const spk_csr *A,
+                              int require_positive, double *dinv, double *work)
+{
+    const int64_t n = A->nrows;
+    spk_csr_diagonal(A, work);
+    spk_status st = ops->upload(ctx, n, work, dinv);
+    int64_t bad = -1;
+    if (!st)
+        st = ops->invert(ctx, n, dinv, !require_positive, &bad);
+    if (!st && bad >= 0)
+        st = spk_fail(ctx, SPK_ERR_UNSUPPORTED,
+                      "Jacobi needs a %s diagonal, but a(%lld,%lld) = %g (1-based); "
+                      "use --precond none%s",
+                      require_positive ? "positive" : "nonzero", (long long)bad + 1,
+                      (long long)bad + 1, work[bad],
+                      require_positive ? ", or BiCGStab/GMRES if A is not SPD" : "");
+    return st;
+}
 
 spk_status spk_jacobi_setup(spk_context *ctx, const spk_vec_ops *ops, const spk_csr *A,
                             int require_positive, double **dinv)
@@ -11,21 +31,9 @@ spk_status spk_jacobi_setup(spk_context *ctx, const spk_vec_ops *ops, const spk_
     double *d = spk_malloc(ctx, (size_t)(n > 0 ? n : 1), sizeof *d);
     if (!d)
         return spk_fail(ctx, SPK_ERR_NOMEM, "Jacobi diagonal of %lld doubles: out of memory", (long long)n);
-    spk_csr_diagonal(A, d);
     spk_status st = ops->alloc(ctx, n, dinv);
     if (!st)
-        st = ops->upload(ctx, n, d, *dinv);
-    int64_t bad = -1;
-    if (!st)
-        st = ops->invert(ctx, n, *dinv, !require_positive, &bad);
-    if (!st && bad >= 0) {
-        st = spk_fail(ctx, SPK_ERR_UNSUPPORTED,
-                      "Jacobi needs a %s diagonal, but a(%lld,%lld) = %g (1-based); "
-                      "use --precond none%s",
-                      require_positive ? "positive" : "nonzero", (long long)bad + 1,
-                      (long long)bad + 1, d[bad],
-                      require_positive ? ", or BiCGStab/GMRES if A is not SPD" : "");
-    }
+        st = spk_jacobi_refresh(ctx, ops, A, require_positive, *dinv, d);
     spk_free(d);
     if (st) {
         ops->free(ctx, *dinv);

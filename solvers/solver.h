@@ -10,6 +10,14 @@
 extern "C" {
 #endif
 
+/* Workspace slots: the vectors of a solve, kept by the solver object between solves. The
+ * caller (src/solve.c) owns the first three; a method numbers its own from SPK_WS_METHOD. */
+#define SPK_WS_B      0      /* b on the device (host-vector solves)                          */
+#define SPK_WS_X      1      /* x on the device (host-vector solves)                          */
+#define SPK_WS_R      2      /* b - A x for the true residual                                 */
+#define SPK_WS_METHOD 3      /* the method's first slot                                        */
+#define SPK_WS_MAX    12
+
 typedef struct spk_krylov {
     spk_context              *ctx;
     const spk_vec_ops        *ops;
@@ -22,7 +30,24 @@ typedef struct spk_krylov {
     int64_t                   maxiter; /* resolved from opt                                   */
     double                    t0;      /* spk_now() when the solve began                      */
     int64_t                   hist_cap;
+    /* the workspace: device vectors by slot (spk_krylov_vec) and one host array
+     * (spk_krylov_host), made at the first solve and kept until spk_krylov_free */
+    double                   *ws[SPK_WS_MAX];
+    int64_t                   ws_len[SPK_WS_MAX];
+    double                   *hws;
+    int64_t                   hws_len;
 } spk_krylov;
+
+/* solvers/workspace.c. *v = the device vector of `slot` with `len` doubles: the one kept from
+ * an earlier solve when it has that length, else a new one (ops->alloc, zero-filled) that
+ * replaces it. A reused vector holds whatever the last solve left: methods initialise what
+ * they read. */
+spk_status spk_krylov_vec(spk_krylov *k, int slot, int64_t len, double **v);
+/* The same for the one host array (GMRES's Hessenberg matrix and rotations), zero-filled when
+ * new. */
+spk_status spk_krylov_host(spk_krylov *k, int64_t len, double **h);
+/* Free every workspace vector and the host array; NULL-safe. */
+void spk_krylov_free(spk_krylov *k);
 
 /* The methods. b, x are device vectors of length n; x holds the initial guess. On return
  * res->reason, res->iterations and res->rnorm are set. The status is for failures only. */
@@ -47,6 +72,11 @@ spk_status spk_precond_apply(spk_krylov *k, const double *r, double *z);
  * error; for the others only a zero diagonal is. *dinv is allocated with k->ops. */
 spk_status spk_jacobi_setup(spk_context *ctx, const spk_vec_ops *ops, const spk_csr *A,
                             int require_positive, double **dinv);
+/* Rebuild an existing dinv (n doubles on the device) from A's current values, with the host
+ * array `work` (n doubles) as staging: nothing is allocated. On a bad diagonal the status is
+ * SPK_ERR_UNSUPPORTED and dinv is not usable until a later refresh succeeds. */
+spk_status spk_jacobi_refresh(spk_context *ctx, const spk_vec_ops *ops, const spk_csr *A,
+                              int require_positive, double *dinv, double *work);
 
 /* y = A x through the backend (beta = 0). */
 spk_status spk_apply_A(spk_krylov *k, const double *x, double *y);

@@ -116,6 +116,39 @@ spk_status spk_cuda_upload_new(spk_context *ctx, void **d, const void *host, siz
     return st;
 }
 
+spk_status spk_cuda_upload_into(spk_context *ctx, void *d, const void *host, size_t bytes,
+                                const char *what)
+{
+    if (bytes == 0)
+        return SPK_OK;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    if ((st = spk_cuda(ctx, cudaMemcpyAsync(d, host, bytes, cudaMemcpyHostToDevice, cs->stream),
+                       "upload of %zu bytes for %s", bytes, what)))
+        return st;
+    return spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "upload of %zu bytes for %s", bytes,
+                    what);
+}
+
+spk_status spk_cuda_download_bytes(spk_context *ctx, void *host, const void *dev, size_t bytes)
+{
+    if (bytes == 0)
+        return SPK_OK;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    /* cudaMemcpyDefault: the pointer's kind comes from unified addressing, so a caller's
+     * managed or pinned array works as well as a cudaMalloc one. */
+    if ((st = spk_cuda(ctx, cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDefault, cs->stream),
+                       "copy of %zu bytes from device memory", bytes)))
+        return st;
+    return spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "copy of %zu bytes from device memory",
+                    bytes);
+}
+
 spk_status spk_cuda_state_of(spk_context *ctx, spk_cuda_state **cs)
 {
     *cs = ctx ? (spk_cuda_state *)ctx->cuda : NULL;

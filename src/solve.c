@@ -1,6 +1,10 @@
-/* src/solve.c -- spk_solve: check the arguments, choose the method and the format, set up the
- * preconditioner, move b and x to the device, run the method, recompute the true residual
- * ||b - A x|| and bring x back. Everything between upload and download stays on the device. */
+/* src/solve.c -- the solver object and spk_solve. A solver is set up once (method chosen, A
+ * prepared in its format, Jacobi diagonal inverted on the device) and then solves any number
+ * of systems with that matrix: each solve moves b and x to the device, runs the method,
+ * recomputes the true residual ||b - A x|| and brings x back. Every vector a solve needs lives
+ * in the solver's workspace (solvers/workspace.c), made at the first solve and reused, so a
+ * loop of value updates and solves allocates nothing after its first pass. spk_solve is
+ * create + solve + destroy. */
 #include "spk_internal.h"
 #include "../solvers/solver.h"
 
@@ -9,6 +13,22 @@
 #include <string.h>
 
 typedef spk_status (*method_fn)(spk_krylov *k, const double *b, double *x);
+
+struct spk_solver {
+    uint32_t           magic;        /* SPK_SOLVER_MAGIC while alive                           */
+    spk_context       *ctx;
+    spk_matrix        *A;            /* not owned                                              */
+    spk_options        opt;          /* the caller's options, copied                           */
+    spk_method         method;       /* AUTO resolved at creation                              */
+    spk_format         format;       /* AUTO resolved at creation                              */
+    char               method_reason[128];
+    const spk_vec_ops *ops;
+    spk_krylov         k;            /* per-solve fields, and the workspace kept between them  */
+    double            *dinv;         /* device 1/diag(A), NULL without Jacobi                  */
+    double            *diag_work;    /* host n doubles: staging of a diagonal refresh          */
+    uint64_t           version;      /* A->version the diagonal was built from                 */
+    double             pending_setup_s; /* creation time, reported by the first solve          */
+};
 
 /* --method auto: CG needs A SPD; symmetry with a positive diagonal is the cheap necessary
  * test (it is not sufficient: CG then reports INDEFINITE if p'Ap <= 0 shows up). */
@@ -23,116 +43,288 @@ static spk_method choose_method(const spk_matrix_info *info, char *why, size_t l
     return SPK_METHOD_BICGSTAB;
 }
 
-static spk_status check_args(spk_context *ctx, spk_matrix *A, const double *b, double *x,
-                             const spk_options *opt, spk_result *res)
+static spk_status check_setup(spk_context *ctx, const char *fn, const spk_matrix *A,
+                              const spk_options *opt)
 {
-    if (!ctx || !A || A->magic != SPK_MATRIX_MAGIC || !opt || !res)
-        return spk_fail(ctx, SPK_ERR_ARG, "spk_solve: NULL argument or destroyed matrix");
+    if (!ctx || !A || A->magic != SPK_MATRIX_MAGIC || !opt)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: NULL argument or destroyed matrix", fn);
     if (A->csr.nrows != A->csr.ncols)
-        return spk_fail(ctx, SPK_ERR_ARG, "spk_solve: A is %lld x %lld, a square matrix is needed",
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: A is %lld x %lld, a square matrix is needed", fn,
                         (long long)A->csr.nrows, (long long)A->csr.ncols);
-    if (A->csr.nrows > 0 && (!b || !x))
-        return spk_fail(ctx, SPK_ERR_ARG, "spk_solve: b or x is NULL");
     if (!(opt->rtol >= 0) || !(opt->atol >= 0) || !isfinite(opt->rtol) || !isfinite(opt->atol))
-        return spk_fail(ctx, SPK_ERR_ARG, "spk_solve: rtol = %g and atol = %g must be finite and >= 0",
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: rtol = %g and atol = %g must be finite and >= 0", fn,
                         opt->rtol, opt->atol);
     if (opt->maxiter < 0)
-        return spk_fail(ctx, SPK_ERR_ARG, "spk_solve: maxiter = %lld must be >= 0", (long long)opt->maxiter);
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: maxiter = %lld must be >= 0", fn, (long long)opt->maxiter);
     if (opt->method == SPK_METHOD_GMRES && opt->restart < 1)
-        return spk_fail(ctx, SPK_ERR_ARG, "spk_solve: GMRES restart = %d must be >= 1", opt->restart);
-    if ((unsigned)opt->method > SPK_METHOD_GMRES || (unsigned)opt->precond > SPK_PRECOND_JACOBI)
-        return spk_fail(ctx, SPK_ERR_ARG, "spk_solve: unknown method or preconditioner");
-    for (int64_t i = 0; i < A->csr.nrows; i++) {
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: GMRES restart = %d must be >= 1", fn, opt->restart);
+    if ((unsigned)opt->method > SPK_METHOD_GMRES || (unsigned)opt->precond > SPK_PRECOND_JACOBI ||
+        (unsigned)opt->format >= SPK_FMT_COUNT)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: unknown method, preconditioner or format", fn);
+    return SPK_OK;
+}
+
+/* b and x0 on the host: finite, with the 1-based index of the first bad entry. */
+static spk_status check_host_vectors(spk_context *ctx, const char *fn, int64_t n, const double *b,
+                                     const double *x, int use_x0)
+{
+    if (n > 0 && (!b || !x))
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: b or x is NULL", fn);
+    for (int64_t i = 0; i < n; i++) {
         if (!isfinite(b[i]))
-            return spk_fail(ctx, SPK_ERR_ARG, "spk_solve: b[%lld] = %g: the right-hand side must be finite",
-                            (long long)i + 1, b[i]);
-        if (opt->use_x0 && !isfinite(x[i]))
-            return spk_fail(ctx, SPK_ERR_ARG, "spk_solve: x0[%lld] = %g: the initial guess must be finite",
-                            (long long)i + 1, x[i]);
+            return spk_fail(ctx, SPK_ERR_ARG, "%s: b[%lld] = %g: the right-hand side must be finite",
+                            fn, (long long)i + 1, b[i]);
+        if (use_x0 && !isfinite(x[i]))
+            return spk_fail(ctx, SPK_ERR_ARG, "%s: x0[%lld] = %g: the initial guess must be finite",
+                            fn, (long long)i + 1, x[i]);
     }
     return SPK_OK;
 }
 
-/* Run the method on device vectors and fill the true residual. */
+/* ---- create, refresh, destroy ---------------------------------------------------------------- */
+
+spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options *opt,
+                             spk_solver **out)
+{
+    spk_options defaults;
+    if (!opt) {
+        spk_options_default(&defaults);
+        opt = &defaults;
+    }
+    if (!out)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_solver_create: NULL argument");
+    *out = NULL;
+    spk_status st = check_setup(ctx, "spk_solver_create", A, opt);
+    if (st)
+        return st;
+    const double t0 = spk_now();
+    const int64_t n = A->csr.nrows;
+    spk_solver *S = spk_calloc(ctx, 1, sizeof *S);
+    if (!S)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "solver handle of %zu bytes: out of memory", sizeof *S);
+    S->magic = SPK_SOLVER_MAGIC;                     /* from here on, destroy undoes it   */
+    S->ctx = ctx;
+    S->A = A;
+    S->opt = *opt;
+    S->ops = spk_vec_ops_for(ctx->device);
+    S->method = opt->method;
+    if (S->method == SPK_METHOD_AUTO)
+        S->method = choose_method(spk_matrix_info_of(A), S->method_reason, sizeof S->method_reason);
+    S->k.ctx = ctx;
+    S->k.ops = S->ops;
+    S->k.n = n;
+    S->k.maxiter = opt->maxiter > 0 ? opt->maxiter : (10 * n > 1000 ? 10 * n : 1000);
+
+    if ((st = spk_matrix_prepare(ctx, A, opt->format)))
+        goto fail;
+    S->format = A->be->format;
+    if (opt->precond == SPK_PRECOND_JACOBI) {
+        S->diag_work = spk_malloc(ctx, (size_t)(n > 0 ? n : 1), sizeof *S->diag_work);
+        if (!S->diag_work) {
+            st = spk_fail(ctx, SPK_ERR_NOMEM, "Jacobi diagonal of %lld doubles: out of memory", (long long)n);
+            goto fail;
+        }
+        if ((st = S->ops->alloc(ctx, n, &S->dinv)) ||
+            (st = spk_jacobi_refresh(ctx, S->ops, &A->csr, S->method == SPK_METHOD_CG, S->dinv,
+                                     S->diag_work)))
+            goto fail;
+    }
+    S->version = A->version;
+    S->pending_setup_s = spk_now() - t0;
+    *out = S;
+    return SPK_OK;
+fail:
+    spk_solver_destroy(S);
+    return st;
+}
+
+void spk_solver_destroy(spk_solver *S)
+{
+    if (!S || S->magic != SPK_SOLVER_MAGIC)
+        return;
+    spk_krylov_free(&S->k);
+    S->ops->free(S->ctx, S->dinv);
+    spk_free(S->diag_work);
+    S->magic = 0;
+    spk_free(S);
+}
+
+static int solver_ok(const spk_solver *S)
+{
+    return S && S->magic == SPK_SOLVER_MAGIC && S->A->magic == SPK_MATRIX_MAGIC;
+}
+
+spk_status spk_solver_refresh(spk_solver *S)
+{
+    if (!solver_ok(S))
+        return spk_fail(S ? S->ctx : NULL, SPK_ERR_ARG,
+                        "spk_solver_refresh: NULL or destroyed solver (or its matrix)");
+    if (!S->dinv || S->version == S->A->version) {
+        S->version = S->A->version;
+        return SPK_OK;
+    }
+    spk_status st = spk_jacobi_refresh(S->ctx, S->ops, &S->A->csr, S->method == SPK_METHOD_CG,
+                                       S->dinv, S->diag_work);
+    if (!st)
+        S->version = S->A->version;
+    return st;
+}
+
+spk_method spk_solver_method(const spk_solver *S)
+{
+    return S && S->magic == SPK_SOLVER_MAGIC ? S->method : SPK_METHOD_AUTO;
+}
+
+spk_format spk_solver_format(const spk_solver *S)
+{
+    return S && S->magic == SPK_SOLVER_MAGIC ? S->format : SPK_FMT_AUTO;
+}
+
+/* ---- solve ----------------------------------------------------------------------------------- */
+
+/* Before the vectors: A prepared in the solver's format on its context (again, if an update on
+ * another context dropped the layout or another solver switched it), the diagonal current. */
+static spk_status solver_ready(spk_solver *S, spk_result *res)
+{
+    memset(res, 0, sizeof *res);                     /* overwritten: see spk.h        */
+    res->device = S->ctx->device;
+    res->method = S->method;
+    res->format = S->format;
+    snprintf(res->method_reason, sizeof res->method_reason, "%s", S->method_reason);
+    spk_status st = spk_matrix_prepare(S->ctx, S->A, S->format);
+    if (!st && S->version != S->A->version)
+        st = spk_solver_refresh(S);
+    return st;
+}
+
+/* Run the method on the device vectors and fill the true residual ||b - A x||. */
 static spk_status run_method(spk_krylov *k, method_fn fn, const double *d_b, double *d_x)
 {
     spk_status st = fn(k, d_b, d_x);
     if (st)
         return st;
-    double *d_r = NULL;
+    double *d_r, tr = 0.0;
     const spk_vec_ops *ops = k->ops;
-    if ((st = ops->alloc(k->ctx, k->n, &d_r)))
-        return st;
-    double tr = 0.0;
-    if (!(st = spk_apply_A(k, d_x, d_r)) && !(st = ops->axpby(k->ctx, k->n, 1.0, d_b, -1.0, d_r)))
-        st = ops->nrm2(k->ctx, k->n, d_r, &tr);       /* ||b - A x|| */
-    ops->free(k->ctx, d_r);
+    if (!(st = spk_krylov_vec(k, SPK_WS_R, k->n, &d_r)) && !(st = spk_apply_A(k, d_x, d_r)) &&
+        !(st = ops->axpby(k->ctx, k->n, 1.0, d_b, -1.0, d_r)))
+        st = ops->nrm2(k->ctx, k->n, d_r, &tr);
     k->res->true_rnorm = tr;
     return st;
+}
+
+/* The solve proper, on device vectors holding b and the initial x; host_x (or NULL) receives x.
+ * t0: when the call began, for setup_s. */
+static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, double *host_x,
+                             spk_result *res, double t0)
+{
+    spk_krylov *k = &S->k;
+    spk_context *ctx = S->ctx;
+    const spk_vec_ops *ops = S->ops;
+    const int64_t n = k->n;
+    const spk_method m = S->method;
+    method_fn fn = m == SPK_METHOD_CG ? spk_cg : m == SPK_METHOD_GMRES ? spk_gmres : spk_bicgstab;
+    k->be = S->A->be;
+    k->state = S->A->state;
+    k->dinv = S->dinv;
+    k->opt = &S->opt;
+    k->res = res;
+    k->hist_cap = 0;                                 /* the history is per result         */
+
+    spk_status st = ops->nrm2(ctx, n, d_b, &res->bnorm);
+    if (!st && !isfinite(res->bnorm))
+        st = spk_fail(ctx, SPK_ERR_ARG, "solve: ||b|| = %g: b holds NaN or Inf, or overflows",
+                      res->bnorm);
+    if (!st)
+        st = ops->sync(ctx);
+    if (st)
+        return st;
+    const double t1 = spk_now();
+    res->setup_s = t1 - t0 + S->pending_setup_s;
+    S->pending_setup_s = 0.0;
+    k->t0 = t1;
+
+    if (res->bnorm == 0.0) {                         /* b = 0: x = 0 exactly              */
+        res->reason = SPK_CONVERGED_ZERO_RHS;
+        st = ops->fill(ctx, n, 0.0, d_x);
+        if (!st)
+            st = spk_stop_record(k, 0, 0, 0.0);
+    } else {
+        st = run_method(k, fn, d_b, d_x);
+    }
+    if (!st && host_x)
+        st = ops->download(ctx, n, d_x, host_x);
+    res->solve_s = spk_now() - t1;
+    res->per_iter_s = res->solve_s / (double)(res->iterations > 0 ? res->iterations : 1);
+    const double scale = res->bnorm > 0 ? res->bnorm : 1.0;
+    res->rel = res->rnorm / scale;
+    res->true_rel = res->true_rnorm / scale;
+    /* the monitor always sees the final iteration */
+    const spk_options *opt = &S->opt;
+    if (!st && opt->monitor && opt->monitor_every > 0 && res->iterations % opt->monitor_every)
+        opt->monitor(opt->monitor_user, res->iterations, res->rnorm, res->rel, res->solve_s);
+    return st;
+}
+
+spk_status spk_solver_solve(spk_solver *S, const double *b, double *x, spk_result *res)
+{
+    if (!solver_ok(S) || !res)
+        return spk_fail(S ? S->ctx : NULL, SPK_ERR_ARG,
+                        "spk_solver_solve: NULL argument or destroyed solver (or its matrix)");
+    const double t0 = spk_now();
+    const int64_t n = S->k.n;
+    spk_status st = check_host_vectors(S->ctx, "spk_solver_solve", n, b, x, S->opt.use_x0);
+    if (st || (st = solver_ready(S, res)))
+        return st;
+    double *d_b, *d_x;
+    if ((st = spk_krylov_vec(&S->k, SPK_WS_B, n, &d_b)) ||
+        (st = spk_krylov_vec(&S->k, SPK_WS_X, n, &d_x)) ||
+        (st = S->ops->upload(S->ctx, n, b, d_b)) ||
+        (st = S->opt.use_x0 ? S->ops->upload(S->ctx, n, x, d_x) : S->ops->fill(S->ctx, n, 0.0, d_x)))
+        return st;
+    return solver_run(S, d_b, d_x, x, res, t0);
+}
+
+spk_status spk_solver_solve_device(spk_solver *S, const double *d_b, double *d_x, spk_result *res)
+{
+    if (!solver_ok(S) || !res)
+        return spk_fail(S ? S->ctx : NULL, SPK_ERR_ARG,
+                        "spk_solver_solve_device: NULL argument or destroyed solver (or its matrix)");
+    const double t0 = spk_now();
+    const int64_t n = S->k.n;
+    if (n > 0 && (!d_b || !d_x))
+        return spk_fail(S->ctx, SPK_ERR_ARG, "spk_solver_solve_device: d_b or d_x is NULL");
+    spk_status st = solver_ready(S, res);
+    if (st)
+        return st;
+    if (S->opt.use_x0) {
+        double xn;
+        if ((st = S->ops->nrm2(S->ctx, n, d_x, &xn)))
+            return st;
+        if (!isfinite(xn))
+            return spk_fail(S->ctx, SPK_ERR_ARG, "spk_solver_solve_device: ||x0|| = %g: the "
+                            "initial guess holds NaN or Inf", xn);
+    } else if ((st = S->ops->fill(S->ctx, n, 0.0, d_x))) {
+        return st;
+    }
+    return solver_run(S, d_b, d_x, NULL, res, t0);
 }
 
 spk_status spk_solve(spk_context *ctx, spk_matrix *A, const double *b, double *x,
                      const spk_options *opt, spk_result *res)
 {
-    spk_status st = check_args(ctx, A, b, x, opt, res);
+    spk_status st = check_setup(ctx, "spk_solve", A, opt);
     if (st)
         return st;
-    const int64_t n = A->csr.nrows;
-    memset(res, 0, sizeof *res);                     /* overwritten: see spk.h        */
+    if (!res)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_solve: NULL argument or destroyed matrix");
+    if ((st = check_host_vectors(ctx, "spk_solve", A->csr.nrows, b, x, opt->use_x0)))
+        return st;
+    memset(res, 0, sizeof *res);
     res->device = ctx->device;
-
-    double t0 = spk_now();
-    spk_method method = opt->method;
-    if (method == SPK_METHOD_AUTO)
-        method = choose_method(&A->info, res->method_reason, sizeof res->method_reason);
-    res->method = method;
-    method_fn fn = method == SPK_METHOD_CG ? spk_cg : method == SPK_METHOD_GMRES ? spk_gmres : spk_bicgstab;
-
-    if ((st = spk_matrix_prepare(ctx, A, opt->format)))
+    spk_solver *S = NULL;
+    if ((st = spk_solver_create(ctx, A, opt, &S)))
         return st;
-    res->format = A->be->format;
-
-    const spk_vec_ops *ops = spk_vec_ops_for(ctx->device);
-    spk_krylov k = {ctx, ops, A->be, A->state, n, NULL, opt, res, 0, 0.0, 0};
-    k.maxiter = opt->maxiter > 0 ? opt->maxiter : (10 * n > 1000 ? 10 * n : 1000);
-    double *d_b = NULL, *d_x = NULL, *dinv = NULL;
-    if (opt->precond == SPK_PRECOND_JACOBI &&
-        (st = spk_jacobi_setup(ctx, ops, &A->csr, method == SPK_METHOD_CG, &dinv)))
-        return st;
-    k.dinv = dinv;
-    if ((st = ops->alloc(ctx, n, &d_b)) || (st = ops->alloc(ctx, n, &d_x)) ||
-        (st = ops->upload(ctx, n, b, d_b)) || (opt->use_x0 && (st = ops->upload(ctx, n, x, d_x))))
-        goto out_free;
-    if ((st = ops->nrm2(ctx, n, d_b, &res->bnorm)))
-        goto out_free;
-    if ((st = ops->sync(ctx)))
-        goto out_free;
-    double t1 = spk_now();
-    res->setup_s = t1 - t0;
-    k.t0 = t1;
-
-    if (res->bnorm == 0.0) {                         /* b = 0: x = 0 exactly          */
-        res->reason = SPK_CONVERGED_ZERO_RHS;
-        st = ops->fill(ctx, n, 0.0, d_x);
-        if (!st)
-            st = spk_stop_record(&k, 0, 0, 0.0);
-    } else {
-        st = run_method(&k, fn, d_b, d_x);
-    }
-    if (!st)
-        st = ops->download(ctx, n, d_x, x);
-    res->solve_s = spk_now() - t1;
-    res->per_iter_s = res->solve_s / (double)(res->iterations > 0 ? res->iterations : 1);
-    double scale = res->bnorm > 0 ? res->bnorm : 1.0;
-    res->rel = res->rnorm / scale;
-    res->true_rel = res->true_rnorm / scale;
-    /* the monitor always sees the final iteration */
-    if (!st && opt->monitor && opt->monitor_every > 0 && res->iterations % opt->monitor_every)
-        opt->monitor(opt->monitor_user, res->iterations, res->rnorm, res->rel, res->solve_s);
-
-out_free:
-    ops->free(ctx, d_b);
-    ops->free(ctx, d_x);
-    ops->free(ctx, dinv);
+    st = spk_solver_solve(S, b, x, res);
+    spk_solver_destroy(S);
     return st;
 }

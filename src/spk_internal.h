@@ -65,6 +65,11 @@ spk_status spk_csr_from_coo(spk_context *ctx, const spk_coo *coo, spk_csr *out);
 /* Allocate an nrows x ncols CSR with room for nnz entries (rowptr zeroed). */
 spk_status spk_csr_alloc(spk_context *ctx, int64_t nrows, int64_t ncols, int64_t nnz,
                          spk_csr *out);
+/* For each COO entry k (0-based, as passed to spk_csr_from_coo), its position in the CSR that
+ * spk_csr_from_coo made of it: *map is malloc'ed with coo->nnz entries, or NULL when the map is
+ * the identity (the input was canonical already). O(nnz log(row length)). */
+spk_status spk_csr_source_map(spk_context *ctx, const spk_csr *A, const spk_coo *coo,
+                              int64_t **map);
 /* y = alpha A x + beta y on the host: the reference every backend is tested against. */
 void spk_csr_spmv_ref(const spk_csr *A, double alpha, const double *x, double beta, double *y);
 /* 1 if A equals its transpose in pattern and value. */
@@ -101,6 +106,8 @@ spk_status spk_generate_csr(spk_context *ctx, const char *spec, spk_csr *out);
 
 /* ---- statistics and format choice (src/stats.c, src/select.c) ---------------------------- */
 void spk_stats_compute(const spk_csr *A, spk_matrix_info *info);
+/* Only the value-dependent statistics: symmetric and diag_positive (after a value update). */
+void spk_stats_values(const spk_csr *A, spk_matrix_info *info);
 /* Bell & Garland's HYB width (CUSP compute_optimal_entries_per_row) from a row-length
  * histogram: the largest K such that at least max(4096, nrows/3) rows have >= K entries
  * (with fewer rows than 4096 the relative rule alone applies). */
@@ -115,8 +122,30 @@ struct spk_matrix {
     void            *state;        /* the backend's layout (host or device)                     */
     spk_context     *ctx_prepared; /* context that owns `state`'s device memory                */
     uint32_t         magic;        /* SPK_MATRIX_MAGIC while alive: catches use after destroy   */
+    /* value updates (src/update.c): input entry k of the arrays the matrix was made from is
+     * summed into csr.val[src_to_csr[k]]; NULL when that is the identity (file, generator, or
+     * input already canonical). */
+    int64_t          nnz_in;       /* entries of those arrays: the length an update must have  */
+    int64_t         *src_to_csr;   /* nnz_in canonical positions, or NULL                       */
+    double          *stage;        /* nnz_in host doubles for updates from device memory; made
+                                      at the first such update, then reused                     */
+    uint64_t         version;      /* bumped by every update: solvers see a stale diagonal      */
+    int              info_stale;   /* symmetric / diag_positive predate the last update         */
+    /* spk_matrix_spmv's device temporaries (ncols + nrows), kept for the next call */
+    double          *spmv_x, *spmv_y;
+    spk_context     *ctx_spmv;     /* context they were made for (compared, never dereferenced) */
+    const struct spk_vec_ops *spmv_ops;  /* the table that frees them                         */
 };
 #define SPK_MATRIX_MAGIC 0x5350b4a7u
+
+/* The statistics with the value-dependent ones (symmetric, diag_positive) brought up to date
+ * after an update: recomputed here, on demand, so that an update stays a copy. */
+const spk_matrix_info *spk_matrix_info_of(spk_matrix *A);
+/* Release spk_matrix_spmv's cached temporaries (destroy, or before a re-prepare elsewhere). */
+void spk_matrix_spmv_release(spk_matrix *A);
+
+/* The solver handle (src/solve.c); defined there, declared here for the magic check. */
+#define SPK_SOLVER_MAGIC 0x53507c9eu
 
 /* ---- the SpMV backend table (kernels/) ---------------------------------------------------- */
 typedef struct spk_spmv_backend {
@@ -130,6 +159,10 @@ typedef struct spk_spmv_backend {
     spk_status (*spmv)(spk_context *ctx, const void *state, double alpha, const double *x,
                        double beta, double *y);
     void       (*destroy)(void *state);   /* NULL-safe                                         */
+    /* A's values changed, its pattern did not (spk_matrix_update_values): refill the values of
+     * the layout `state` built by setup from the same pattern, in place. No allocation, no
+     * re-analysis; a device backend uploads only its value array(s). */
+    spk_status (*update)(spk_context *ctx, void *state, const spk_csr *A);
 } spk_spmv_backend;
 
 /* The registry (kernels/backends.c): the backend for (format, device), or NULL. A backend of a
@@ -194,6 +227,9 @@ const spk_vec_ops *spk_vec_ops_for(spk_device dev);
 int spk_cuda_probe(char *name, size_t name_len, char *why, size_t why_len);
 spk_status spk_cuda_init(spk_context *ctx);       /* stream, cuBLAS handle, scratch      */
 void spk_cuda_fini(spk_context *ctx);
+/* Copy `bytes` from device memory to host memory on the context's stream and wait. Stub:
+ * SPK_ERR_NOT_COMPILED. */
+spk_status spk_cuda_download_bytes(spk_context *ctx, void *host, const void *dev, size_t bytes);
 
 #ifdef __cplusplus
 }

@@ -221,7 +221,12 @@ void spk_stats_compute(const spk_csr *A, spk_matrix_info *info)
     info->hyb_coo_nnz = tail;
 
     info->ell_fill = A->nnz ? (double)n * (double)mx / (double)A->nnz : 1.0;
+    spk_stats_values(A, info);
+    format_bytes(A, info, info->bytes);
+}
+
+void spk_stats_values(const spk_csr *A, spk_matrix_info *info)
+{
     info->symmetric = spk_csr_is_symmetric(A);
     info->diag_positive = diagonal_positive(A);
-    format_bytes(A, info, info->bytes);
 }

@@ -1,0 +1,713 @@
+/* tests/test_api.c -- the public API on the device given by --device: every function, its error
+ * paths (NULL arguments, dimension mismatch, a value update of the wrong length, a handle that
+ * destroy has cleared), the value-update path against freshly made matrices (the canonical
+ * values bit for bit, the solution to 1e-12, every format's layout through its SpMV), the
+ * solver object (several right-hand sides, warm start, Jacobi refresh, device vectors), and
+ * the promise that an update-and-resolve loop allocates nothing after its first solve. */
+#include "util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static spk_context *ctx;
+static spk_device dev;
+
+/* ---- a small assembled system -------------------------------------------------------------- */
+
+/* A weighted graph Laplacian of an m x m grid plus a diagonal shift, as an element assembly
+ * writes it: each edge adds its 2 x 2 element matrix [w -w; -w w] (four triplets), each node
+ * its shift (one triplet), so diagonal entries come as 3 to 5 duplicates. SPD. `seed` varies
+ * the weights: the same pattern with other values. */
+typedef struct fem {
+    int64_t  n, nnz;
+    int32_t *row, *col;
+    double  *val;
+} fem;
+
+static void fem_values(fem *F, int m, uint64_t seed)
+{
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 7;
+    int64_t k = 0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < m; j++) {
+            const int a = i * m + j;
+            for (int dir = 0; dir < 2; dir++) {
+                const int b = dir == 0 ? (j + 1 < m ? a + 1 : -1) : (i + 1 < m ? a + m : -1);
+                if (b < 0)
+                    continue;
+                const double w = 1.0 + 0.5 * t_randu(&s);
+                F->val[k++] = w;
+                F->val[k++] = w;
+                F->val[k++] = -w;
+                F->val[k++] = -w;
+            }
+            F->val[k++] = 0.1 + 0.05 * (t_randu(&s) + 1.0);
+        }
+}
+
+static void fem_make(fem *F, int m, uint64_t seed)
+{
+    const int64_t edges = 2 * (int64_t)m * (m - 1);
+    F->n = (int64_t)m * m;
+    F->nnz = 4 * edges + F->n;
+    F->row = malloc((size_t)F->nnz * sizeof *F->row);
+    F->col = malloc((size_t)F->nnz * sizeof *F->col);
+    F->val = malloc((size_t)F->nnz * sizeof *F->val);
+    int64_t k = 0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < m; j++) {
+            const int a = i * m + j;
+            for (int dir = 0; dir < 2; dir++) {
+                const int b = dir == 0 ? (j + 1 < m ? a + 1 : -1) : (i + 1 < m ? a + m : -1);
+                if (b < 0)
+                    continue;
+                const int32_t r[4] = {a, b, a, b}, c[4] = {a, b, b, a};
+                for (int e = 0; e < 4; e++, k++) {
+                    F->row[k] = r[e];
+                    F->col[k] = c[e];
+                }
+            }
+            F->row[k] = F->col[k] = a;
+            k++;
+        }
+    fem_values(F, m, seed);
+}
+
+static void fem_free(fem *F)
+{
+    free(F->row);
+    free(F->col);
+    free(F->val);
+}
+
+static spk_matrix *fem_matrix(const fem *F)
+{
+    spk_matrix *A = NULL;
+    spk_status st = spk_matrix_from_coo(ctx, F->n, F->n, F->nnz, F->row, F->col, F->val, 0, &A);
+    T_CHECK(st == SPK_OK && A, "from_coo: %s", spk_last_error(ctx));
+    return A;
+}
+
+static double *rhs(int64_t n, uint64_t seed)
+{
+    double *b = malloc((size_t)n * sizeof *b);
+    uint64_t s = seed;
+    for (int64_t i = 0; i < n; i++)
+        b[i] = t_randu(&s);
+    return b;
+}
+
+/* ||b - A x|| / ||b|| on the host from the canonical CSR */
+static double true_rel(const spk_matrix *A, const double *b, const double *x)
+{
+    const int64_t *rp;
+    const int32_t *ci;
+    const double *v;
+    spk_matrix_info info;
+    spk_matrix_csr(A, &rp, &ci, &v);
+    spk_matrix_get_info(A, &info);
+    double rr = 0, bb = 0;
+    for (int64_t i = 0; i < info.nrows; i++) {
+        double s = b[i];
+        for (int64_t p = rp[i]; p < rp[i + 1]; p++)
+            s -= v[p] * x[ci[p]];
+        rr += s * s;
+        bb += b[i] * b[i];
+    }
+    return bb > 0 ? sqrt(rr / bb) : sqrt(rr);
+}
+
+static int same_csr_values(const spk_matrix *A, const spk_matrix *B)
+{
+    const double *a, *b;
+    spk_matrix_info ia, ib;
+    spk_matrix_get_info(A, &ia);
+    spk_matrix_get_info(B, &ib);
+    spk_matrix_csr(A, NULL, NULL, &a);
+    spk_matrix_csr(B, NULL, NULL, &b);
+    return ia.nnz == ib.nnz && memcmp(a, b, (size_t)ia.nnz * sizeof *a) == 0;
+}
+
+/* ---- context and names ----------------------------------------------------------------------- */
+
+static void test_context(void)
+{
+    T_CHECK(spk_context_create(NULL, SPK_DEVICE_CPU) == SPK_ERR_ARG, "NULL out");
+    spk_context *c = NULL;
+    T_CHECK(spk_context_create(&c, (spk_device)42) == SPK_ERR_ARG, "bad device");
+    T_CHECK(c && strstr(spk_last_error(c), "unknown device"), "message: %s", spk_last_error(c));
+    spk_context_destroy(c);
+    spk_context_destroy(NULL);
+    T_CHECK(spk_context_device(ctx) == dev, "device %d", (int)spk_context_device(ctx));
+    T_CHECK(strlen(spk_context_device_name(ctx)) > 0, "device name empty");
+    T_CHECK(spk_context_alloc_count(NULL) == 0, "alloc count of NULL");
+    T_CHECK(spk_last_error(NULL) != NULL && spk_last_error(NULL)[0] == '\0', "last_error(NULL)");
+    if (!spk_has_cuda()) {
+        c = NULL;
+        T_CHECK(spk_context_create(&c, SPK_DEVICE_CUDA) == SPK_ERR_NOT_COMPILED, "cuda w/o CUDA");
+        spk_context_destroy(c);
+    }
+    for (int s = SPK_OK; s <= SPK_ERR_NOT_COMPILED; s++)
+        T_CHECK(strlen(spk_status_str((spk_status)s)) > 0, "status %d", s);
+    T_CHECK(spk_status_str((spk_status)99) != NULL, "unknown status");
+    T_CHECK(strcmp(spk_reason_str(SPK_CONVERGED_RTOL), "CONVERGED_RTOL") == 0, "reason str");
+    T_CHECK(spk_reason_str((spk_reason)77) != NULL, "unknown reason");
+    spk_format f;
+    spk_method m;
+    spk_device d;
+    T_CHECK(spk_format_parse("hyb", &f) == SPK_OK && f == SPK_FMT_HYB, "format parse");
+    T_CHECK(strcmp(spk_format_str(SPK_FMT_JDS), "jds") == 0, "format str");
+    T_CHECK(spk_format_parse("bogus", &f) == SPK_ERR_ARG, "format parse bad");
+    T_CHECK(spk_method_parse("gmres", &m) == SPK_OK && m == SPK_METHOD_GMRES, "method parse");
+    T_CHECK(strcmp(spk_method_str(SPK_METHOD_CG), "cg") == 0, "method str");
+    T_CHECK(spk_method_parse(NULL, &m) == SPK_ERR_ARG, "method parse NULL");
+    T_CHECK(spk_device_parse("gpu", &d) == SPK_OK && d == SPK_DEVICE_CUDA, "device parse gpu");
+    T_CHECK(strcmp(spk_device_str(SPK_DEVICE_CPU), "cpu") == 0, "device str");
+    T_CHECK(spk_device_parse("tpu", &d) == SPK_ERR_ARG, "device parse bad");
+    spk_options opt;
+    spk_options_default(&opt);
+    spk_options_default(NULL);
+    T_CHECK(opt.rtol == 1e-8 && opt.restart == 30 && opt.method == SPK_METHOD_AUTO, "defaults");
+    spk_result_free(NULL);
+}
+
+/* ---- matrices ------------------------------------------------------------------------------ */
+
+static void test_matrix_make(void)
+{
+    spk_matrix *A = (spk_matrix *)1;
+    /* from_csr: 3 x 3, 1-based, row 1 with unsorted and repeated columns */
+    const int64_t rp1[4] = {1, 4, 5, 7};
+    const int32_t ci1[6] = {3, 1, 3, 2, 1, 3};
+    const double v1[6] = {1, 2, 3, 4, 5, 6};
+    T_CHECK(spk_matrix_from_csr(ctx, 3, 3, rp1, ci1, v1, 1, &A) == SPK_OK, "%s", spk_last_error(ctx));
+    spk_matrix_info info;
+    T_CHECK(spk_matrix_get_info(A, &info) == SPK_OK && info.nnz == 5, "nnz %lld", (long long)info.nnz);
+    const int64_t *rp;
+    const int32_t *ci;
+    const double *v;
+    T_CHECK(spk_matrix_csr(A, &rp, &ci, &v) == SPK_OK, "csr");
+    T_CHECK(rp[1] == 2 && ci[0] == 0 && v[0] == 2 && ci[1] == 2 && v[1] == 4, "canonical row 0: "
+            "(%d %g) (%d %g)", ci[0], v[0], ci[1], v[1]);
+    /* the update takes the 6 input values in input order, repeats summed again */
+    const double v2[6] = {10, 20, 30, 40, 50, 60};
+    T_CHECK(spk_matrix_update_values(ctx, A, 6, v2, 0) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(v[0] == 20 && v[1] == 40 && v[2] == 40 && v[3] == 50 && v[4] == 60, "updated "
+            "%g %g %g %g %g", v[0], v[1], v[2], v[3], v[4]);
+    T_CHECK(spk_matrix_update_values(ctx, A, 6, NULL, 0) == SPK_ERR_ARG, "update with NULL val");
+    T_CHECK(spk_matrix_update_values(NULL, A, 6, v2, 0) == SPK_ERR_ARG, "update with NULL ctx");
+    T_CHECK(spk_matrix_update_values(ctx, NULL, 6, v2, 0) == SPK_ERR_ARG, "update of NULL");
+    T_CHECK(spk_matrix_update_values(ctx, A, 5, v2, 0) == SPK_ERR_ARG, "5 values for 6 entries");
+    T_CHECK(strstr(spk_last_error(ctx), "made from 6"), "message: %s", spk_last_error(ctx));
+    spk_matrix_destroy(A);
+
+    /* argument errors of the makers; *A is NULL after each */
+    A = (spk_matrix *)1;
+    T_CHECK(spk_matrix_from_csr(ctx, 3, 3, NULL, ci1, v1, 1, &A) == SPK_ERR_ARG && !A, "NULL rowptr");
+    T_CHECK(spk_matrix_from_csr(NULL, 3, 3, rp1, ci1, v1, 1, &A) == SPK_ERR_ARG, "NULL ctx");
+    T_CHECK(spk_matrix_from_csr(ctx, 3, 3, rp1, ci1, v1, 2, &A) == SPK_ERR_ARG, "base 2");
+    T_CHECK(spk_matrix_from_csr(ctx, 3, 3, rp1, ci1, v1, 0, &A) == SPK_ERR_ARG, "rowptr[0] != base");
+    T_CHECK(spk_matrix_from_csr(ctx, -1, 3, rp1, ci1, v1, 1, &A) == SPK_ERR_ARG, "negative rows");
+    T_CHECK(spk_matrix_from_csr(ctx, 3, 2, rp1, ci1, v1, 1, &A) == SPK_ERR_ARG && !A,
+            "column 3 in a 3 x 2 matrix");
+    const int32_t r3[2] = {0, 5}, c3[2] = {0, 0};
+    const double v3[2] = {1, NAN};
+    T_CHECK(spk_matrix_from_coo(ctx, 3, 3, 2, r3, c3, v3, 0, &A) == SPK_ERR_ARG && !A, "row 5");
+    T_CHECK(spk_matrix_from_coo(ctx, 6, 3, 2, r3, c3, v3, 0, &A) == SPK_ERR_ARG && !A, "NaN value");
+    T_CHECK(spk_matrix_from_coo(ctx, 3, 3, -1, r3, c3, v3, 0, &A) == SPK_ERR_ARG, "nnz < 0");
+    T_CHECK(spk_matrix_from_coo(ctx, 3, 3, 2, NULL, c3, v3, 0, &A) == SPK_ERR_ARG, "NULL row");
+    T_CHECK(spk_matrix_from_coo(ctx, 3, 3, 0, NULL, NULL, NULL, 0, &A) == SPK_OK && A, "empty");
+    T_CHECK(spk_matrix_update_values(ctx, A, 0, NULL, 0) == SPK_OK, "empty update");
+    spk_matrix_destroy(A);
+    spk_matrix_destroy(NULL);
+
+    /* files and generators */
+    T_CHECK(spk_matrix_read_mtx(ctx, "/nonexistent/x.mtx", &A) == SPK_ERR_IO && !A, "missing file");
+    T_CHECK(spk_matrix_read_mtx(ctx, NULL, &A) == SPK_ERR_ARG, "NULL path");
+    T_CHECK(spk_matrix_generate(ctx, "poisson2d:-3", &A) == SPK_ERR_ARG && !A, "bad spec");
+    T_CHECK(spk_matrix_generate(ctx, "poisson2d:4", &A) == SPK_OK && A, "%s", spk_last_error(ctx));
+    spk_matrix_get_info(A, &info);
+    T_CHECK(info.nrows == 16, "poisson2d:4 has %lld rows", (long long)info.nrows);
+    spk_matrix_destroy(A);
+    T_CHECK(spk_is_generator_spec("poisson3d:10") && !spk_is_generator_spec("a.mtx"), "spec test");
+    T_CHECK(spk_matrix_get_info(NULL, &info) == SPK_ERR_ARG, "info NULL");
+    T_CHECK(spk_matrix_csr(NULL, &rp, &ci, &v) == SPK_ERR_ARG, "csr NULL");
+    T_CHECK(spk_matrix_format(NULL) == SPK_FMT_AUTO, "format NULL");
+    T_CHECK(strcmp(spk_matrix_backend_name(NULL), "none") == 0, "backend name NULL");
+}
+
+/* read / write round trips, an update in canonical order, spmv and prepare */
+static void test_matrix_file(void)
+{
+    spk_matrix *A = NULL, *B = NULL;
+    T_CHECK(spk_matrix_read_mtx(ctx, t_input("bcsstk09.mtx"), &A) == SPK_OK, "%s", spk_last_error(ctx));
+    if (!A)
+        return;
+    spk_matrix_info info;
+    spk_matrix_get_info(A, &info);
+    T_CHECK(info.symmetric && info.diag_positive, "bcsstk09 is SPD-looking");
+    char reason[160] = "";
+    spk_format f = spk_select_format(&info, dev, reason, sizeof reason);
+    T_CHECK(f != SPK_FMT_AUTO && reason[0], "select: %d '%s'", (int)f, reason);
+
+    char dir[] = "/tmp/spk_test_api_XXXXXX", path[96], vpath[96];
+    T_CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    snprintf(path, sizeof path, "%s/A.mtx", dir);
+    snprintf(vpath, sizeof vpath, "%s/v.mtx", dir);
+    T_CHECK(spk_matrix_write_mtx(ctx, path, A) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(spk_matrix_read_mtx(ctx, path, &B) == SPK_OK && same_csr_values(A, B), "round trip");
+    spk_matrix_destroy(B);
+    double w[3] = {1.5, -2.0, 1e-300}, *r = NULL;
+    int64_t rn = 0;
+    T_CHECK(spk_vector_write_mtx(ctx, vpath, w, 3, "test") == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(spk_vector_read_mtx(ctx, vpath, &r, &rn) == SPK_OK && rn == 3 && r &&
+            memcmp(r, w, sizeof w) == 0, "vector round trip");
+    free(r);
+    unlink(path);
+    unlink(vpath);
+    rmdir(dir);
+
+    /* spmv on host arrays; NULL and bad format */
+    const int64_t n = info.nrows;
+    double *x = rhs(n, 3), *y = malloc((size_t)n * sizeof *y), *y2 = malloc((size_t)n * sizeof *y2);
+    T_CHECK(spk_matrix_spmv(ctx, A, 1.0, NULL, 0.0, y) == SPK_ERR_ARG, "spmv NULL x");
+    T_CHECK(spk_matrix_prepare(ctx, A, (spk_format)17) == SPK_ERR_ARG, "prepare bad format");
+    T_CHECK(spk_matrix_prepare(NULL, A, SPK_FMT_CSR) == SPK_ERR_ARG, "prepare NULL ctx");
+    T_CHECK(spk_matrix_spmv(ctx, A, 1.0, x, 0.0, y) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(spk_matrix_format(A) != SPK_FMT_AUTO && strstr(spk_matrix_backend_name(A), "-"),
+            "prepared %s", spk_matrix_backend_name(A));
+
+    /* a file matrix updates in the order of spk_matrix_csr's arrays: doubling doubles A x */
+    const double *v;
+    spk_matrix_csr(A, NULL, NULL, &v);
+    double *v2 = malloc((size_t)info.nnz * sizeof *v2);
+    for (int64_t p = 0; p < info.nnz; p++)
+        v2[p] = 2.0 * v[p];
+    T_CHECK(spk_matrix_update_values(ctx, A, info.nnz + 1, v2, 0) == SPK_ERR_ARG, "nnz + 1");
+    const double v7 = v[7];
+    v2[7] = INFINITY;
+    T_CHECK(spk_matrix_update_values(ctx, A, info.nnz, v2, 0) == SPK_ERR_ARG, "Inf value");
+    T_CHECK(strstr(spk_last_error(ctx), "entry 7"), "message: %s", spk_last_error(ctx));
+    T_CHECK(v[7] == v7 && v[0] * 2.0 == v2[0], "a refused update changed the matrix");
+    v2[7] = 2.0 * v[7];
+    T_CHECK(spk_matrix_update_values(ctx, A, info.nnz, v2, 0) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(spk_matrix_spmv(ctx, A, 1.0, x, 0.0, y2) == SPK_OK, "%s", spk_last_error(ctx));
+    double e = 0;
+    for (int64_t i = 0; i < n; i++)
+        e = fmax(e, fabs(y2[i] - 2.0 * y[i]) / (fabs(y[i]) + 1e-300));
+    T_CHECK(e < 1e-14, "after doubling, A x differs by %.3g", e);
+    free(v2);
+    free(x);
+    free(y);
+    free(y2);
+    spk_matrix_destroy(A);
+}
+
+/* Every format: update the prepared layout in place and compare its SpMV with a fresh matrix
+ * of the same values prepared in the same format. */
+static void test_update_formats(void)
+{
+    fem F;
+    fem_make(&F, 13, 1);
+    for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++) {
+        fem_values(&F, 13, 1);
+        spk_matrix *A = fem_matrix(&F);
+        T_CHECK(spk_matrix_prepare(ctx, A, (spk_format)f) == SPK_OK, "%s: %s", spk_format_str(f),
+                spk_last_error(ctx));
+        fem_values(&F, 13, 2);
+        T_CHECK(spk_matrix_update_values(ctx, A, F.nnz, F.val, 0) == SPK_OK, "%s: %s",
+                spk_format_str(f), spk_last_error(ctx));
+        T_CHECK(spk_matrix_format(A) == (spk_format)f, "%s: the update dropped the layout",
+                spk_format_str(f));
+        spk_matrix *B = fem_matrix(&F);
+        T_CHECK(same_csr_values(A, B), "%s: updated values differ from a fresh assembly",
+                spk_format_str(f));
+        spk_matrix_prepare(ctx, B, (spk_format)f);
+        double *x = rhs(F.n, 5), *ya = malloc((size_t)F.n * 8), *yb = malloc((size_t)F.n * 8);
+        for (int64_t i = 0; i < F.n; i++)
+            ya[i] = yb[i] = NAN;
+        spk_matrix_spmv(ctx, A, 1.0, x, 0.0, ya);
+        spk_matrix_spmv(ctx, B, 1.0, x, 0.0, yb);
+        T_CHECK(t_rel_diff(ya, yb, F.n) <= 1e-15, "%s: updated layout's SpMV differs by %.3g",
+                spk_format_str(f), t_rel_diff(ya, yb, F.n));
+        free(x);
+        free(ya);
+        free(yb);
+        spk_matrix_destroy(A);
+        spk_matrix_destroy(B);
+    }
+    fem_free(&F);
+}
+
+/* ---- solver -------------------------------------------------------------------------------- */
+
+static void test_solver_errors(void)
+{
+    fem F;
+    fem_make(&F, 6, 1);
+    spk_matrix *A = fem_matrix(&F);
+    spk_options opt;
+    spk_options_default(&opt);
+    spk_solver *S = (spk_solver *)1;
+    spk_result res;
+    T_CHECK(spk_solver_create(ctx, NULL, &opt, &S) == SPK_ERR_ARG && !S, "NULL matrix");
+    T_CHECK(spk_solver_create(ctx, A, &opt, NULL) == SPK_ERR_ARG, "NULL out");
+    T_CHECK(spk_solver_create(NULL, A, &opt, &S) == SPK_ERR_ARG, "NULL ctx");
+    opt.rtol = -1;
+    T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_ERR_ARG && strstr(spk_last_error(ctx), "rtol"),
+            "rtol < 0: %s", spk_last_error(ctx));
+    spk_options_default(&opt);
+    opt.method = SPK_METHOD_GMRES;
+    opt.restart = 0;
+    T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_ERR_ARG, "restart 0");
+    spk_options_default(&opt);
+    opt.format = (spk_format)9;
+    T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_ERR_ARG, "format 9");
+    spk_options_default(&opt);
+    opt.maxiter = -1;
+    T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_ERR_ARG, "maxiter -1");
+
+    /* non-square */
+    const int64_t rp[3] = {0, 1, 2};
+    const int32_t ci[2] = {0, 2};
+    const double v[2] = {1, 1};
+    spk_matrix *R = NULL;
+    spk_matrix_from_csr(ctx, 2, 3, rp, ci, v, 0, &R);
+    T_CHECK(spk_solver_create(ctx, R, NULL, &S) == SPK_ERR_ARG && strstr(spk_last_error(ctx), "square"),
+            "2 x 3: %s", spk_last_error(ctx));
+    double b3[2] = {1, 1}, x3[3];
+    T_CHECK(spk_solve(ctx, R, b3, x3, &opt, &res) == SPK_ERR_ARG, "spk_solve 2 x 3");
+    spk_matrix_destroy(R);
+
+    /* a handle that destroy cleared (magic 0) is refused, never used */
+    spk_matrix dead;
+    memset(&dead, 0, sizeof dead);
+    double *b = rhs(F.n, 1), *x = calloc((size_t)F.n, sizeof *x);
+    T_CHECK(spk_solver_create(ctx, &dead, NULL, &S) == SPK_ERR_ARG, "destroyed matrix");
+    T_CHECK(spk_matrix_update_values(ctx, &dead, 0, NULL, 0) == SPK_ERR_ARG, "update destroyed");
+    T_CHECK(spk_matrix_prepare(ctx, &dead, SPK_FMT_CSR) == SPK_ERR_ARG, "prepare destroyed");
+    T_CHECK(spk_solve(ctx, &dead, b, x, &opt, &res) == SPK_ERR_ARG, "solve destroyed");
+    spk_matrix_destroy(&dead);                      /* a no-op: nothing is freed */
+    /* the solver's magic is its first field: a zeroed block stands for a destroyed solver */
+    uint64_t dead_solver[64];
+    memset(dead_solver, 0, sizeof dead_solver);
+    spk_solver *DS = (spk_solver *)dead_solver;
+    T_CHECK(spk_solver_solve(DS, b, x, &res) == SPK_ERR_ARG, "solve with a destroyed solver");
+    T_CHECK(spk_solver_solve_device(DS, b, x, &res) == SPK_ERR_ARG, "device solve destroyed");
+    T_CHECK(spk_solver_refresh(DS) == SPK_ERR_ARG, "refresh destroyed");
+    T_CHECK(spk_solver_method(DS) == SPK_METHOD_AUTO && spk_solver_format(DS) == SPK_FMT_AUTO,
+            "getters of a destroyed solver");
+    spk_solver_destroy(DS);                         /* a no-op */
+    spk_solver_destroy(NULL);
+
+    T_CHECK(spk_solver_create(ctx, A, NULL, &S) == SPK_OK && S, "defaults: %s", spk_last_error(ctx));
+    T_CHECK(spk_solver_method(S) == SPK_METHOD_CG, "AUTO on an SPD matrix: %s",
+            spk_method_str(spk_solver_method(S)));
+    T_CHECK(spk_solver_format(S) == spk_matrix_format(A), "format %d", (int)spk_solver_format(S));
+    T_CHECK(spk_solver_solve(NULL, b, x, &res) == SPK_ERR_ARG, "NULL solver");
+    T_CHECK(spk_solver_solve(S, NULL, x, &res) == SPK_ERR_ARG, "NULL b");
+    T_CHECK(spk_solver_solve(S, b, x, NULL) == SPK_ERR_ARG, "NULL res");
+    T_CHECK(spk_solver_solve_device(S, NULL, x, &res) == SPK_ERR_ARG, "device NULL b");
+    b[3] = NAN;
+    T_CHECK(spk_solver_solve(S, b, x, &res) == SPK_ERR_ARG && strstr(spk_last_error(ctx), "b[4]"),
+            "NaN in b: %s", spk_last_error(ctx));
+    b[3] = 1.0;
+    T_CHECK(spk_solver_refresh(NULL) == SPK_ERR_ARG, "refresh NULL");
+    T_CHECK(spk_solver_refresh(S) == SPK_OK, "refresh without change");
+    spk_solver_destroy(S);
+
+    /* Jacobi: a zero diagonal after an update is refused by the refresh and by every solve,
+     * until an update repairs it */
+    spk_options_default(&opt);
+    opt.method = SPK_METHOD_CG;
+    opt.precond = SPK_PRECOND_JACOBI;
+    T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_OK, "%s", spk_last_error(ctx));
+    for (int64_t k = 0; k < F.nnz; k++)             /* every triplet of a(0,0): a zero diagonal */
+        if (F.row[k] == 0 && F.col[k] == 0)
+            F.val[k] = 0.0;
+    T_CHECK(spk_matrix_update_values(ctx, A, F.nnz, F.val, 0) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(spk_solver_refresh(S) == SPK_ERR_UNSUPPORTED && strstr(spk_last_error(ctx), "a(1,1)"),
+            "zero diagonal: %s", spk_last_error(ctx));
+    T_CHECK(spk_solver_solve(S, b, x, &res) == SPK_ERR_UNSUPPORTED, "solve with a zero diagonal");
+    spk_matrix_info info;
+    spk_matrix_get_info(A, &info);
+    T_CHECK(!info.diag_positive, "diag_positive not recomputed after the update");
+    fem_values(&F, 6, 1);
+    T_CHECK(spk_matrix_update_values(ctx, A, F.nnz, F.val, 0) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(spk_solver_solve(S, b, x, &res) == SPK_OK && res.reason > 0, "repaired: %s %s",
+            spk_last_error(ctx), spk_reason_str(res.reason));
+    spk_matrix_get_info(A, &info);
+    T_CHECK(info.diag_positive && info.symmetric, "statistics after the repair");
+    spk_solver_destroy(S);
+    free(b);
+    free(x);
+    spk_matrix_destroy(A);
+    fem_free(&F);
+}
+
+/* Solver object: several right-hand sides, warm start, the one-shot spk_solve agrees, and
+ * update_values + solve gives the x of a freshly made matrix. */
+static void test_solver_use(spk_method method, spk_format fmt)
+{
+    const char *mn = spk_method_str(method), *fn = spk_format_str(fmt);
+    fem F;
+    fem_make(&F, 16, 3);
+    spk_matrix *A = fem_matrix(&F);
+    spk_options opt;
+    spk_options_default(&opt);
+    opt.method = method;
+    opt.precond = SPK_PRECOND_JACOBI;
+    opt.format = fmt;
+    opt.rtol = 1e-10;
+    opt.restart = 20;
+    spk_solver *S = NULL;
+    spk_result res;
+    T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_OK, "%s %s: %s", mn, fn, spk_last_error(ctx));
+    if (!S)
+        return;
+    const int64_t n = F.n;
+    double *x = calloc((size_t)n, sizeof *x), *x1 = calloc((size_t)n, sizeof *x1);
+    for (int rhs_i = 0; rhs_i < 3; rhs_i++) {     /* several right-hand sides, one setup */
+        double *b = rhs(n, 100 + rhs_i);
+        T_CHECK(spk_solver_solve(S, b, x, &res) == SPK_OK, "%s", spk_last_error(ctx));
+        T_CHECK(res.reason > 0 && true_rel(A, b, x) < 1e-9, "%s %s rhs %d: %s, true rel %.3g", mn,
+                fn, rhs_i, spk_reason_str(res.reason), true_rel(A, b, x));
+        T_CHECK(res.method == method && res.format == fmt && res.device == dev, "result fields");
+        T_CHECK(rhs_i == 0 || res.setup_s < 0.5, "setup_s %.3g on a reused solver", res.setup_s);
+        if (rhs_i == 0) {                          /* the one-shot form agrees */
+            spk_result r1;
+            T_CHECK(spk_solve(ctx, A, b, x1, &opt, &r1) == SPK_OK, "%s", spk_last_error(ctx));
+            T_CHECK(r1.iterations == res.iterations && t_rel_diff(x1, x, n) <= 1e-12,
+                    "%s %s: spk_solve %lld its vs solver %lld, x differs %.3g", mn, fn,
+                    (long long)r1.iterations, (long long)res.iterations, t_rel_diff(x1, x, n));
+        }
+        free(b);
+    }
+    /* warm start from the solution: no iteration needed */
+    double *b = rhs(n, 102);
+    opt.use_x0 = 1;
+    opt.rtol = 1e-8;                                 /* x's residual is ~1e-10 already */
+    spk_solver *W = NULL;
+    spk_solver_create(ctx, A, &opt, &W);
+    T_CHECK(spk_solver_solve(W, b, x, &res) == SPK_OK && res.iterations == 0 && res.reason > 0,
+            "%s %s warm start: %lld iterations, %s", mn, fn, (long long)res.iterations,
+            spk_reason_str(res.reason));
+    spk_solver_destroy(W);
+    opt.use_x0 = 0;
+    opt.rtol = 1e-10;
+
+    /* update + solve == fresh matrix + solve */
+    fem_values(&F, 16, 4);
+    T_CHECK(spk_matrix_update_values(ctx, A, F.nnz, F.val, 0) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(spk_solver_refresh(S) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(spk_solver_solve(S, b, x, &res) == SPK_OK && res.reason > 0, "%s", spk_last_error(ctx));
+    spk_matrix *B = fem_matrix(&F);
+    spk_result rb;
+    T_CHECK(spk_solve(ctx, B, b, x1, &opt, &rb) == SPK_OK, "%s", spk_last_error(ctx));
+    /* COO (and HYB's tail) on the GPU add rows that cross a tile with atomics: not bitwise
+     * repeatable, so the iterates may part at rounding level */
+    const double tol =
+        (fmt == SPK_FMT_COO || fmt == SPK_FMT_HYB) && dev == SPK_DEVICE_CUDA ? 1e-8 : 1e-12;
+    T_CHECK(t_rel_diff(x, x1, n) <= tol, "%s %s: updated vs fresh x differ by %.3g (%lld vs %lld "
+            "its)", mn, fn, t_rel_diff(x, x1, n), (long long)res.iterations, (long long)rb.iterations);
+    spk_matrix_destroy(B);
+    free(b);
+    free(x);
+    free(x1);
+    spk_solver_destroy(S);
+    spk_matrix_destroy(A);
+    fem_free(&F);
+}
+
+/* After the first solve, a loop of { update values; refresh; solve; spmv } allocates nothing. */
+static void test_no_alloc(spk_method method, spk_format fmt)
+{
+    const char *mn = spk_method_str(method), *fn = spk_format_str(fmt);
+    fem F;
+    fem_make(&F, 12, 7);
+    spk_matrix *A = fem_matrix(&F);
+    spk_options opt;
+    spk_options_default(&opt);
+    opt.method = method;
+    opt.precond = SPK_PRECOND_JACOBI;
+    opt.format = fmt;
+    spk_solver *S = NULL;
+    spk_result res;
+    double *b = rhs(F.n, 9), *x = calloc((size_t)F.n, sizeof *x), *y = calloc((size_t)F.n, 8);
+    T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(spk_solver_solve(S, b, x, &res) == SPK_OK && res.reason > 0, "%s", spk_last_error(ctx));
+    spk_matrix_spmv(ctx, A, 1.0, x, 0.0, y);
+    const uint64_t before = spk_context_alloc_count(ctx);
+    int ok = 1;
+    for (int step = 0; step < 5; step++) {
+        fem_values(&F, 12, 20 + (uint64_t)step);
+        ok &= spk_matrix_update_values(ctx, A, F.nnz, F.val, 0) == SPK_OK;
+        ok &= spk_solver_refresh(S) == SPK_OK;
+        ok &= spk_solver_solve(S, b, x, &res) == SPK_OK && res.reason > 0;
+        ok &= true_rel(A, b, x) < 1e-7;
+        ok &= spk_matrix_spmv(ctx, A, 1.0, x, 0.0, y) == SPK_OK;
+    }
+    const uint64_t after = spk_context_alloc_count(ctx);
+    T_CHECK(ok, "%s %s: the loop failed: %s", mn, fn, spk_last_error(ctx));
+    T_CHECK(after == before, "%s %s: %llu allocations in 5 update + solve steps", mn, fn,
+            (unsigned long long)(after - before));
+    printf("no-alloc %s %s: %llu allocations after the first solve (of %llu)\n", mn, fn,
+           (unsigned long long)(after - before), (unsigned long long)after);
+    spk_solver_destroy(S);
+    free(b);
+    free(x);
+    free(y);
+    spk_matrix_destroy(A);
+    fem_free(&F);
+}
+
+/* Vectors and values already on the device (the CPU context takes host pointers). */
+static void test_device_vectors(void)
+{
+    const spk_vec_ops *ops = spk_vec_ops_for(dev);
+    fem F;
+    fem_make(&F, 10, 11);
+    spk_matrix *A = fem_matrix(&F);
+    const int64_t n = F.n;
+    spk_options opt;
+    spk_options_default(&opt);
+    opt.precond = SPK_PRECOND_JACOBI;
+    opt.rtol = 1e-10;
+    spk_solver *S = NULL;
+    spk_result res;
+    double *b = rhs(n, 13), *x = calloc((size_t)n, sizeof *x), *xd = calloc((size_t)n, sizeof *xd);
+    double *d_b = NULL, *d_x = NULL, *d_val = NULL;
+    T_CHECK(ops->alloc(ctx, n, &d_b) == SPK_OK && ops->alloc(ctx, n, &d_x) == SPK_OK &&
+            ops->alloc(ctx, F.nnz, &d_val) == SPK_OK, "device vectors: %s", spk_last_error(ctx));
+    ops->upload(ctx, n, b, d_b);
+    T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(spk_solver_solve(S, b, x, &res) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(spk_solver_solve_device(S, d_b, d_x, &res) == SPK_OK && res.reason > 0, "device: %s",
+            spk_last_error(ctx));
+    ops->download(ctx, n, d_x, xd);
+    T_CHECK(t_rel_diff(xd, x, n) <= 1e-12, "device solve differs from host solve by %.3g",
+            t_rel_diff(xd, x, n));
+    /* a NaN in a device b is found through its norm */
+    double nan = NAN;
+    ops->upload(ctx, 1, &nan, d_b);
+    T_CHECK(spk_solver_solve_device(S, d_b, d_x, &res) == SPK_ERR_ARG, "NaN in device b");
+    ops->upload(ctx, n, b, d_b);
+
+    /* values from device memory */
+    fem_values(&F, 10, 12);
+    ops->upload(ctx, F.nnz, F.val, d_val);
+    T_CHECK(spk_matrix_update_values(ctx, A, F.nnz, d_val, 1) == SPK_OK, "%s", spk_last_error(ctx));
+    spk_matrix *B = fem_matrix(&F);
+    T_CHECK(same_csr_values(A, B), "update from device values differs from a fresh assembly");
+    T_CHECK(spk_solver_solve_device(S, d_b, d_x, &res) == SPK_OK && res.reason > 0, "%s",
+            spk_last_error(ctx));
+    ops->download(ctx, n, d_x, xd);
+    T_CHECK(true_rel(B, b, xd) < 1e-9, "after a device update: true rel %.3g", true_rel(B, b, xd));
+
+    /* a matrix from device CSR arrays (bytes moved through the double-vector table) */
+    const int64_t *rp;
+    const int32_t *ci;
+    const double *v;
+    spk_matrix_info info;
+    spk_matrix_get_info(B, &info);
+    spk_matrix_csr(B, &rp, &ci, &v);
+    double *d_rp = NULL, *d_ci = NULL, *d_v = NULL;
+    ops->alloc(ctx, n + 1, &d_rp);
+    ops->alloc(ctx, (info.nnz + 1) / 2, &d_ci);
+    ops->alloc(ctx, info.nnz, &d_v);
+    ops->upload(ctx, n + 1, (const double *)(const void *)rp, d_rp);
+    if (info.nnz & 1) {                              /* an odd count: pad through a copy */
+        int32_t *tmp = calloc((size_t)info.nnz + 1, sizeof *tmp);
+        memcpy(tmp, ci, (size_t)info.nnz * sizeof *tmp);
+        ops->upload(ctx, (info.nnz + 1) / 2, (const double *)(void *)tmp, d_ci);
+        free(tmp);
+    } else {
+        ops->upload(ctx, info.nnz / 2, (const double *)(const void *)ci, d_ci);
+    }
+    ops->upload(ctx, info.nnz, v, d_v);
+    spk_matrix *C = NULL;
+    spk_status st = spk_matrix_from_csr_device(ctx, n, n, (const int64_t *)(void *)d_rp,
+                                               (const int32_t *)(void *)d_ci, d_v, 0, &C);
+    if (dev == SPK_DEVICE_CUDA) {
+        T_CHECK(st == SPK_OK && C && same_csr_values(B, C), "from_csr_device: %s", spk_last_error(ctx));
+    } else {
+        T_CHECK(st == (spk_has_cuda() ? SPK_ERR_ARG : SPK_ERR_NOT_COMPILED) && !C,
+                "from_csr_device on the CPU: %s (%s)", spk_status_str(st), spk_last_error(ctx));
+    }
+    T_CHECK(spk_matrix_from_csr_device(ctx, n, n, NULL, NULL, NULL, 0, &C) == SPK_ERR_ARG, "NULL");
+    spk_matrix_destroy(C);
+    ops->free(ctx, d_rp);
+    ops->free(ctx, d_ci);
+    ops->free(ctx, d_v);
+
+    /* an update through another context drops the layout; the next solve prepares again */
+    spk_context *other = t_context(SPK_DEVICE_CPU);
+    T_CHECK(spk_matrix_update_values(other, A, F.nnz, F.val, 0) == SPK_OK, "%s", spk_last_error(other));
+    T_CHECK(spk_matrix_format(A) == SPK_FMT_AUTO, "the layout of another context was kept");
+    T_CHECK(spk_solver_solve(S, b, x, &res) == SPK_OK && res.reason > 0 &&
+            spk_matrix_format(A) == spk_solver_format(S), "re-prepared: %s", spk_last_error(ctx));
+    spk_context_destroy(other);
+
+    spk_solver_destroy(S);
+    spk_matrix_destroy(A);
+    spk_matrix_destroy(B);
+    ops->free(ctx, d_b);
+    ops->free(ctx, d_x);
+    ops->free(ctx, d_val);
+    free(b);
+    free(x);
+    free(xd);
+    fem_free(&F);
+}
+
+/* The history stays per result: each solve hands back its own, freed by spk_result_free. */
+static void test_history(void)
+{
+    fem F;
+    fem_make(&F, 8, 5);
+    spk_matrix *A = fem_matrix(&F);
+    spk_options opt;
+    spk_options_default(&opt);
+    opt.history = 1;
+    spk_solver *S = NULL;
+    spk_result r1, r2;
+    double *b = rhs(F.n, 2), *x = calloc((size_t)F.n, sizeof *x);
+    spk_solver_create(ctx, A, &opt, &S);
+    T_CHECK(spk_solver_solve(S, b, x, &r1) == SPK_OK && r1.history_len == r1.iterations + 1,
+            "history of %lld for %lld iterations", (long long)r1.history_len, (long long)r1.iterations);
+    T_CHECK(spk_solver_solve(S, b, x, &r2) == SPK_OK && r2.history && r2.history != r1.history &&
+            r2.history_len == r1.history_len, "second history");
+    spk_result_free(&r1);
+    spk_result_free(&r2);
+    T_CHECK(r1.history == NULL && r1.history_len == 0, "result_free");
+    spk_solver_destroy(S);
+    spk_matrix_destroy(A);
+    free(b);
+    free(x);
+    fem_free(&F);
+}
+
+int main(int argc, char **argv)
+{
+    dev = t_device_from_args(argc, argv);
+    ctx = t_context(dev);
+    test_context();
+    test_matrix_make();
+    test_matrix_file();
+    test_update_formats();
+    test_solver_errors();
+    for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++)
+        test_solver_use(SPK_METHOD_CG, (spk_format)f);
+    test_solver_use(SPK_METHOD_BICGSTAB, SPK_FMT_CSR);
+    test_solver_use(SPK_METHOD_GMRES, SPK_FMT_HYB);
+    for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++)
+        test_no_alloc(SPK_METHOD_CG, (spk_format)f);
+    test_no_alloc(SPK_METHOD_BICGSTAB, SPK_FMT_CSR);
+    test_no_alloc(SPK_METHOD_GMRES, SPK_FMT_ELL);
+    test_device_vectors();
+    test_history();
+    spk_context_destroy(ctx);
+    return t_done("test_api");
+}
