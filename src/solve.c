@@ -262,6 +262,8 @@ static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, doub
     const spk_options *opt = &S->opt;
     if (!st && opt->monitor && opt->monitor_every > 0 && res->iterations % opt->monitor_every)
         opt->monitor(opt->monitor_user, res->iterations, res->rnorm, res->rel, res->solve_s);
+    if (st)
+        spk_result_free(res);                        /* a failed call leaves nothing to free */
     return st;
 }
 
