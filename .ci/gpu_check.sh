@@ -14,7 +14,7 @@ step() { echo "=== $*"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$LOG/gpu.txt"
 step build
 cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$LOG/build.log" 2>&1 &&
-  cmake --build $B -j 16 --target solve $(cd $B && cmake --build . --target help | grep -oE "test_[a-z_]+" | grep -v util | sort -u) >>"$LOG/build.log" 2>&1 || { tail -50 "$LOG/build.log"; exit 1; }
+  cmake --build $B -j 16 --target solve heat $(cd $B && cmake --build . --target help | grep -oE "test_[a-z_]+" | grep -v util | sort -u) >>"$LOG/build.log" 2>&1 || { tail -50 "$LOG/build.log"; exit 1; }
 
 step "ctest -L gpu"
 (cd $B && ctest -L gpu --output-on-failure 2>&1) | tee "$LOG/ctest_gpu.log" | tail -40

@@ -4,11 +4,13 @@
  *
  * The reductions carry `simd`: OpenMP then lets the compiler split each thread's sum over the
  * lanes of a vector register (a reassociation C alone forbids), instead of one chain of
- * dependent adds at one add per FP latency (~4 cycles). A vector held in L2/L3 is read faster
- * than that chain can consume it: on a 2-core EPYC (32 MB L3), one CG iteration on
- * poisson3d:64 went from 1.97 to 1.73 ms on one thread (issue 6, docs/benchmarks.md). The order
- * of summation is fixed by n and the thread count, so results repeat bit for bit on one
- * machine, and stay within the tests' rounding bound of the long-double sums. */
+ * dependent adds at one add per FP latency (~4 cycles), which is slower than a vector held in
+ * L2/L3 can be read. Measured on a 2-core EPYC (32 MB L3), the CG iteration of poisson3d:64
+ * (SpMV + dot + cg_update + xpay) interleaved with the plain loops, median of 40 rounds: 2
+ * threads 1.31 -> 1.27 ms (-3.5%), 1 thread unchanged within noise (2.00 ms): the SpMV is 2/3
+ * of the iteration (docs/benchmarks.md, CPU section). The order of summation is fixed by n and
+ * the thread count, so results repeat bit for bit on one machine, and stay within the tests'
+ * rounding bound of the long-double sums. */
 #include "../src/spk_internal.h"
 
 #include <math.h>
