@@ -108,19 +108,21 @@ spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t ncols, i
         }
     }
     spk_csr csr;
-    int64_t *map = NULL;                     /* input entry -> canonical position (updates) */
+    int64_t *gptr = NULL, *gsrc = NULL;      /* canonical entry <- input entries (updates) */
     st = spk_csr_from_coo(ctx, &coo, &csr);
-    if (!st && (st = spk_csr_source_map(ctx, &csr, &coo, &map)))
+    if (!st && (st = spk_csr_source_map(ctx, &csr, &coo, &gptr, &gsrc)))
         spk_csr_free(&csr);
     spk_coo_free(&coo);
     if (st)
         return st;
     if ((st = matrix_from_owned_csr(ctx, &csr, A))) {
-        spk_free(map);
+        spk_free(gptr);
+        spk_free(gsrc);
         return st;
     }
     (*A)->nnz_in = nnz;
-    (*A)->src_to_csr = map;
+    (*A)->gather_ptr = gptr;
+    (*A)->gather_src = gsrc;
     return SPK_OK;
 }
 
@@ -164,7 +166,8 @@ void spk_matrix_destroy(spk_matrix *A)
         A->be->destroy(A->state);
     spk_matrix_spmv_release(A);
     spk_csr_free(&A->csr);
-    spk_free(A->src_to_csr);
+    spk_free(A->gather_ptr);
+    spk_free(A->gather_src);
     spk_free(A->stage);
     A->magic = 0;
     spk_free(A);

@@ -69,7 +69,7 @@ spk_status spk_csr_alloc(spk_context *ctx, int64_t nrows, int64_t ncols, int64_t
  * spk_csr_from_coo made of it: *map is malloc'ed with coo->nnz entries, or NULL when the map is
  * the identity (the input was canonical already). O(nnz log(row length)). */
 spk_status spk_csr_source_map(spk_context *ctx, const spk_csr *A, const spk_coo *coo,
-                              int64_t **map);
+                              int64_t **gather_ptr, int64_t **gather_src);
 /* y = alpha A x + beta y on the host: the reference every backend is tested against. */
 void spk_csr_spmv_ref(const spk_csr *A, double alpha, const double *x, double beta, double *y);
 /* 1 if A equals its transpose in pattern and value. */
@@ -122,11 +122,12 @@ struct spk_matrix {
     void            *state;        /* the backend's layout (host or device)                     */
     spk_context     *ctx_prepared; /* context that owns `state`'s device memory                */
     uint32_t         magic;        /* SPK_MATRIX_MAGIC while alive: catches use after destroy   */
-    /* value updates (src/update.c): input entry k of the arrays the matrix was made from is
-     * summed into csr.val[src_to_csr[k]]; NULL when that is the identity (file, generator, or
-     * input already canonical). */
+    /* value updates (src/update.c): canonical entry p is the sum, in input order, of the input
+     * entries gather_src[gather_ptr[p] .. gather_ptr[p+1]) of the arrays the matrix was made
+     * from; both NULL when that is the identity (file, generator, input already canonical). */
     int64_t          nnz_in;       /* entries of those arrays: the length an update must have  */
-    int64_t         *src_to_csr;   /* nnz_in canonical positions, or NULL                       */
+    int64_t         *gather_ptr;   /* nnz + 1 offsets, or NULL                                  */
+    int64_t         *gather_src;   /* nnz_in input indices, increasing within each entry        */
     double          *stage;        /* nnz_in host doubles for updates from device memory; made
                                       at the first such update, then reused                     */
     uint64_t         version;      /* bumped by every update: solvers see a stale diagonal      */

@@ -2,10 +2,9 @@
  * Newton step), and matrices made from arrays in device memory.
  *
  * An update is a copy, never a re-analysis: at creation spk_matrix_from_coo/from_csr keep, for
- * each input entry k, the canonical CSR position it was summed into (src_to_csr); the update
- * zeroes the CSR values and adds input entry k at src_to_csr[k] -- in the same order the
- * assembly summed duplicates, so an updated matrix is bitwise the matrix a fresh assembly of
- * the same arrays would give. Then the prepared layout refills its values in place
+ * each canonical entry, the input entries that were summed into it (gather_ptr/gather_src);
+ * the update gathers them in parallel, in the same order the assembly summed duplicates, so
+ * an updated matrix is bitwise the matrix a fresh assembly of the same arrays would give. Then the prepared layout refills its values in place
  * (backend.update: the CPU layouts rewrite their value arrays, the CUDA ones upload them).
  * Cost: one pass over the input, one over nnz, and the upload of the layout's values.
  *
@@ -31,22 +30,41 @@ static int64_t csr_position(const spk_csr *A, int32_t i, int32_t j)
 }
 
 spk_status spk_csr_source_map(spk_context *ctx, const spk_csr *A, const spk_coo *coo,
-                              int64_t **map)
+                              int64_t **gather_ptr, int64_t **gather_src)
 {
-    *map = NULL;
+    *gather_ptr = *gather_src = NULL;
     int identity = coo->nnz == A->nnz;
     for (int64_t k = 0; identity && k < coo->nnz; k++)
         identity = csr_position(A, coo->row[k], coo->col[k]) == k;
     if (identity)
         return SPK_OK;
     int64_t *m = spk_malloc(ctx, (size_t)coo->nnz, sizeof *m);
-    if (!m)
+    int64_t *ptr = spk_calloc(ctx, (size_t)A->nnz + 1, sizeof *ptr);
+    int64_t *src = spk_malloc(ctx, (size_t)coo->nnz, sizeof *src);
+    if (!m || !ptr || !src) {
+        spk_free(m);
+        spk_free(ptr);
+        spk_free(src);
         return spk_fail(ctx, SPK_ERR_NOMEM, "value-update map of %lld entries: out of memory",
                         (long long)coo->nnz);
+    }
 #pragma omp parallel for schedule(static) if(coo->nnz > 65536)
     for (int64_t k = 0; k < coo->nnz; k++)
         m[k] = csr_position(A, coo->row[k], coo->col[k]);   /* every entry is in A: >= 0 */
-    *map = m;
+    /* invert by a stable counting sort: each canonical entry lists its sources in input order,
+     * so the update can gather in parallel and still sum as the assembly did */
+    for (int64_t k = 0; k < coo->nnz; k++)
+        ptr[m[k] + 1]++;
+    for (int64_t p = 0; p < A->nnz; p++)
+        ptr[p + 1] += ptr[p];
+    for (int64_t k = 0; k < coo->nnz; k++)
+        src[ptr[m[k]]++] = k;
+    for (int64_t p = A->nnz; p > 0; p--)     /* ptr[p] was advanced to the end of entry p */
+        ptr[p] = ptr[p - 1];
+    ptr[0] = 0;
+    spk_free(m);
+    *gather_ptr = ptr;
+    *gather_src = src;
     return SPK_OK;
 }
 
@@ -93,17 +111,27 @@ spk_status spk_matrix_update_values(spk_context *ctx, spk_matrix *A, int64_t nnz
     spk_status st = update_source(ctx, A, val, val_on_device, &src);
     if (st)
         return st;
-    for (int64_t k = 0; k < nnz; k++)   /* before any write: a refused update changes nothing */
-        if (!isfinite(src[k]))
-            return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: entry %lld is %g", (long long)k,
-                            src[k]);
+    int64_t bad = nnz;                  /* before any write: a refused update changes nothing */
+#pragma omp parallel for schedule(static) reduction(min : bad) if (nnz > 65536)
+    for (int64_t k = 0; k < nnz; k++)
+        if (!isfinite(src[k]) && k < bad)
+            bad = k;
+    if (bad < nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: entry %lld is %g", (long long)bad,
+                        src[bad]);
 
     double *a = A->csr.val;
-    if (A->src_to_csr) {
-        /* a_p = sum of the input entries mapped to p, in input order (as spk_csr_from_coo) */
-        memset(a, 0, (size_t)A->csr.nnz * sizeof *a);
-        for (int64_t k = 0; k < nnz; k++)
-            a[A->src_to_csr[k]] += src[k];
+    if (A->gather_ptr) {
+        /* a_p = sum of the input entries of p, in input order (as spk_csr_from_coo summed
+         * them): a gather, so parallel without atomics and bitwise the same as assembly */
+        const int64_t *gp = A->gather_ptr, *gs = A->gather_src;
+#pragma omp parallel for schedule(static) if (A->csr.nnz > 65536)
+        for (int64_t p = 0; p < A->csr.nnz; p++) {
+            double v = 0.0;
+            for (int64_t q = gp[p]; q < gp[p + 1]; q++)
+                v += src[gs[q]];
+            a[p] = v;
+        }
     } else if (nnz > 0) {
         memcpy(a, src, (size_t)nnz * sizeof *a);
     }
