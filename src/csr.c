@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void spk_csr_free(spk_csr *A)
 {
@@ -46,6 +47,15 @@ spk_status spk_csr_alloc(spk_context *ctx, int64_t nrows, int64_t ncols, int64_t
         return spk_fail(ctx, SPK_ERR_UNSUPPORTED,
                         "CSR of %lld x %lld: row and column counts are limited to 2^31-1",
                         (long long)nrows, (long long)ncols);
+    /* More than the machine's physical memory cannot work: with Linux's overcommit the
+     * malloc would succeed and the process be killed later, at first touch. Refuse early. */
+    const double need = 8.0 * ((double)nrows + 1) + 12.0 * (double)nnz;
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && need > (double)pages * (double)page)
+        return spk_fail(ctx, SPK_ERR_NOMEM,
+                        "CSR of %lld x %lld with %lld entries needs %.1f GB, more than this "
+                        "machine's %.1f GB of memory", (long long)nrows, (long long)ncols,
+                        (long long)nnz, need / 1e9, (double)pages * (double)page / 1e9);
     out->nrows = nrows;
     out->ncols = ncols;
     out->nnz = nnz;

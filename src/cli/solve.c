@@ -481,7 +481,7 @@ int main(int argc, char **argv)
 
     st = spk_solve(ctx, A, b, x, &c.opt, &r.res);
     if (st)
-        die_status(ctx, st, "solve");
+        die_status(ctx, st, "solving");
     if (r.have_err) {
         for (int64_t i = 0; i < n; i++)
             if (!(fabs(x[i] - 1.0) <= r.err_inf))
