@@ -99,26 +99,6 @@ static double *rhs(int64_t n, uint64_t seed)
     return b;
 }
 
-/* ||b - A x|| / ||b|| on the host from the canonical CSR */
-static double true_rel(const spk_matrix *A, const double *b, const double *x)
-{
-    const int64_t *rp;
-    const int32_t *ci;
-    const double *v;
-    spk_matrix_info info;
-    spk_matrix_csr(A, &rp, &ci, &v);
-    spk_matrix_get_info(A, &info);
-    double rr = 0, bb = 0;
-    for (int64_t i = 0; i < info.nrows; i++) {
-        double s = b[i];
-        for (int64_t p = rp[i]; p < rp[i + 1]; p++)
-            s -= v[p] * x[ci[p]];
-        rr += s * s;
-        bb += b[i] * b[i];
-    }
-    return bb > 0 ? sqrt(rr / bb) : sqrt(rr);
-}
-
 static int same_csr_values(const spk_matrix *A, const spk_matrix *B)
 {
     const double *a, *b;
@@ -472,8 +452,8 @@ static void test_solver_use(spk_method method, spk_format fmt)
     for (int rhs_i = 0; rhs_i < 3; rhs_i++) {     /* several right-hand sides, one setup */
         double *b = rhs(n, 100 + rhs_i);
         T_CHECK(spk_solver_solve(S, b, x, &res) == SPK_OK, "%s", spk_last_error(ctx));
-        T_CHECK(res.reason > 0 && true_rel(A, b, x) < 1e-9, "%s %s rhs %d: %s, true rel %.3g", mn,
-                fn, rhs_i, spk_reason_str(res.reason), true_rel(A, b, x));
+        T_CHECK(res.reason > 0 && t_true_rel(A, b, x) < 1e-9, "%s %s rhs %d: %s, true rel %.3g", mn,
+                fn, rhs_i, spk_reason_str(res.reason), t_true_rel(A, b, x));
         T_CHECK(res.method == method && res.format == fmt && res.device == dev, "result fields");
         T_CHECK(rhs_i == 0 || res.setup_s < 0.5, "setup_s %.3g on a reused solver", res.setup_s);
         if (rhs_i == 0) {                          /* the one-shot form agrees */
@@ -546,7 +526,7 @@ static void test_no_alloc(spk_method method, spk_format fmt)
         ok &= spk_matrix_update_values(ctx, A, F.nnz, F.val, 0) == SPK_OK;
         ok &= spk_solver_refresh(S) == SPK_OK;
         ok &= spk_solver_solve(S, b, x, &res) == SPK_OK && res.reason > 0;
-        ok &= true_rel(A, b, x) < 1e-7;
+        ok &= t_true_rel(A, b, x) < 1e-7;
         ok &= spk_matrix_spmv(ctx, A, 1.0, x, 0.0, y) == SPK_OK;
     }
     const uint64_t after = spk_context_alloc_count(ctx);
@@ -604,7 +584,7 @@ static void test_device_vectors(void)
     T_CHECK(spk_solver_solve_device(S, d_b, d_x, &res) == SPK_OK && res.reason > 0, "%s",
             spk_last_error(ctx));
     ops->download(ctx, n, d_x, xd);
-    T_CHECK(true_rel(B, b, xd) < 1e-9, "after a device update: true rel %.3g", true_rel(B, b, xd));
+    T_CHECK(t_true_rel(B, b, xd) < 1e-9, "after a device update: true rel %.3g", t_true_rel(B, b, xd));
 
     /* a matrix from device CSR arrays (bytes moved through the double-vector table) */
     const int64_t *rp;

@@ -120,3 +120,22 @@ void t_read_csr(spk_context *ctx, const char *name, spk_csr *out)
     }
     spk_coo_free(&coo);
 }
+
+double t_true_rel(const spk_matrix *A, const double *b, const double *x)
+{
+    const int64_t *rp;
+    const int32_t *ci;
+    const double *v;
+    spk_matrix_info info;
+    spk_matrix_csr(A, &rp, &ci, &v);
+    spk_matrix_get_info(A, &info);
+    double rr = 0, bb = 0;
+    for (int64_t i = 0; i < info.nrows; i++) {
+        double s = b[i];
+        for (int64_t p = rp[i]; p < rp[i + 1]; p++)
+            s -= v[p] * x[ci[p]];
+        rr += s * s;
+        bb += b[i] * b[i];
+    }
+    return bb > 0 ? sqrt(rr / bb) : sqrt(rr);
+}

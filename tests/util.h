@@ -41,6 +41,9 @@ void t_random_csr(spk_context *ctx, int64_t nrows, int64_t ncols, int64_t avg, u
                   spk_csr *out);
 /* max_i |a_i - b_i| / max(max_i |b_i|, tiny); NaN anywhere gives +inf. */
 double t_rel_diff(const double *a, const double *b, int64_t n);
+/* ||b - A x|| / ||b|| (||b - A x|| when b = 0) recomputed on the host from the canonical CSR:
+ * the check every solver test makes, never trusting the library's own number. */
+double t_true_rel(const spk_matrix *A, const double *b, const double *x);
 /* Read a matrix from inputs/ into the canonical CSR (exit 2 on failure). */
 void t_read_csr(spk_context *ctx, const char *name, spk_csr *out);
 
