@@ -55,7 +55,8 @@
 #define SPK_SEL_JDS_MAX_FILL 2.0
 #define SPK_SEL_JDS_MAX_ROW 32
 
-static spk_format gpu_rule(const spk_matrix_info *s, char *why, size_t len)
+
+spk_format spk_select_shape(const spk_matrix_info *s, char *why, size_t len)
 {
     const double mean = s->row_mean, fill = s->ell_fill;
     const double share = s->nnz ? (double)s->row_max / (double)s->nnz : 0.0;
@@ -119,7 +120,13 @@ spk_format spk_select_format(const spk_matrix_info *info, spk_device device, cha
         snprintf(reason, reason_len, "csr: no statistics given");
         return SPK_FMT_CSR;
     }
-    spk_format gpu = gpu_rule(info, gpu_why, sizeof gpu_why);
+    spk_format gpu = spk_select_shape(info, gpu_why, sizeof gpu_why);
+    if (info->nnz > 0 && info->nnz < SPK_SEL_SMALL_NNZ) {
+        snprintf(gpu_why, sizeof gpu_why, "csr: small (%lld nonzeros < 2^20): the SpMV is "
+                 "launch-bound, so one kernel with no conversion wins (measured on the H200; "
+                 "by shape: %s)", (long long)info->nnz, spk_format_str(gpu));
+        gpu = SPK_FMT_CSR;
+    }
     if (device != SPK_DEVICE_CPU) {                   /* CUDA, and AUTO: the GPU rule */
         snprintf(reason, reason_len, "%s", gpu_why);
         return gpu;

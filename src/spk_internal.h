@@ -108,6 +108,16 @@ spk_status spk_generate_csr(spk_context *ctx, const char *spec, spk_csr *out);
 void spk_stats_compute(const spk_csr *A, spk_matrix_info *info);
 /* Only the value-dependent statistics: symmetric and diag_positive (after a value update). */
 void spk_stats_values(const spk_csr *A, spk_matrix_info *info);
+/* --format auto on the GPU. Measured (bench_spmv, NVIDIA H200, 2026-11-29, bench/results/2026-11-29-nvidia-h200-spmv.json):
+ * below ~1 M nonzeros an SpMV is launch-bound. Every single-kernel format took 5.6-6.3 us on the
+ * small real matrices of inputs/ (82 to 18,437 nonzeros) whatever their row lengths, and the
+ * two-launch formats (HYB = ELL + COO, COO = scale + accumulate) 10-17 us; CSR was within 7% of
+ * the fastest format on 14 of 15 of them, while the rules below picked 1.2-2.2x slower formats
+ * on 6. 2^20 nonzeros in CSR are ~12 MB, ~3 us at the measured 4.27 TB/s: under one launch. */
+#define SPK_SEL_SMALL_NNZ (1 << 20)
+/* The GPU rule by the shape of the row lengths alone (docs/selection.md), which
+ * spk_select_format applies to matrices of SPK_SEL_SMALL_NNZ nonzeros and more. */
+spk_format spk_select_shape(const spk_matrix_info *info, char *why, size_t len);
 /* Bell & Garland's HYB width (CUSP compute_optimal_entries_per_row) from a row-length
  * histogram: the largest K such that at least max(4096, nrows/3) rows have >= K entries
  * (with fewer rows than 4096 the relative rule alone applies). */

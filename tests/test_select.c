@@ -48,8 +48,8 @@ static void info_of_lengths(int64_t nrows, int64_t ncols, const int64_t *len, sp
  * (space-separated), and the CPU choice is CSR with a reason naming the CPU. */
 static void expect(const char *what, const spk_matrix_info *in, spk_format want, const char *words)
 {
-    char why[256], cpu_why[256], buf[128];
-    spk_format got = spk_select_format(in, SPK_DEVICE_CUDA, why, sizeof why);
+    char why[256], cpu_why[256], buf[128], pub[320];
+    spk_format got = spk_select_shape(in, why, sizeof why);   /* the rule by shape */
     T_CHECK(got == want, "%s: chose %s, expected %s (%s)", what, spk_format_str(got),
             spk_format_str(want), why);
     T_CHECK(strncmp(why, spk_format_str(got), 3) == 0 && !strchr(why, '\n'),
@@ -59,10 +59,18 @@ static void expect(const char *what, const spk_matrix_info *in, spk_format want,
         T_CHECK(strstr(why, w) != NULL, "%s: reason '%s' lacks '%s'", what, why, w);
     if (got == SPK_FMT_ELL)
         T_CHECK(in->ell_fill <= SPK_ELL_MAX_FILL, "%s: ELL chosen at fill %.2f", what, in->ell_fill);
-    T_CHECK(spk_select_format(in, SPK_DEVICE_AUTO, NULL, 0) == got, "%s: AUTO = the GPU rule", what);
+    /* the public choice: the shape rule, except that small matrices (launch-bound) take CSR */
+    spk_format gpu = spk_select_format(in, SPK_DEVICE_CUDA, pub, sizeof pub);
+    if (in->nnz > 0 && in->nnz < SPK_SEL_SMALL_NNZ)
+        T_CHECK(gpu == SPK_FMT_CSR && strstr(pub, "small") && strstr(pub, spk_format_str(got)),
+                "%s: small matrix chose %s: '%s'", what, spk_format_str(gpu), pub);
+    else
+        T_CHECK(gpu == got && strcmp(pub, why) == 0, "%s: public choice %s '%s' differs from the "
+                "shape rule's %s", what, spk_format_str(gpu), pub, spk_format_str(got));
+    T_CHECK(spk_select_format(in, SPK_DEVICE_AUTO, NULL, 0) == gpu, "%s: AUTO = the GPU rule", what);
 
     spk_format cpu = spk_select_format(in, SPK_DEVICE_CPU, cpu_why, sizeof cpu_why);
-    T_CHECK(cpu == SPK_FMT_CSR && strstr(cpu_why, "cpu") && strstr(cpu_why, spk_format_str(got)),
+    T_CHECK(cpu == SPK_FMT_CSR && strstr(cpu_why, "cpu") && strstr(cpu_why, spk_format_str(gpu)),
             "%s: cpu chose %s: '%s'", what, spk_format_str(cpu), cpu_why);
     printf("  %-28s %s\n", what, why);
 }
@@ -297,7 +305,7 @@ static void test_never_ell_past_guard(void)
     int64_t len[4] = {1, 1, 1, 1};
     info_of_lengths(4, 1, len, &in);
     spk_select_format(&in, SPK_DEVICE_CUDA, tiny, sizeof tiny);
-    T_CHECK(strlen(tiny) == 5 && strncmp(tiny, "ell: ", 5) == 0, "truncated reason '%s'", tiny);
+    T_CHECK(strlen(tiny) == 5 && strncmp(tiny, "csr: ", 5) == 0, "truncated reason '%s'", tiny);
     T_CHECK(spk_select_format(NULL, SPK_DEVICE_CUDA, tiny, sizeof tiny) == SPK_FMT_CSR, "NULL info");
 }
 
