@@ -245,7 +245,7 @@ static spk_status gm_alloc(gm *w)
     if (!st && k->dinv)
         st = spk_krylov_vec(k, SPK_WS_METHOD + 1, k->n, &w->z);
     if (!st)                                         /* H, then cs sn g h y           */
-        st = spk_krylov_host(k, cols * (m + 5), &w->H);
+        st = spk_krylov_host(k, cols * ((int64_t)m + 5), &w->H);
     if (st)
         return st;
     w->cs = w->H + cols * m;

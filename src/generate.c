@@ -445,7 +445,7 @@ spk_status spk_generate_csr(spk_context *ctx, const char *spec, spk_csr *out)
     int64_t N, rows = 0;
     const char *e = field_end(p);
     if (!parse_count(p, e, &N))
-        return spk_fail(ctx, SPK_ERR_ARG, "%s:N expects N >= 1, got '%.*s'", name, (int)(e - p), p);
+        return spk_fail(ctx, SPK_ERR_ARG, "%s:N expects an integer N in [1, 2^63), got '%.*s'", name, (int)(e - p), p);
     if (*e)
         return spk_fail(ctx, SPK_ERR_ARG, "%s:N takes one parameter, got '%s'", name, spec);
     stencil S = {N, 3, 0, 1, 6.0, -1.0, NULL};

@@ -446,14 +446,14 @@ static void expect_error(const char *spec, const char *msg)
 
 static void test_generator_errors(void)
 {
-    expect_error("poisson3d:0", "poisson3d:N expects N >= 1, got '0'");
-    expect_error("poisson3d:", "poisson3d:N expects N >= 1, got ''");
+    expect_error("poisson3d:0", "poisson3d:N expects an integer N in [1, 2^63), got '0'");
+    expect_error("poisson3d:", "poisson3d:N expects an integer N in [1, 2^63), got ''");
     expect_error("poisson3d:-3", "got '-3'");
     expect_error("poisson2d:1e3", "got '1e3'");
     expect_error("poisson3d:4:5", "takes one parameter");
     expect_error("poisson3d:2000", "32-bit");
     expect_error("elasticity3d:895", "32-bit");
-    expect_error("poisson3d:99999999999999999999", "expects N >= 1");
+    expect_error("poisson3d:99999999999999999999", "expects an integer N in [1, 2^63)");
     expect_error("poisson4d:3", "unknown generator 'poisson4d' (known: poisson2d:N, poisson3d:N, "
                                 "poisson3d27:N, elasticity3d:N, powerlaw:N:AVG[:SEED])");
     expect_error("powerlaw:100", "needs AVG");
