@@ -5,23 +5,7 @@
 set -u
 SOLVE=$1
 IN=$2
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-
-check() { # check DESCRIPTION COND...
-  local what=$1; shift
-  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
-}
-
-# run CMD...: sets rc, out (stdout), err (stderr)
-run() {
-  "$@" >"$T/out" 2>"$T/err"
-  rc=$?
-  out=$(cat "$T/out")
-  err=$(cat "$T/err")
-}
+. "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 # --- success, the summary, -o, the error against ones ----------------------------------
 run "$SOLVE" -A "$IN/bcsstk09.mtx" --method cg --device cpu -o "$T/x.mtx"

@@ -10,22 +10,7 @@
 set -u
 SOLVE=$1
 IN=$2
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-
-check() { # check DESCRIPTION COND...
-  local what=$1; shift
-  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what"; fi
-}
-
-# run CMD...: sets rc, err (stderr); stdout is dropped
-run() {
-  "$@" >/dev/null 2>"$T/err"
-  rc=$?
-  err=$(cat "$T/err")
-}
+. "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 no_tmp() { ! ls -a "$1" | grep -q '\.tmp\.'; }
 
