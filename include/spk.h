@@ -165,20 +165,26 @@ SPK_API void spk_matrix_destroy(spk_matrix *A);
  * FROM (the val of spk_matrix_from_csr / from_coo, duplicates included and summed again; for a
  * matrix read from a file or generated, the order of spk_matrix_csr's arrays). nnz must equal
  * that count. val_on_device = 1: val is in the GPU memory of a CUDA context (on a CPU context
- * it is a host pointer either way). No re-analysis and no re-allocation: the canonical values
- * are rewritten by a precomputed map and the prepared layout is refilled in place (on the GPU
- * only the value arrays are uploaded). The first update from device memory allocates a host
- * staging buffer once. `symmetric` and `diag_positive` of spk_matrix_get_info are recomputed
- * when next read. Solvers made from A refresh their Jacobi diagonal at their next solve (or
- * call spk_solver_refresh). The caller keeps val.
+ * it is a host pointer either way). No re-analysis: the canonical values are rewritten by a
+ * precomputed map and the prepared layout is refilled in place. For A prepared on ctx's GPU
+ * this all happens on the device: val is copied up once, checked, gathered and the layout
+ * refilled there; A's host values (spk_matrix_csr) are then brought up to date only when read.
+ * The first such update allocates the device buffers of that path once (the map, a staging
+ * and a value array, the layout's row offsets); on the host path the first update from device
+ * memory allocates a host staging buffer once. Later updates allocate nothing.
+ * `symmetric` and `diag_positive` of spk_matrix_get_info are recomputed when next read.
+ * Solvers made from A refresh their Jacobi diagonal at their next solve (or call
+ * spk_solver_refresh). The caller keeps val.
  * SPK_ERR_ARG (NULL, destroyed matrix, nnz differs from the creation count, a NaN/Inf value:
- * then A is unchanged), SPK_ERR_NOMEM, SPK_ERR_CUDA (the values are taken; the GPU layout is
- * dropped and rebuilt at the next use). */
+ * then A is unchanged), SPK_ERR_NOMEM, SPK_ERR_CUDA (the GPU path's buffers could not be made:
+ * A is unchanged and its later updates take the host path; or a copy or kernel failed: the
+ * values are taken when possible and the GPU layout is dropped and rebuilt at the next use). */
 SPK_API spk_status spk_matrix_update_values(spk_context *ctx, spk_matrix *A, int64_t nnz,
                                             const double *val, int val_on_device);
 
 /* Row-length statistics, computed once when the matrix is made (symmetric and diag_positive
- * again after a value update). SPK_ERR_ARG for NULL or a destroyed matrix. */
+ * again after a value update, from the host values: downloaded first after an update on the
+ * GPU). SPK_ERR_ARG for NULL or a destroyed matrix, SPK_ERR_CUDA (that download failed). */
 typedef struct spk_matrix_info {
     int64_t nrows, ncols, nnz;
     int64_t row_min, row_max, empty_rows;
@@ -213,7 +219,9 @@ SPK_API spk_status spk_matrix_spmv(spk_context *ctx, spk_matrix *A, double alpha
 
 /* Host copy of the canonical CSR (0-based, rows sorted, duplicates summed). The pointers are
  * owned by A and valid until A is destroyed; spk_matrix_update_values rewrites the values in
- * place (the pointers stay). */
+ * place (the pointers stay). After an update made on the GPU the host values are brought up to
+ * date by this call (one download): call it again after an update to read the new values.
+ * SPK_ERR_ARG, SPK_ERR_CUDA (that download failed). */
 SPK_API spk_status spk_matrix_csr(const spk_matrix *A, const int64_t **rowptr,
                                   const int32_t **colind, const double **val);
 
@@ -273,7 +281,9 @@ SPK_API void spk_result_free(spk_result *res);
  * workspace of device vectors made at the first solve and reused by every later one: after
  * the first solve, solving again -- with new right-hand sides, or after
  * spk_matrix_update_values -- allocates nothing (spk_context_alloc_count does not move),
- * unless opt->history asks for a residual history, which each result owns.
+ * unless opt->history asks for a residual history, which each result owns. On the GPU the
+ * first value update of A and the refresh after it make the device update path's buffers
+ * once (see spk_matrix_update_values); from the second update on nothing is allocated.
  * Ownership: the solver keeps pointers to ctx and A (not copies); both must outlive it, and
  * ctx must be the context A is used with. One solver per matrix and format at a time: two
  * solvers of different formats on one matrix re-prepare it at each switch. */
@@ -296,8 +306,9 @@ SPK_API spk_status spk_solver_solve(spk_solver *S, const double *b, double *x, s
  * their norms (SPK_ERR_ARG). */
 SPK_API spk_status spk_solver_solve_device(spk_solver *S, const double *d_b, double *d_x,
                                            spk_result *res);
-/* After spk_matrix_update_values: rebuild the Jacobi diagonal from A's new values in place (no
- * allocation); the prepared layout was refilled by the update itself. Solving does this on
+/* After spk_matrix_update_values: rebuild the Jacobi diagonal from A's new values in place
+ * (from the device values after an update on the GPU; no allocation but, once, the device
+ * array of the diagonal's positions); the prepared layout was refilled by the update itself. Solving does this on
  * its own when needed; calling it says when the cost (and a bad-diagonal failure) happens.
  * SPK_ERR_ARG (NULL, destroyed solver), SPK_ERR_UNSUPPORTED (a zero diagonal, or a
  * non-positive one for CG: every solve answers the same until an update makes the diagonal

@@ -181,4 +181,6 @@ static spk_status coo_update(spk_context *ctx, void *state, const spk_csr *A)
 
 const spk_spmv_backend spk_backend_coo_cpu = {
     "coo-cpu", SPK_FMT_COO, SPK_DEVICE_CPU, coo_setup, coo_spmv, coo_destroy, coo_update,
+    NULL,
+    NULL,                          /* update_device: the host refill is the update */
 };

@@ -210,6 +210,26 @@ static spk_status coo_update(spk_context *ctx, void *state, const spk_csr *A)
                                 "COO values (update)");
 }
 
+/* The update on the device: CSR order, so one device-to-device copy (nothing to make first). */
+static spk_status coo_update_device(spk_context *ctx, void *state, const spk_csr *A,
+                                    const double *d_val)
+{
+    spk_coo_dev *d = (spk_coo_dev *)state;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    if (!d || d->nnz != A->nnz || d->nrows != A->nrows)
+        return spk_fail(ctx, SPK_ERR_ARG, "coo-cuda update: the layout does not match the matrix");
+    if (!d_val || A->nnz == 0)
+        return SPK_OK;
+    return spk_cuda(ctx, cudaMemcpyAsync(d->val, d_val, (size_t)A->nnz * sizeof(double),
+                                         cudaMemcpyDeviceToDevice, cs->stream),
+                    "COO values (device update)");
+}
+
 extern "C" const spk_spmv_backend spk_backend_coo_cuda = {
     "coo-cuda", SPK_FMT_COO, SPK_DEVICE_CUDA, coo_setup, coo_spmv, coo_destroy, coo_update,
+    NULL,
+    coo_update_device,
 };

@@ -29,4 +29,6 @@ static spk_status csr_update(spk_context *ctx, void *state, const spk_csr *A)
 
 const spk_spmv_backend spk_backend_csr_cpu = {
     "csr-cpu", SPK_FMT_CSR, SPK_DEVICE_CPU, csr_setup, csr_spmv, csr_destroy, csr_update,
+    NULL,
+    NULL,                          /* update_device: the host refill is the update */
 };

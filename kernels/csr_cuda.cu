@@ -11,6 +11,9 @@
  *    then sums its tiles in order and writes y. The row kernels skip these rows, so a row of
  *    100k entries costs ~25 blocks working side by side instead of one warp walking it alone.
  *
+ * Matrices with irregular rows (row-length cv > 1, or SPK_CSR_KERNEL=merge in the environment
+ * at setup) run the merge-path kernel of csr_merge_cuda.cu instead of all three.
+ *
  * Everything is deterministic (no atomics). Row offsets are int64 (nnz may pass 2^31); column
  * indices int32. The kernels read the canonical CSR uploaded as is: no conversion.
  *
@@ -60,6 +63,8 @@ typedef struct csr_dev {
     int64_t *long_tile_ptr;             /* nlong + 1: tiles of long row l                      */
     int64_t *tile_begin, *tile_end;     /* ntiles entry ranges                                 */
     double  *tile_part;                 /* ntiles partial sums (scratch, rewritten each SpMV)  */
+    int      merge;                     /* 1: merge path (csr_merge_cuda.cu) runs every SpMV   */
+    spk_csr_merge mp;                   /* its tiles; the lists above stay empty               */
 } csr_dev;
 
 /* ---- CSR-scalar ------------------------------------------------------------------------------ */
@@ -84,16 +89,21 @@ csr_scalar_kernel(int64_t nrows, const int64_t *__restrict__ Ap, const int32_t *
 /* ---- CSR-vector ------------------------------------------------------------------------------ */
 
 /* K lanes per row, 32/K rows per warp. The row loop advances a whole warp at a time so that
- * every lane reaches the shuffles (full mask) even where its row is past the end. */
-template <int K>
-__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
+ * every lane reaches the shuffles (full mask) even where its row is past the end.
+ * DOT (CG's q = A p, p'q; only when no row is long): also sink->out = x'y, each row's lane 0
+ * adding x_row * y_row, summed over the grid by spk_last_block_sum. */
+template <int K, bool DOT>
+__global__ void SPK_RESIDENT_BOUNDS
 csr_vector_kernel(int64_t nrows, const int64_t *__restrict__ Ap, const int32_t *__restrict__ Aj,
                   const double *__restrict__ Ax, const double *__restrict__ x, double alpha,
-                  double beta, double *__restrict__ y, int64_t long_row)
+                  double beta, double *__restrict__ y, int64_t long_row, spk_dot_sink sink)
 {
+    if (DOT && sink.skip && *sink.skip)
+        return;                                                         /* grid-uniform */
     const int lane = threadIdx.x % K;
     const int64_t rows_per_grid = (int64_t)gridDim.x * (blockDim.x / K);
     const int64_t warp_row0 = ((int64_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31)) / K;
+    double d[1] = {0.0};
 
     for (int64_t base = warp_row0; base < nrows; base += rows_per_grid) {   /* warp-uniform */
         const int64_t row = base + (threadIdx.x & 31) / K;
@@ -112,9 +122,15 @@ csr_vector_kernel(int64_t nrows, const int64_t *__restrict__ Ap, const int32_t *
 #pragma unroll
         for (int off = K / 2; off > 0; off >>= 1)
             s += __shfl_down_sync(SPK_FULL_MASK, s, off, K);
-        if (lane == 0 && mine)
-            y[row] = spk_spmv_out(alpha, s, beta, y, row);
+        if (lane == 0 && mine) {
+            const double out = spk_spmv_out(alpha, s, beta, y, row);
+            y[row] = out;
+            if (DOT)
+                d[0] += x[row] * out;
+        }
     }
+    if (DOT && spk_last_block_sum<1>(d, sink.part, sink.count) && threadIdx.x == 0)
+        *sink.out = d[0];
 }
 
 /* ---- long rows ------------------------------------------------------------------------------- */
@@ -162,11 +178,16 @@ csr_long_finish_kernel(int64_t nlong, const int64_t *__restrict__ rows,
 
 template <int K>
 static void launch_vector(const spk_cuda_state *cs, const csr_dev *A, double alpha,
-                          const double *x, double beta, double *y)
+                          const double *x, double beta, double *y, const spk_dot_sink *sink)
 {
-    csr_vector_kernel<K><<<spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK / K), SPK_CUDA_BLOCK, 0,
-                           cs->stream>>>(A->nrows, A->rowptr, A->col, A->val, x, alpha, beta, y,
-                                         A->long_row);
+    if (sink)
+        csr_vector_kernel<K, true><<<spk_cuda_red_grid(cs, A->nrows, SPK_CUDA_BLOCK / K),
+                                     SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->rowptr, A->col, A->val, x, 1.0, 0.0, y, A->long_row, *sink);
+    else
+        csr_vector_kernel<K, false><<<spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK / K),
+                                      SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->rowptr, A->col, A->val, x, alpha, beta, y, A->long_row, spk_dot_sink{});
 }
 
 static spk_status csr_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
@@ -177,17 +198,19 @@ static spk_status csr_spmv(spk_context *ctx, const void *state, double alpha, co
     spk_status st = spk_cuda_state_of(ctx, &cs);
     if (st || A->nrows == 0)                           /* never launch a zero-size grid */
         return st;
+    if (A->merge)
+        return spk_csr_merge_spmv(ctx, &A->mp, A->rowptr, A->col, A->val, alpha, x, beta, y);
     switch (A->group) {
     case 1:
         csr_scalar_kernel<<<spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
                             cs->stream>>>(A->nrows, A->rowptr, A->col, A->val, x, alpha, beta, y,
                                           A->long_row);
         break;
-    case 2: launch_vector<2>(cs, A, alpha, x, beta, y); break;
-    case 4: launch_vector<4>(cs, A, alpha, x, beta, y); break;
-    case 8: launch_vector<8>(cs, A, alpha, x, beta, y); break;
-    case 16: launch_vector<16>(cs, A, alpha, x, beta, y); break;
-    default: launch_vector<32>(cs, A, alpha, x, beta, y); break;
+    case 2: launch_vector<2>(cs, A, alpha, x, beta, y, NULL); break;
+    case 4: launch_vector<4>(cs, A, alpha, x, beta, y, NULL); break;
+    case 8: launch_vector<8>(cs, A, alpha, x, beta, y, NULL); break;
+    case 16: launch_vector<16>(cs, A, alpha, x, beta, y, NULL); break;
+    default: launch_vector<32>(cs, A, alpha, x, beta, y, NULL); break;
     }
     if ((st = spk_cuda_launched(ctx, A->group == 1 ? "csr_scalar_kernel" : "csr_vector_kernel")))
         return st;
@@ -202,6 +225,33 @@ static spk_status csr_spmv(spk_context *ctx, const void *state, double alpha, co
                              cs->stream>>>(A->nlong, A->long_rows, A->long_tile_ptr, A->tile_part,
                                            alpha, beta, y);
     return spk_cuda_launched(ctx, "csr_long_finish_kernel");
+}
+
+/* y = A x and sink->out = x'y. Fused into the CSR-vector kernel when every row is short;
+ * CSR-scalar and the long-row split run the SpMV, then the dot. */
+static spk_status csr_spmv_dot(spk_context *ctx, const void *state, const double *x, double *y,
+                               const spk_dot_sink *sink)
+{
+    const csr_dev *A = (const csr_dev *)state;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    if (A->merge)                        /* the dot in its fix-up kernel (nrows 0: dot_sink) */
+        return spk_csr_merge_spmv_dot(ctx, &A->mp, A->rowptr, A->col, A->val, x, y, sink);
+    if (A->group == 1 || A->nlong > 0 || A->nrows == 0) {
+        if ((st = csr_spmv(ctx, state, 1.0, x, 0.0, y)))
+            return st;
+        return spk_cuda_dot_sink(ctx, A->nrows, x, y, sink);
+    }
+    switch (A->group) {
+    case 2: launch_vector<2>(cs, A, 1.0, x, 0.0, y, sink); break;
+    case 4: launch_vector<4>(cs, A, 1.0, x, 0.0, y, sink); break;
+    case 8: launch_vector<8>(cs, A, 1.0, x, 0.0, y, sink); break;
+    case 16: launch_vector<16>(cs, A, 1.0, x, 0.0, y, sink); break;
+    default: launch_vector<32>(cs, A, 1.0, x, 0.0, y, sink); break;
+    }
+    return spk_cuda_launched(ctx, "csr_vector_kernel (with dot)");
 }
 
 /* ---- setup ----------------------------------------------------------------------------------- */
@@ -238,6 +288,7 @@ static void csr_destroy(void *state)
     (void)cudaFree(d->rowptr);
     (void)cudaFree(d->col);
     (void)cudaFree(d->val);
+    spk_csr_merge_free(&d->mp);
     (void)cudaFree(d->long_rows);
     (void)cudaFree(d->long_tile_ptr);
     (void)cudaFree(d->tile_begin);
@@ -322,7 +373,9 @@ static spk_status csr_setup(spk_context *ctx, const spk_csr *A, void **state)
     d->ncols = A->ncols;
     d->nnz = A->nnz;
     csr_plan(A, d);
-    if ((st = csr_long_rows(ctx, A, d)))
+    /* irregular rows (or SPK_CSR_KERNEL=merge): merge path instead of the row kernels */
+    if ((st = spk_csr_merge_choose(ctx, A, &d->merge)) ||
+        (st = d->merge ? spk_csr_merge_setup(ctx, A, &d->mp) : csr_long_rows(ctx, A, d)))
         goto fail;
     if ((st = spk_cuda_upload_new(ctx, &d->rowptr, A->rowptr,
                                   ((size_t)A->nrows + 1) * sizeof(int64_t), "CSR row offsets")) ||
@@ -350,6 +403,27 @@ static spk_status csr_update(spk_context *ctx, void *state, const spk_csr *A)
                                 "CSR values (update)");
 }
 
+/* The update on the device: the canonical values are this layout's values, so the refill is
+ * one device-to-device copy (nothing to make first). */
+static spk_status csr_update_device(spk_context *ctx, void *state, const spk_csr *A,
+                                    const double *d_val)
+{
+    csr_dev *d = (csr_dev *)state;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    if (!d || d->nnz != A->nnz || d->nrows != A->nrows)
+        return spk_fail(ctx, SPK_ERR_ARG, "csr-cuda update: the layout does not match the matrix");
+    if (!d_val || A->nnz == 0)
+        return SPK_OK;
+    return spk_cuda(ctx, cudaMemcpyAsync(d->val, d_val, (size_t)A->nnz * sizeof(double),
+                                         cudaMemcpyDeviceToDevice, cs->stream),
+                    "CSR values (device update)");
+}
+
 extern "C" const spk_spmv_backend spk_backend_csr_cuda = {
     "csr-cuda", SPK_FMT_CSR, SPK_DEVICE_CUDA, csr_setup, csr_spmv, csr_destroy, csr_update,
+    csr_spmv_dot,
+    csr_update_device,
 };

@@ -42,9 +42,13 @@ typedef struct spk_cuda_scratch {
 
 /* Pinned host mirror of the results: a copy into pinned memory is a true DMA, and the one
  * stream synchronisation after it is the only wait a reduction costs. */
+/* Bytes one fetch (vec ops fetch / fetch_wait) can carry: the header of spk_cg_scalars. */
+#define SPK_CUDA_FETCH_MAX 2048
+
 typedef struct spk_cuda_host_scratch {
     double             res[SPK_CUDA_RED_MAX_OUT];
     unsigned long long flag;
+    double             fetch[2][SPK_CUDA_FETCH_MAX / sizeof(double)];   /* the fetch slots    */
 } spk_cuda_host_scratch;
 
 typedef struct spk_cuda_state {
@@ -63,6 +67,9 @@ typedef struct spk_cuda_state {
     int64_t          small_cap;
     cudaEvent_t      small_ev;         /* recorded after the last copy out of h_small          */
     int              small_ev_live;    /* 1 once small_ev was recorded at least once           */
+    cudaEvent_t      fetch_ev[2];      /* recorded after the copy into h_scratch->fetch[slot]  */
+    void            *fetch_dst[2];     /* where fetch_wait(slot) puts it, and how much         */
+    size_t           fetch_bytes[2];
 } spk_cuda_state;
 
 /* ---- checked calls (src/cuda_ctx.cu) ------------------------------------------------------ */
@@ -117,6 +124,20 @@ static inline spk_status spk_cuda_upload_new(spk_context *ctx, T **d, const T *h
     return st;
 }
 
+/* spk_cuda_upload_new, then wait for the copy (the host array may go right after): on any
+ * failure *d is NULL and nothing is kept (src/update_cuda.cu). */
+spk_status spk_cuda_upload_wait(spk_context *ctx, void **d, const void *host, size_t bytes,
+                                const char *what);
+template <class T>
+static inline spk_status spk_cuda_upload_wait(spk_context *ctx, T **d, const T *host,
+                                              size_t bytes, const char *what)
+{
+    void *v = NULL;
+    spk_status st = spk_cuda_upload_wait(ctx, &v, (const void *)host, bytes, what);
+    *d = (T *)v;
+    return st;
+}
+
 /* Copy `bytes` from host memory into the existing device array `d` on the context's stream and
  * wait for it (a value update: the layout stays, only its values are replaced). bytes == 0 is
  * a no-op. */
@@ -141,6 +162,36 @@ static inline unsigned spk_cuda_grid(const spk_cuda_state *cs, int64_t items, in
     return (unsigned)(want > 0 ? want : 1);
 }
 
+/* Blocks of a kernel that ends in a fused reduction (spk_last_block_sum): at most one
+ * resident wave and never more than the partials' room, SPK_CG_MAX_BLOCKS. Such kernels are
+ * declared SPK_RESIDENT_BOUNDS, so that a wave of max_threads_sm / SPK_CUDA_BLOCK blocks per SM
+ * really is resident: at 40 registers only 6 of 8 blocks fit, and the last quarter of a
+ * grid-stride grid then runs as a second, mostly empty wave (measured: CG on poisson3d:150,
+ * 218 us per iteration where the traffic asks for ~150). */
+#define SPK_RESIDENT_BOUNDS __launch_bounds__(SPK_CUDA_BLOCK, 2048 / SPK_CUDA_BLOCK)
+static inline unsigned spk_cuda_red_grid(const spk_cuda_state *cs, int64_t items,
+                                         int64_t per_block)
+{
+    int64_t want = (items + per_block - 1) / per_block;
+    int64_t cap = (int64_t)cs->sm_count * (cs->max_threads_sm / SPK_CUDA_BLOCK);
+    if (cap > SPK_CG_MAX_BLOCKS)
+        cap = SPK_CG_MAX_BLOCKS;
+    if (want > cap)
+        want = cap;
+    return (unsigned)(want > 0 ? want : 1);
+}
+
+/* The fused CG iteration's device ops (kernels/cg_cuda.cu), rows of the CUDA vec-ops table. */
+spk_status spk_cuda_dot_sink(spk_context *ctx, int64_t n, const double *x, const double *y,
+                             const spk_dot_sink *sink);
+spk_status spk_cuda_cg_r(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *q,
+                         double *r, const double *dinv);
+spk_status spk_cuda_cg_xp(spk_context *ctx, int64_t n, spk_cg_scalars *S, double *x, double *p,
+                          const double *r, const double *dinv);
+spk_status spk_cuda_fetch(spk_context *ctx, const void *dev, size_t bytes, int slot, void *host);
+spk_status spk_cuda_fetch_wait(spk_context *ctx, int slot);
+spk_status spk_cuda_put(spk_context *ctx, const void *host, size_t bytes, void *dev);
+
 /* ---- shared launchers ---------------------------------------------------------------------- */
 
 /* y = beta * y, with beta == 0 writing zeros (NaN in y does not survive) (kernels/vec_cuda.cu).
@@ -155,9 +206,17 @@ typedef struct spk_ell_dev {
 } spk_ell_dev;
 spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, spk_ell_dev *d);
 void spk_ell_dev_free(spk_ell_dev *d);
+/* Value update on the device: refill E's values from canonical CSR values on the device
+ * (d_rowptr, d_val of the matrix E was built from), slot k of row i = the row's entry k or 0;
+ * a row longer than the width keeps its first `width` entries (HYB). Queued, not waited for. */
+spk_status spk_ell_dev_refill(spk_context *ctx, spk_ell_dev *E, const int64_t *d_rowptr,
+                              const double *d_val);
 /* y = alpha*A*x + beta*y over all nrows rows (width 0 only scales y). */
 spk_status spk_ell_dev_spmv(spk_context *ctx, const spk_ell_dev *A, double alpha,
                             const double *x, double beta, double *y);
+/* y = A x and sink->out = x'y in one pass (spk_spmv_backend.spmv_dot). */
+spk_status spk_ell_dev_spmv_dot(spk_context *ctx, const spk_ell_dev *A, const double *x,
+                                double *y, const spk_dot_sink *sink);
 
 /* COO on the device (kernels/coo_cuda.cu), also HYB's tail. */
 typedef struct spk_coo_dev {
@@ -171,6 +230,32 @@ void spk_coo_dev_free(spk_coo_dev *d);
  * which is how HYB adds its COO tail to the ELL part's result. */
 spk_status spk_coo_dev_spmv(spk_context *ctx, const spk_coo_dev *A, double alpha,
                             const double *x, double beta, double *y, int accumulate);
+
+/* Merge-path CSR SpMV (kernels/csr_merge_cuda.cu), the CSR backend's kernel for irregular
+ * rows. Pattern data only (tile coordinates, rows shared by tiles), so value updates keep it;
+ * the matrix arrays are the backend's own (d_rowptr, d_col, d_val). */
+typedef struct spk_csr_merge {
+    int64_t  nrows, ntiles, nfix;
+    int64_t *coord;                     /* 2 (ntiles + 1): tile start rows, then start nonzeros */
+    int64_t *fix;                       /* 2 nfix: shared rows' first tiles, then last tiles    */
+    double  *part;                      /* 3 ntiles scratch: head, tail, dotp below point in it  */
+    double  *head, *tail, *dotp;        /* per tile: first row's part, last row's part, x'y      */
+} spk_csr_merge;
+/* Build and upload the layout for A's pattern (counted allocations; on failure M is empty). */
+spk_status spk_csr_merge_setup(spk_context *ctx, const spk_csr *A, spk_csr_merge *M);
+void spk_csr_merge_free(spk_csr_merge *M);                                    /* NULL-safe */
+/* y = alpha*A*x + beta*y; beta == 0 does not read y. Deterministic (no atomics). */
+spk_status spk_csr_merge_spmv(spk_context *ctx, const spk_csr_merge *M, const int64_t *d_rowptr,
+                              const int32_t *d_col, const double *d_val, double alpha,
+                              const double *x, double beta, double *y);
+/* y = A x and sink->out = x'y (spk_spmv_backend.spmv_dot). */
+spk_status spk_csr_merge_spmv_dot(spk_context *ctx, const spk_csr_merge *M,
+                                  const int64_t *d_rowptr, const int32_t *d_col,
+                                  const double *d_val, const double *x, double *y,
+                                  const spk_dot_sink *sink);
+/* *use_merge: SPK_CSR_KERNEL=merge|vector if set (SPK_ERR_ARG for another value; "auto" or
+ * empty: the rule), else 1 when the row lengths' cv exceeds SPK_CSR_MERGE_CV. */
+spk_status spk_csr_merge_choose(spk_context *ctx, const spk_csr *A, int *use_merge);
 
 /* ---- device helpers ------------------------------------------------------------------------ */
 #ifdef __CUDACC__
@@ -215,6 +300,52 @@ __device__ __forceinline__ void spk_block_sum(double (&v)[NOUT])
             v[o] = spk_warp_sum(lane < nwarps ? sh[o][lane] : 0.0);
     }
     __syncthreads();                     /* sh may be reused by the caller's next iteration */
+}
+
+/* The end of a fused reduction of NOUT sums, after a grid of at most SPK_CG_MAX_BLOCKS
+ * blocks: every thread of every block calls it once with its own sums. Block b leaves its
+ * block sums in part[o * SPK_CG_MAX_BLOCKS + b]; the last block to arrive (counted in *count,
+ * which atomicInc returns to 0) adds the partials in block order, so the totals have the same
+ * bits whatever order the blocks ran in. Returns true in every thread of that last block,
+ * with the totals in v; false elsewhere (v then holds nothing useful). */
+template <int NOUT>
+__device__ __forceinline__ bool spk_last_block_sum(double (&v)[NOUT], double *part,
+                                                   uint32_t *count)
+{
+    __shared__ bool last;
+    __shared__ double tot[NOUT];
+    spk_block_sum<NOUT>(v);
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int o = 0; o < NOUT; o++)
+            part[o * SPK_CG_MAX_BLOCKS + blockIdx.x] = v[o];
+        __threadfence();                 /* the partial is visible before the count says so */
+        last = atomicInc(count, gridDim.x - 1) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last)
+        return false;
+    __threadfence();
+    double s[NOUT];
+#pragma unroll
+    for (int o = 0; o < NOUT; o++)
+        s[o] = 0.0;
+    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
+#pragma unroll
+        for (int o = 0; o < NOUT; o++)
+            s[o] += __ldcg(&part[o * SPK_CG_MAX_BLOCKS + b]);   /* L2: other SMs wrote them */
+    }
+    spk_block_sum<NOUT>(s);
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int o = 0; o < NOUT; o++)
+            tot[o] = s[o];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int o = 0; o < NOUT; o++)
+        v[o] = tot[o];
+    return true;
 }
 
 #endif /* __CUDACC__ */

@@ -30,6 +30,28 @@ spk_status spk_cuda_download_bytes(spk_context *ctx, void *host, const void *dev
     return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "copy from device memory: %s", NO_CUDA);
 }
 
+/* ---- value updates on the device: never reached without CUDA (no context is on a GPU) ------ */
+
+spk_status spk_matrix_dev_update(spk_context *ctx, spk_matrix *A, const double *val,
+                                 int val_on_device, spk_dev_upd *how)
+{
+    *how = SPK_DEV_UPD_HOST;
+    return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "value update on the GPU: %s", NO_CUDA);
+}
+
+spk_status spk_matrix_dev_diagonal(spk_context *ctx, spk_matrix *A, double *d_diag, int *done)
+{
+    *done = 0;
+    return SPK_OK;
+}
+
+spk_status spk_matrix_dev_download(spk_context *ctx, spk_matrix *A)
+{
+    return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "values on the GPU: %s", NO_CUDA);
+}
+
+void spk_matrix_dev_free(struct spk_matrix_dev *d) { (void)d; }
+
 /* ---- SpMV backend rows ---------------------------------------------------------------------- */
 
 static spk_status stub_setup(spk_context *ctx, const spk_csr *A, void **state)
@@ -55,18 +77,23 @@ static spk_status stub_update(spk_context *ctx, void *state, const spk_csr *A)
 
 const spk_spmv_backend spk_backend_coo_cuda = {
     "coo-cuda", SPK_FMT_COO, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy, stub_update,
+    NULL, NULL,
 };
 const spk_spmv_backend spk_backend_csr_cuda = {
     "csr-cuda", SPK_FMT_CSR, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy, stub_update,
+    NULL, NULL,
 };
 const spk_spmv_backend spk_backend_ell_cuda = {
     "ell-cuda", SPK_FMT_ELL, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy, stub_update,
+    NULL, NULL,
 };
 const spk_spmv_backend spk_backend_hyb_cuda = {
     "hyb-cuda", SPK_FMT_HYB, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy, stub_update,
+    NULL, NULL,
 };
 const spk_spmv_backend spk_backend_jds_cuda = {
     "jds-cuda", SPK_FMT_JDS, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy, stub_update,
+    NULL, NULL,
 };
 
 /* ---- vector ops ----------------------------------------------------------------------------- */
@@ -147,10 +174,35 @@ static spk_status s_gemv_n_sub(spk_context *ctx, int64_t n, int k, const double 
 }
 static spk_status s_sync(spk_context *ctx) { return no_cuda(ctx); }
 
+static spk_status s_dot_sink(spk_context *ctx, int64_t n, const double *x, const double *y,
+                             const spk_dot_sink *sink)
+{
+    return no_cuda(ctx);
+}
+static spk_status s_cg_r(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *q,
+                         double *r, const double *dinv)
+{
+    return no_cuda(ctx);
+}
+static spk_status s_cg_xp(spk_context *ctx, int64_t n, spk_cg_scalars *S, double *x, double *p,
+                          const double *r, const double *dinv)
+{
+    return no_cuda(ctx);
+}
+static spk_status s_fetch(spk_context *ctx, const void *dev, size_t bytes, int slot, void *host)
+{
+    return no_cuda(ctx);
+}
+static spk_status s_fetch_wait(spk_context *ctx, int slot) { return no_cuda(ctx); }
+static spk_status s_put(spk_context *ctx, const void *host, size_t bytes, void *dev)
+{
+    return no_cuda(ctx);
+}
+
 static const spk_vec_ops stub_ops = {
     SPK_DEVICE_CUDA, s_alloc, s_free, s_xfer, s_xfer, s_xfer, s_fill, s_dot, s_nrm2, s_dot2,
     s_axpy, s_axpby, s_scal, s_pmul, s_invert, s_cg_update, s_xpay, s_bicg_p, s_gemv_t,
-    s_gemv_n_sub, s_sync,
+    s_gemv_n_sub, s_sync, s_dot_sink, s_cg_r, s_cg_xp, s_fetch, s_fetch_wait, s_put,
 };
 
 const spk_vec_ops *spk_vec_ops_cuda(void) { return &stub_ops; }

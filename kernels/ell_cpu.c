@@ -197,4 +197,6 @@ static spk_status ell_update(spk_context *ctx, void *state, const spk_csr *A)
 
 const spk_spmv_backend spk_backend_ell_cpu = {
     "ell-cpu", SPK_FMT_ELL, SPK_DEVICE_CPU, ell_setup, ell_spmv, ell_destroy, ell_update,
+    NULL,
+    NULL,                          /* update_device: the host refill is the update */
 };

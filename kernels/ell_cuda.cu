@@ -4,9 +4,8 @@
  * k * nrows + i), so at every step the 32 threads of a warp read 32 consecutive columns and
  * values: fully coalesced with no index arithmetic beyond a stride.
  *
- * Cost per SpMV: 12 bytes per slot including padding (nrows * width slots; the 8-byte value of
- * a padding slot is not read), a gather of x per real entry, y written once (read when
- * beta != 0). The host refuses ELL above SPK_ELL_MAX_FILL padding (formats.h), where HYB wins.
+ * Cost per SpMV: 12 bytes per slot including padding (nrows * width slots), a gather of x per
+ * real entry, y written once (read when beta != 0). The host refuses ELL above SPK_ELL_MAX_FILL padding (formats.h), where HYB wins.
  * The layout is built by spk_ell_from_csr (ell_cpu.c) and uploaded as is, so the CPU and GPU
  * backends can never disagree on it. */
 #include "cuda_common.h"
@@ -17,23 +16,67 @@
  * the latency of the dependent x gathers; more only adds registers. */
 static constexpr int SPK_ELL_UNROLL = 4;   /* a constant expression, as #pragma unroll needs */
 
+/* Row i's sum. The value is loaded whether or not the slot is padding (padding holds 0), so
+ * that the unrolled column and value loads carry no dependence on the test and all issue
+ * ahead of the gathers; only the gather of x is conditional (no 0 * NaN from padding). */
+__device__ __forceinline__ double ell_row(int64_t i, int64_t nrows, int64_t width,
+                                          const int32_t *__restrict__ Aj,
+                                          const double *__restrict__ Ax,
+                                          const double *__restrict__ x)
+{
+    double s = 0.0;
+#pragma unroll SPK_ELL_UNROLL
+    for (int64_t k = 0; k < width; k++) {
+        const int64_t slot = k * nrows + i;            /* 64-bit: nrows * width may pass 2^31 */
+        const int32_t c = __ldg(&Aj[slot]);
+        const double v = __ldg(&Ax[slot]);
+        if (c != SPK_ELL_PAD)
+            s += v * __ldg(&x[c]);
+    }
+    return s;
+}
+
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 ell_kernel(int64_t nrows, int64_t width, const int32_t *__restrict__ Aj,
            const double *__restrict__ Ax, const double *__restrict__ x, double alpha, double beta,
            double *__restrict__ y)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nrows;
+         i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = spk_spmv_out(alpha, ell_row(i, nrows, width, Aj, Ax, x), beta, y, i);
+}
+
+/* y = A x and sink->out = x'y in the same pass (CG's q = A p, p'q): x_i is a coalesced load
+ * beside the row's first slot, so the dot costs no pass of its own. */
+__global__ void SPK_RESIDENT_BOUNDS
+ell_dot_kernel(int64_t nrows, int64_t width, const int32_t *__restrict__ Aj,
+               const double *__restrict__ Ax, const double *__restrict__ x,
+               double *__restrict__ y, spk_dot_sink sink)
+{
+    if (sink.skip && *sink.skip)
+        return;                                        /* uniform over the grid */
+    double d[1] = {0.0};
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nrows;
          i += (int64_t)gridDim.x * blockDim.x) {
-        double s = 0.0;
-#pragma unroll SPK_ELL_UNROLL
-        for (int64_t k = 0; k < width; k++) {
-            int64_t slot = k * nrows + i;              /* 64-bit: nrows * width may pass 2^31 */
-            int32_t c = __ldg(&Aj[slot]);
-            if (c != SPK_ELL_PAD)                      /* padding: no gather, no 0 * NaN      */
-                s += __ldg(&Ax[slot]) * __ldg(&x[c]);
-        }
-        y[i] = spk_spmv_out(alpha, s, beta, y, i);
+        const double s = ell_row(i, nrows, width, Aj, Ax, x);
+        y[i] = s;
+        d[0] += x[i] * s;
     }
+    if (spk_last_block_sum<1>(d, sink.part, sink.count) && threadIdx.x == 0)
+        *sink.out = d[0];
+}
+
+spk_status spk_ell_dev_spmv_dot(spk_context *ctx, const spk_ell_dev *A, const double *x,
+                                double *y, const spk_dot_sink *sink)
+{
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    /* nrows == 0 still runs one block, so that the sum (0) lands in *sink->out */
+    ell_dot_kernel<<<spk_cuda_red_grid(cs, A->nrows, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
+                     cs->stream>>>(A->nrows, A->width, A->col, A->val, x, y, *sink);
+    return spk_cuda_launched(ctx, "ell_dot_kernel");
 }
 
 spk_status spk_ell_dev_spmv(spk_context *ctx, const spk_ell_dev *A, double alpha,
@@ -75,6 +118,37 @@ void spk_ell_dev_free(spk_ell_dev *d)
     d->val = NULL;
 }
 
+/* ---- value refill on the device -------------------------------------------------------------- */
+
+/* One thread per slot s = k * nrows + i: the slot takes entry k of row i of the canonical CSR
+ * (Ap, Av), or 0 past the row's end (spk_ell_fill_values' rule, so a row longer than the
+ * width keeps its first `width` entries: HYB's ELL part). Consecutive threads store
+ * consecutive slots; the reads of Av are the gather. */
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
+ell_refill_kernel(int64_t nrows, int64_t slots, const int64_t *__restrict__ Ap,
+                  const double *__restrict__ Av, double *__restrict__ val)
+{
+    for (int64_t s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; s < slots;
+         s += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t k = s / nrows, i = s - k * nrows;
+        const int64_t p = __ldg(&Ap[i]) + k;
+        val[s] = p < __ldg(&Ap[i + 1]) ? __ldg(&Av[p]) : 0.0;
+    }
+}
+
+spk_status spk_ell_dev_refill(spk_context *ctx, spk_ell_dev *E, const int64_t *d_rowptr,
+                              const double *d_val)
+{
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    const int64_t slots = E->nrows * E->width;         /* <= 3 nnz (fill guard) or HYB's part */
+    if (st || slots == 0)                              /* never launch a zero-size grid */
+        return st;
+    ell_refill_kernel<<<spk_cuda_grid(cs, slots, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
+                        cs->stream>>>(E->nrows, slots, d_rowptr, d_val, E->val);
+    return spk_cuda_launched(ctx, "ell_refill_kernel");
+}
+
 /* ---- the backend row --------------------------------------------------------------------- */
 
 /* The device layout and the host mirror of its values, kept from setup (the host layout's
@@ -83,6 +157,7 @@ void spk_ell_dev_free(spk_ell_dev *d)
 typedef struct ell_cuda {
     spk_ell_dev dev;
     double     *h_val;                  /* nrows * width, the layout of dev.val on the host */
+    int64_t    *d_rowptr;               /* nrows + 1: made at the first update on the device */
 } ell_cuda;
 
 static void ell_destroy(void *state)
@@ -92,6 +167,7 @@ static void ell_destroy(void *state)
         return;
     spk_ell_dev_free(&d->dev);
     spk_free(d->h_val);
+    (void)cudaFree(d->d_rowptr);
     spk_free(d);
 }
 
@@ -131,6 +207,12 @@ static spk_status ell_spmv(spk_context *ctx, const void *state, double alpha, co
     return spk_ell_dev_spmv(ctx, &((const ell_cuda *)state)->dev, alpha, x, beta, y);
 }
 
+static spk_status ell_spmv_dot(spk_context *ctx, const void *state, const double *x, double *y,
+                               const spk_dot_sink *sink)
+{
+    return spk_ell_dev_spmv_dot(ctx, &((const ell_cuda *)state)->dev, x, y, sink);
+}
+
 static spk_status ell_update(spk_context *ctx, void *state, const spk_csr *A)
 {
     ell_cuda *d = (ell_cuda *)state;
@@ -142,6 +224,25 @@ static spk_status ell_update(spk_context *ctx, void *state, const spk_csr *A)
                                 "ELL values (update)");
 }
 
+/* The update on the device: the slots refilled from the canonical values by a kernel, which
+ * needs A's row offsets on the device (uploaded at the first call). */
+static spk_status ell_update_device(spk_context *ctx, void *state, const spk_csr *A,
+                                    const double *d_val)
+{
+    ell_cuda *d = (ell_cuda *)state;
+    if (!d || d->dev.nrows != A->nrows || d->dev.nnz != A->nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "ell-cuda update: the layout does not match the matrix");
+    spk_status st;
+    if (!d->d_rowptr &&
+        (st = spk_cuda_upload_wait(ctx, &d->d_rowptr, A->rowptr,
+                                   ((size_t)A->nrows + 1) * sizeof(int64_t),
+                                   "ELL refill row offsets")))
+        return st;
+    return d_val ? spk_ell_dev_refill(ctx, &d->dev, d->d_rowptr, d_val) : SPK_OK;
+}
+
 extern "C" const spk_spmv_backend spk_backend_ell_cuda = {
     "ell-cuda", SPK_FMT_ELL, SPK_DEVICE_CUDA, ell_setup, ell_spmv, ell_destroy, ell_update,
+    ell_spmv_dot,
+    ell_update_device,
 };

@@ -59,7 +59,8 @@ void spk_jds_fmt_free(spk_jds_fmt *f);
 /* Value refills for spk_matrix_update_values: A has the pattern the layout was built from and
  * new values; only the value array(s) are rewritten, nothing is allocated. The CPU backends
  * refill their layout with them; the CUDA backends refill a host mirror kept from setup and
- * upload it. ELL: nrows x width slots, column-major, padding 0 (a row longer than width keeps
+ * upload it (the host path: the device path refills from device values by the same rules,
+ * backend.update_device). ELL: nrows x width slots, column-major, padding 0 (a row longer than width keeps
  * its first `width` entries). HYB: the ELL part of width `width`, then the tail of every row
  * in row order. JDS: by the permutation and diagonal offsets of the layout. */
 void spk_ell_fill_values(const spk_csr *A, int64_t width, double *val);

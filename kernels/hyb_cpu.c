@@ -188,4 +188,6 @@ static spk_status hyb_update(spk_context *ctx, void *state, const spk_csr *A)
 
 const spk_spmv_backend spk_backend_hyb_cpu = {
     "hyb-cpu", SPK_FMT_HYB, SPK_DEVICE_CPU, hyb_setup, hyb_spmv, hyb_destroy, hyb_update,
+    NULL,
+    NULL,                          /* update_device: the host refill is the update */
 };

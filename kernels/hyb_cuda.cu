@@ -18,6 +18,9 @@ typedef struct hyb_dev {
     spk_coo_dev coo;
     double     *h_ell_val;              /* nrows * ell.width */
     double     *h_coo_val;              /* coo.nnz           */
+    /* made at the first update on the device: A's row offsets, and where each row's tail
+     * starts in the COO part (nrows + 1 each) */
+    int64_t    *d_rowptr, *d_tail_ptr;
 } hyb_dev;
 
 static void hyb_destroy(void *state)
@@ -29,6 +32,8 @@ static void hyb_destroy(void *state)
     spk_coo_dev_free(&d->coo);
     spk_free(d->h_ell_val);
     spk_free(d->h_coo_val);
+    (void)cudaFree(d->d_rowptr);
+    (void)cudaFree(d->d_tail_ptr);
     spk_free(d);
 }
 
@@ -97,6 +102,77 @@ static spk_status hyb_update(spk_context *ctx, void *state, const spk_csr *A)
     return st;
 }
 
+/* Tail entry t of row r = Ti[t] is entry width + (t - Tp[r]) of the row in the canonical CSR
+ * (the tail lists the rows' overflow in row order, spk_hyb_fill_values). One thread per tail
+ * entry, so a long row's tail is spread over many threads. */
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
+hyb_tail_refill_kernel(int64_t ntail, int64_t width, const int32_t *__restrict__ Ti,
+                       const int64_t *__restrict__ Tp, const int64_t *__restrict__ Ap,
+                       const double *__restrict__ Av, double *__restrict__ Tv)
+{
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < ntail;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int32_t r = __ldg(&Ti[t]);
+        Tv[t] = __ldg(&Av[__ldg(&Ap[r]) + width + (t - __ldg(&Tp[r]))]);
+    }
+}
+
+/* The tail offsets of each row (nrows + 1), on the host, then uploaded: made once. */
+static spk_status hyb_refill_setup(spk_context *ctx, hyb_dev *d, const spk_csr *A)
+{
+    const int64_t n = A->nrows, K = d->ell.width;
+    int64_t *tp = (int64_t *)spk_malloc(ctx, (size_t)n + 1, sizeof *tp);
+    if (!tp)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "hyb-cuda: tail offsets of %lld rows: out of host "
+                        "memory", (long long)n);
+    tp[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t len = A->rowptr[i + 1] - A->rowptr[i];
+        tp[i + 1] = tp[i] + (len > K ? len - K : 0);
+    }
+    spk_status st = SPK_OK;
+    if (tp[n] != d->coo.nnz)
+        st = spk_fail(ctx, SPK_ERR_ARG, "hyb-cuda update: the layout does not match the matrix");
+    else if (!(st = spk_cuda_upload_wait(ctx, &d->d_tail_ptr, tp, ((size_t)n + 1) * sizeof *tp,
+                                         "HYB refill tail offsets")) &&
+             (st = spk_cuda_upload_wait(ctx, &d->d_rowptr, A->rowptr,
+                                        ((size_t)n + 1) * sizeof(int64_t),
+                                        "HYB refill row offsets"))) {
+        (void)cudaFree(d->d_tail_ptr);
+        d->d_tail_ptr = NULL;
+    }
+    spk_free(tp);
+    return st;
+}
+
+/* The update on the device: the ELL part by ELL's refill kernel (its rows cut at the width),
+ * the tail by the kernel above. */
+static spk_status hyb_update_device(spk_context *ctx, void *state, const spk_csr *A,
+                                    const double *d_val)
+{
+    hyb_dev *d = (hyb_dev *)state;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    if (!d || d->nrows != A->nrows || d->ell.nnz + d->coo.nnz != A->nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "hyb-cuda update: the layout does not match the matrix");
+    if (!d->d_rowptr && (st = hyb_refill_setup(ctx, d, A)))
+        return st;
+    if (!d_val)
+        return SPK_OK;
+    if (d->ell.width > 0 && (st = spk_ell_dev_refill(ctx, &d->ell, d->d_rowptr, d_val)))
+        return st;
+    if (d->coo.nnz == 0)                               /* never launch a zero-size grid */
+        return SPK_OK;
+    hyb_tail_refill_kernel<<<spk_cuda_grid(cs, d->coo.nnz, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
+                             cs->stream>>>(d->coo.nnz, d->ell.width, d->coo.row, d->d_tail_ptr,
+                                           d->d_rowptr, d_val, d->coo.val);
+    return spk_cuda_launched(ctx, "hyb_tail_refill_kernel");
+}
+
 extern "C" const spk_spmv_backend spk_backend_hyb_cuda = {
     "hyb-cuda", SPK_FMT_HYB, SPK_DEVICE_CUDA, hyb_setup, hyb_spmv, hyb_destroy, hyb_update,
+    NULL,
+    hyb_update_device,
 };

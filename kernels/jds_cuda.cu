@@ -27,6 +27,7 @@ typedef struct jds_dev {
     int32_t *h_perm;
     int64_t *h_jd_ptr;
     double  *h_val;
+    int64_t *d_rowptr;                  /* nrows + 1: made at the first update on the device  */
 } jds_dev;
 
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
@@ -77,6 +78,7 @@ static void jds_destroy(void *state)
     spk_free(d->h_perm);
     spk_free(d->h_jd_ptr);
     spk_free(d->h_val);
+    (void)cudaFree(d->d_rowptr);
     spk_free(d);
 }
 
@@ -132,6 +134,48 @@ static spk_status jds_update(spk_context *ctx, void *state, const spk_csr *A)
                                 "JDS values (update)");
 }
 
+/* Sorted row k (original row perm[k]) puts its entry d at jd_ptr[d] + k (spk_jds_fill_values):
+ * one thread per sorted row, so at each d consecutive threads store consecutive entries. A
+ * row is walked by one thread, as the SpMV kernel walks it. */
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
+jds_refill_kernel(int64_t nrows, const int32_t *__restrict__ perm,
+                  const int64_t *__restrict__ jd_ptr, const int64_t *__restrict__ Ap,
+                  const double *__restrict__ Av, double *__restrict__ val)
+{
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < nrows;
+         k += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = __ldg(&perm[k]), p0 = __ldg(&Ap[r]), len = __ldg(&Ap[r + 1]) - p0;
+        for (int64_t d = 0; d < len; d++)
+            val[__ldg(&jd_ptr[d]) + k] = __ldg(&Av[p0 + d]);
+    }
+}
+
+/* The update on the device: the kernel above, which needs A's row offsets on the device
+ * (uploaded at the first call); the order and the diagonal offsets are the layout's own. */
+static spk_status jds_update_device(spk_context *ctx, void *state, const spk_csr *A,
+                                    const double *d_val)
+{
+    jds_dev *d = (jds_dev *)state;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    if (!d || d->nrows != A->nrows || d->nnz != A->nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "jds-cuda update: the layout does not match the matrix");
+    if (!d->d_rowptr &&
+        (st = spk_cuda_upload_wait(ctx, &d->d_rowptr, A->rowptr,
+                                   ((size_t)A->nrows + 1) * sizeof(int64_t),
+                                   "JDS refill row offsets")))
+        return st;
+    if (!d_val || d->nrows == 0 || d->nnz == 0)        /* never launch a zero-size grid */
+        return SPK_OK;
+    jds_refill_kernel<<<spk_cuda_grid(cs, d->nrows, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
+                        cs->stream>>>(d->nrows, d->perm, d->jd_ptr, d->d_rowptr, d_val, d->val);
+    return spk_cuda_launched(ctx, "jds_refill_kernel");
+}
+
 extern "C" const spk_spmv_backend spk_backend_jds_cuda = {
     "jds-cuda", SPK_FMT_JDS, SPK_DEVICE_CUDA, jds_setup, jds_spmv, jds_destroy, jds_update,
+    NULL,
+    jds_update_device,
 };

@@ -227,10 +227,104 @@ static spk_status v_gemv_n_sub(spk_context *ctx, int64_t n, int k, const double 
 
 static spk_status v_sync(spk_context *ctx) { return SPK_OK; }
 
+/* ---- the fused CG iteration (solvers/cg.c; the CUDA twin is kernels/cg_cuda.cu) ---------- */
+
+static spk_status v_dot_sink(spk_context *ctx, int64_t n, const double *x, const double *y,
+                             const spk_dot_sink *sink)
+{
+    if (!(sink->skip && *sink->skip))
+        *sink->out = sum_products(n, x, y);
+    return SPK_OK;
+}
+
+static spk_status v_cg_r(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *q,
+                         double *r, const double *dinv)
+{
+    if (S->state != SPK_CG_RUN)
+        return SPK_OK;
+    const double pq = S->pq;
+    if (!(pq > 0.0)) {                            /* p'Ap <= 0: A not SPD, or NaN           */
+        S->state = SPK_CG_DONE;
+        S->why = SPK_CG_WHY_PQ;
+        return SPK_OK;
+    }
+    const double alpha = S->rz / pq;
+    double rr = 0.0, rz = 0.0;
+    if (dinv) {
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : rr, rz)
+        for (int64_t i = 0; i < n; i++) {
+            double ri = r[i] - alpha * q[i];
+            r[i] = ri;
+            rr += ri * ri;
+            rz += ri * (dinv[i] * ri);
+        }
+    } else {
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : rr)
+        for (int64_t i = 0; i < n; i++) {
+            double ri = r[i] - alpha * q[i];
+            r[i] = ri;
+            rr += ri * ri;
+        }
+        rz = rr;
+    }
+    S->alpha = alpha;
+    S->rr = rr;
+    S->rz_new = rz;
+    S->it++;
+    S->hist[S->it % SPK_CG_HIST] = rr;
+    if (sqrt(rr) <= S->thr || !isfinite(rr)) {
+        S->state = SPK_CG_LAST;
+        S->why = SPK_CG_WHY_STOP;
+    } else if (!(rz > 0.0)) {                     /* r'M^-1 r <= 0: M not SPD               */
+        S->state = SPK_CG_LAST;
+        S->why = SPK_CG_WHY_RZ;
+    }
+    return SPK_OK;
+}
+
+static spk_status v_cg_xp(spk_context *ctx, int64_t n, spk_cg_scalars *S, double *x, double *p,
+                          const double *r, const double *dinv)
+{
+    if (S->state == SPK_CG_DONE)
+        return SPK_OK;
+    const double alpha = S->alpha;
+    if (S->state == SPK_CG_LAST) {
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N)
+        for (int64_t i = 0; i < n; i++)
+            x[i] += alpha * p[i];
+        S->state = SPK_CG_DONE;
+        return SPK_OK;
+    }
+    const double beta = S->rz_new / S->rz;
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N)
+    for (int64_t i = 0; i < n; i++) {
+        const double pi = p[i];
+        x[i] += alpha * pi;
+        p[i] = (dinv ? dinv[i] * r[i] : r[i]) + beta * pi;
+    }
+    S->rz = S->rz_new;
+    return SPK_OK;
+}
+
+/* Host memory is the device memory here: a fetch is a copy, done at once. */
+static spk_status v_fetch(spk_context *ctx, const void *dev, size_t bytes, int slot, void *host)
+{
+    memcpy(host, dev, bytes);
+    return SPK_OK;
+}
+
+static spk_status v_fetch_wait(spk_context *ctx, int slot) { return SPK_OK; }
+
+static spk_status v_put(spk_context *ctx, const void *host, size_t bytes, void *dev)
+{
+    memcpy(dev, host, bytes);
+    return SPK_OK;
+}
+
 static const spk_vec_ops cpu_ops = {
     SPK_DEVICE_CPU, v_alloc, v_free, v_copy, v_copy, v_copy, v_fill, v_dot, v_nrm2, v_dot2,
     v_axpy, v_axpby, v_scal, v_pmul, v_invert, v_cg_update, v_xpay, v_bicg_p, v_gemv_t,
-    v_gemv_n_sub, v_sync,
+    v_gemv_n_sub, v_sync, v_dot_sink, v_cg_r, v_cg_xp, v_fetch, v_fetch_wait, v_put,
 };
 
 const spk_vec_ops *spk_vec_ops_cpu(void) { return &cpu_ops; }

@@ -4,17 +4,33 @@
  * with x = M^-1 y, so r is the true unpreconditioned residual b - A x and the stopping test
  * sees the same number as SciPy and PETSc.
  *
- * Per iteration (one iteration = one full step, 2 SpMVs, as SciPy counts): 2 SpMVs, 2
- * preconditioner applies, 4 reductions -- (r0,v) with v'v, ||s||, (t,s) with t't, and the
- * next (r0,r) with r'r, each pair in one dot2 pass -- and 5 vector kernels. Memory traffic
- * beyond the matrix, in n-doubles: p update 4, Av 2, dot2 2, x += a p 3, s = r - a v 3,
- * ||s|| 1, As 2, dot2 2, x += w s 3, r = s - w t 3, dot2 2: 27n; Jacobi adds 2 x 3n = 33n.
+ * One iteration = one full step, 2 SpMVs, as SciPy counts. The scalars live with the vectors
+ * (spk_bicg_scalars, on the device for the CUDA table) and every scalar decision -- alpha,
+ * omega, beta, the breakdown tests, both stopping tests -- is made by the step that finishes
+ * the reduction it needs (solvers/bicg_scalar.h, written once for host and device), so the
+ * host queues whole iterations without waiting and reads the block back once per batch, as
+ * solvers/cg.c does. An iteration, 7 launches and no wait:
  *
- * The convergence test is made twice per iteration: on s at the half step (x += alpha p_hat
- * and stop when ||s|| passes, so omega = 0/0 never happens) and on r at the end.
+ *   update_p:   p = r + beta (p - omega v);  p^ = M^-1 p
+ *   v = A p^                                            (backend SpMV)
+ *   dots ALPHA: (r0, v), (v, v);  alpha = rho / (r0, v)
+ *   update_s:   s = r - alpha v;  s^ = M^-1 s;  (s, s);  ||s|| passes: stop at the half step
+ *   t = A s^                                            (backend SpMV)
+ *   dots OMEGA: (t, s), (t, t);  omega = (t, s) / (t, t)
+ *   update_xr:  x += alpha p^ + omega s^;  r = s - omega t;  (r0, r), (r, r);  ||r|| passes:
+ *               stop; else the next rho = (r0, r) test and beta
+ *
+ * Memory traffic in n-doubles, beyond the matrix: update_p 4 (6 with Jacobi), the SpMVs' x
+ * and y 2 + 2, dots 2 + 2, update_s 3 (5), update_xr 7 (8): 22n, 27n with Jacobi (the host-
+ * scalar loop before it moved 27n / 33n, in ~15 launches with 4 waits for the host).
+ *
+ * The convergence test is made twice per iteration: on s at the half step (x += alpha p^ and
+ * stop when ||s|| passes, so omega = 0/0 never happens) and on r at the end. x += alpha p^ is
+ * deferred to update_xr, which does only it when the iteration ended at s; x is rounded as
+ * (x + alpha p^) + omega s^, as two separate updates would be.
  *
  * Breakdowns (SPK_DIVERGED_BREAKDOWN) use a RELATIVE test: an inner product (a, b) is taken as
- * zero when |(a, b)| <= BICG_BREAKDOWN_TOL * ||a|| ||b|| (the cosine of the angle between a
+ * zero when |(a, b)| <= SPK_BICG_BREAKDOWN_TOL * ||a|| ||b|| (the cosine of the angle between a
  * and b below eps^2: in practice an exact zero or an underflow). SciPy's bicgstab
  * (scipy/sparse/linalg/_isolve/iterative.py) tests |rho| < eps^2 and |omega| < eps^2 in
  * absolute terms, which depends on the scaling of A and b; the cosine form does not.
@@ -22,131 +38,66 @@
  *   (r0, v) ~ 0                         alpha = rho / (r0, v) is undefined
  *   (t, s) ~ 0 (incl. t't = 0, s != 0)  omega = 0: the method stagnates (and beta = ../omega)
  * NaN or Inf in any of these, or in a norm, is SPK_DIVERGED_NANORINF; x is never updated with
- * a non-finite step. */
+ * a non-finite step. A breakdown before alpha ends the solve with x and the record of the
+ * iteration before; one at omega keeps x + alpha p^ and records ||s|| for the iteration.
+ * eps^2, not eps: the cosine of (r0, r) often sits near 1e-16 for many steps while the method
+ * still converges; with eps, watt_2 + Jacobi broke down at step 2 (converges in 312 with
+ * eps^2), sherman3 + Jacobi at 249 (630), sherman1 + Jacobi in HYB at 105 (230).
+ *
+ * Norms are square roots of the fused sums (||s|| too, formerly a scaled nrm2 on under- or
+ * overflow of s's): ||s|| outside ~[1e-154, 1e154] is then 0 or Inf, as ||r|| always was. */
 #include "solver.h"
 
-#include <float.h>
-#include <math.h>
+#include "bicg_scalar.h"
 
-/* Cosine threshold of the breakdown test: eps^2 (SciPy's rhotol = omegatol, made relative).
- * Not eps: the cosine of (r0, r) often sits near 1e-16 for many steps while the method still
- * converges; with eps, watt_2 + Jacobi broke down at step 2 (converges in 312 with eps^2),
- * sherman3 + Jacobi at 249 (630), sherman1 + Jacobi in HYB at 105 (230). */
-#define BICG_BREAKDOWN_TOL (DBL_EPSILON * DBL_EPSILON)
+#include <math.h>
+#include <string.h>
+
+#define SPK_BICG_BATCH 32                /* most iterations between read-backs; <= HIST / 2 */
+#define SPK_BICG_BATCH_SECONDS 200e-6    /* the batch's target length                       */
+#define SPK_BICG_BATCH_FIRST 2           /* the GPU's first batch, before any timing: 2 of
+                                            its iterations are 4 SpMVs, as CG's first 4     */
 
 typedef struct bicg {
-    spk_krylov *k;
-    double *r, *r0, *p, *v, *t;  /* r holds s between the half steps                      */
-    double *ph, *sh;             /* M^-1 p and M^-1 s: one buffer, or aliases without M  */
-    double *buf;                 /* the Jacobi buffer behind ph/sh (NULL without M)      */
-    double rho, rho_old, alpha, omega, r0norm, rnorm;
+    spk_krylov             *k;
+    const spk_bicg_ops     *bops;
+    spk_bicg_scalars       *S;           /* the block, device memory                          */
+    double *r, *r0, *p, *v, *t;          /* r holds s between the half steps                  */
+    double *ph, *sh;                     /* M^-1 p and M^-1 s; without M, aliases of p and r  */
 } bicg;
 
-/* The reason an inner product `num` of vectors with norms na, nb gives, used as a divisor. */
-static spk_reason dot_reason(double num, double na, double nb)
-{
-    if (!isfinite(num) || !isfinite(na) || !isfinite(nb))
-        return SPK_DIVERGED_NANORINF;
-    double scale = na * nb;
-    if (!spk_denominator_ok(num, scale) || fabs(num) <= BICG_BREAKDOWN_TOL * scale)
-        return SPK_DIVERGED_BREAKDOWN;
-    return SPK_REASON_NONE;
-}
-
-/* The end of an iteration: the record, the stopping test. */
-static spk_status bicg_finish(bicg *w, int64_t it, double rnorm)
-{
-    spk_result *res = w->k->res;
-    res->iterations = it;
-    res->rnorm = rnorm;
-    res->reason = spk_stop_check(w->k->opt, res->bnorm, rnorm);
-    return spk_stop_record(w->k, it, 0, rnorm);
-}
-
-/* First half: p = r + beta (p - omega v), v = A M^-1 p, alpha, x += alpha p_hat, s = r - alpha v.
- * Sets res->reason on breakdown (x untouched) or when ||s|| passes the test. */
-static spk_status bicg_half_step(bicg *w, int64_t it, double *x, double *snorm)
+/* Queue one iteration. */
+static spk_status bicg_step(const bicg *w, double *x)
 {
     spk_krylov *k = w->k;
-    const spk_vec_ops *ops = k->ops;
     spk_context *ctx = k->ctx;
+    const spk_bicg_ops *bo = w->bops;
     const int64_t n = k->n;
+    spk_bicg_scalars *S = w->S;
     spk_status st;
-    double beta = 0.0, r0v, vv;
+    if ((st = bo->update_p(ctx, n, S, w->r, w->v, w->p, k->dinv, w->ph)) ||
+        (st = spk_apply_A(k, w->ph, w->v)) ||                                /* v = A p^   */
+        (st = bo->dots(ctx, n, S, SPK_BICG_ALPHA, w->v, w->r0)) ||
+        (st = bo->update_s(ctx, n, S, w->v, w->r, k->dinv, w->sh)) ||
+        (st = spk_apply_A(k, w->sh, w->t)) ||                                /* t = A s^   */
+        (st = bo->dots(ctx, n, S, SPK_BICG_OMEGA, w->t, w->r)))
+        return st;
+    return bo->update_xr(ctx, n, S, x, w->ph, w->sh, w->t, w->r0, w->r);
+}
 
-    if ((k->res->reason = dot_reason(w->rho, w->r0norm, w->rnorm)))
-        return SPK_OK;                               /* rho = (r0, r) ~ 0            */
-    if (it > 1)                                      /* rho_old, omega passed before  */
-        beta = (w->rho / w->rho_old) * (w->alpha / w->omega);
-    if ((st = ops->bicg_p(ctx, n, w->r, beta, w->omega, w->v, w->p)) ||
-        (k->dinv && (st = spk_precond_apply(k, w->p, w->ph))) ||
-        (st = spk_apply_A(k, w->ph, w->v)) || (st = ops->dot2(ctx, n, w->v, w->r0, w->v, &r0v, &vv)))
-        return st;
-    if ((k->res->reason = dot_reason(r0v, w->r0norm, sqrt(vv))))
-        return SPK_OK;                               /* (r0, v) ~ 0                  */
-    w->alpha = w->rho / r0v;
-    if (!isfinite(w->alpha)) {
-        k->res->reason = SPK_DIVERGED_NANORINF;
-        return SPK_OK;
+/* Take in a read-back: record the iterations since the last one (history, monitor). */
+static spk_status bicg_take(spk_krylov *k, const spk_bicg_scalars *h, int64_t *recorded)
+{
+    spk_status st;
+    for (int64_t i = *recorded + 1; i <= h->it; i++)
+        if ((st = spk_stop_record(k, i, 0, h->hist[i % SPK_BICG_HIST])))
+            return st;
+    if (h->it > *recorded) {
+        k->res->iterations = h->it;
+        k->res->rnorm = h->rnorm;
     }
-    if ((st = ops->axpy(ctx, n, w->alpha, w->ph, x)) ||          /* x += alpha p_hat  */
-        (st = ops->axpy(ctx, n, -w->alpha, w->v, w->r)) ||       /* s = r - alpha v   */
-        (st = ops->nrm2(ctx, n, w->r, snorm)))
-        return st;
-    if (spk_stop_check(k->opt, k->res->bnorm, *snorm) != SPK_REASON_NONE)
-        return bicg_finish(w, it, *snorm);           /* converged (or NaN) at s      */
+    *recorded = h->it;
     return SPK_OK;
-}
-
-/* Second half: t = A M^-1 s, omega = (t,s)/(t,t), x += omega s_hat, r = s - omega t, and the
- * next rho = (r0, r) with r'r in one pass. On omega breakdown x = x + alpha p_hat (done) is
- * the iterate whose residual is s, so the iteration is recorded with ||s||. */
-static spk_status bicg_second_half(bicg *w, int64_t it, double *x, double snorm)
-{
-    spk_krylov *k = w->k;
-    const spk_vec_ops *ops = k->ops;
-    spk_context *ctx = k->ctx;
-    const int64_t n = k->n;
-    spk_status st;
-    double ts, tt, rr, rho_new;
-
-    if ((k->dinv && (st = spk_precond_apply(k, w->r, w->sh))) ||
-        (st = spk_apply_A(k, w->sh, w->t)) || (st = ops->dot2(ctx, n, w->t, w->r, w->t, &ts, &tt)))
-        return st;
-    spk_reason why = dot_reason(ts, snorm, sqrt(tt)); /* (t, s) ~ 0 or t = 0         */
-    if (why == SPK_REASON_NONE) {
-        w->omega = ts / tt;                          /* tt > 0 since (t, s) != 0      */
-        if (!isfinite(w->omega))
-            why = SPK_DIVERGED_NANORINF;
-    }
-    if (why != SPK_REASON_NONE) {
-        st = bicg_finish(w, it, snorm);
-        k->res->reason = why;
-        return st;
-    }
-    if ((st = ops->axpy(ctx, n, w->omega, w->sh, x)) ||          /* x += omega s_hat  */
-        (st = ops->axpy(ctx, n, -w->omega, w->t, w->r)) ||       /* r = s - omega t   */
-        (st = ops->dot2(ctx, n, w->r, w->r0, w->r, &rho_new, &rr)))
-        return st;
-    w->rho_old = w->rho;
-    w->rho = rho_new;
-    w->rnorm = sqrt(rr);
-    return bicg_finish(w, it, w->rnorm);
-}
-
-/* r = b - A x, r0 = r, rho = r'r; record iteration 0. */
-static spk_status bicg_start(bicg *w, const double *b, const double *x)
-{
-    spk_krylov *k = w->k;
-    spk_status st;
-    double rr;
-    if ((st = spk_apply_A(k, x, w->r)) || (st = k->ops->axpby(k->ctx, k->n, 1.0, b, -1.0, w->r)) ||
-        (st = k->ops->copy(k->ctx, k->n, w->r, w->r0)) ||
-        (st = k->ops->dot(k->ctx, k->n, w->r, w->r, &rr)))
-        return st;
-    w->rho = rr;
-    w->rnorm = w->r0norm = sqrt(rr);
-    return bicg_finish(w, 0, w->rnorm);
 }
 
 spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x)
@@ -154,35 +105,109 @@ spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x)
     spk_context *ctx = k->ctx;
     const spk_vec_ops *ops = k->ops;
     const int64_t n = k->n;
-    bicg w = {k, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    spk_result *res = k->res;
+    bicg w = {k, spk_bicg_ops_for(ops->device), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    double *sv = NULL;
     spk_status st;
 
-    /* The solver's workspace (kept between solves). p and v start at zero, so that the first
-     * p = r + 0 (p - 0 v) is r even when the last solve left NaN in them. */
+    /* The solver's workspace (kept between solves): the block and the reductions' partials
+     * share one vector. p and v start at zero, so that the first p = r + 0 (p - 0 v) is r even
+     * when the last solve left NaN in them. */
+    const int64_t s_len =
+        (int64_t)((sizeof(spk_bicg_scalars) + sizeof(double) - 1) / sizeof(double));
     if ((st = spk_krylov_vec(k, SPK_WS_METHOD + 0, n, &w.r)) ||
         (st = spk_krylov_vec(k, SPK_WS_METHOD + 1, n, &w.r0)) ||
         (st = spk_krylov_vec(k, SPK_WS_METHOD + 2, n, &w.p)) ||
         (st = spk_krylov_vec(k, SPK_WS_METHOD + 3, n, &w.v)) ||
         (st = spk_krylov_vec(k, SPK_WS_METHOD + 4, n, &w.t)) ||
-        (k->dinv && (st = spk_krylov_vec(k, SPK_WS_METHOD + 5, n, &w.buf))) ||
+        (st = spk_krylov_vec(k, SPK_WS_METHOD + 5, s_len + 2 * SPK_CG_MAX_BLOCKS, &sv)) ||
+        (k->dinv && (st = spk_krylov_vec(k, SPK_WS_METHOD + 6, n, &w.ph))) ||
+        (k->dinv && (st = spk_krylov_vec(k, SPK_WS_METHOD + 7, n, &w.sh))) ||
         (st = ops->fill(ctx, n, 0.0, w.p)) || (st = ops->fill(ctx, n, 0.0, w.v)))
         return st;
-    /* x += alpha p_hat happens before s_hat is needed, so one buffer serves both; M = I
-     * aliases p_hat to p and s_hat to s (= r) and skips the copies. */
-    w.ph = k->dinv ? w.buf : w.p;
-    w.sh = k->dinv ? w.buf : w.r;
-
-    if ((st = bicg_start(&w, b, x)) || k->res->reason != SPK_REASON_NONE)
-        return st;
-    int64_t it;
-    for (it = 1; it <= k->maxiter; it++) {
-        double snorm = 0.0;
-        if ((st = bicg_half_step(&w, it, x, &snorm)) || k->res->reason != SPK_REASON_NONE)
-            break;
-        if ((st = bicg_second_half(&w, it, x, snorm)) || k->res->reason != SPK_REASON_NONE)
-            break;
+    w.S = (spk_bicg_scalars *)(void *)sv;
+    if (!k->dinv) {                                  /* M = I: no copies, p^ = p, s^ = s */
+        w.ph = w.p;
+        w.sh = w.r;
     }
-    if (!st && it > k->maxiter)
-        k->res->reason = SPK_DIVERGED_MAXIT;
-    return st;
+
+    /* r = b - A x, r0 = r, rho = r'r (host scalars: once per solve); record iteration 0 */
+    double rr;
+    if ((st = spk_apply_A(k, x, w.r)) || (st = ops->axpby(ctx, n, 1.0, b, -1.0, w.r)) ||
+        (st = ops->copy(ctx, n, w.r, w.r0)) || (st = ops->dot(ctx, n, w.r, w.r, &rr)))
+        return st;
+    res->iterations = 0;
+    res->rnorm = sqrt(rr);
+    res->reason = spk_stop_check(k->opt, res->bnorm, res->rnorm);
+    if ((st = spk_stop_record(k, 0, 0, res->rnorm)) || res->reason != SPK_REASON_NONE)
+        return st;
+
+    spk_bicg_scalars h[2];                           /* read-backs, double-buffered */
+    memset(h, 0, sizeof h);
+    h[0].part = sv + s_len;
+    h[0].tol_rtol = k->opt->rtol * res->bnorm;       /* spk_stop_check's two thresholds */
+    h[0].tol_atol = k->opt->atol;
+    h[0].maxit = k->maxiter;
+    h[0].rho = rr;
+    h[0].r0norm = h[0].rnorm = res->rnorm;
+    h[0].state = SPK_BICG_RUN;
+    spk_bicg_next(&h[0]);                            /* maxiter 0, rho ~ 0; beta = 0    */
+    if (h[0].state != SPK_BICG_RUN) {
+        res->reason = (spk_reason)h[0].why;
+        return SPK_OK;
+    }
+    if ((st = ops->put(ctx, &h[0], sizeof h[0], w.S)))
+        return st;
+
+    /* Batches of iterations, each followed by a read-back of the block; the host waits for the
+     * read-back of batch j only once batch j + 1 is queued (CPU: at once, nothing is queued). */
+    const int depth = ops->device == SPK_DEVICE_CPU ? 1 : 2;
+    int64_t launched = 0, recorded = 0;
+    int64_t batch = ops->device == SPK_DEVICE_CPU ? 1 : SPK_BICG_BATCH_FIRST;
+    int fifo[2], nfifo = 0, next = 0, done = 0, last = -1;
+    double t_prev = spk_now();
+    int64_t it_prev = 0;
+    for (;;) {
+        if (!done && launched < k->maxiter) {
+            int64_t nb = k->maxiter - launched < batch ? k->maxiter - launched : batch;
+            for (int64_t j = 0; j < nb; j++)
+                if ((st = bicg_step(&w, x)))
+                    return st;            /* a read-back in flight only lands in pinned scratch */
+            launched += nb;
+            if ((st = ops->fetch(ctx, w.S, sizeof *w.S, next, &h[next])))
+                return st;
+            fifo[nfifo++] = next;
+            next ^= 1;
+        }
+        if (nfifo == 0)
+            break;
+        if (nfifo < depth && !done && launched < k->maxiter)
+            continue;
+        int s = fifo[0];
+        fifo[0] = fifo[1];
+        nfifo--;
+        if ((st = ops->fetch_wait(ctx, s)) || (st = bicg_take(k, &h[s], &recorded)))
+            return st;
+        last = s;
+        done = h[s].state == SPK_BICG_DONE;
+        if (ops->device != SPK_DEVICE_CPU && h[s].it > it_prev) {
+            double t = spk_now(), per_it = (t - t_prev) / (double)(h[s].it - it_prev);
+            double want = per_it > 0 ? SPK_BICG_BATCH_SECONDS / per_it : SPK_BICG_BATCH;
+            batch = want < 1 ? 1 : want > SPK_BICG_BATCH ? SPK_BICG_BATCH : (int64_t)want;
+            t_prev = t;
+            it_prev = h[s].it;
+        }
+    }
+    if (last < 0 || h[last].state != SPK_BICG_DONE) {   /* cannot happen: maxit is in the block */
+        res->reason = SPK_DIVERGED_MAXIT;
+        return SPK_OK;
+    }
+    if (h[last].why != SPK_REASON_NONE) {
+        res->reason = (spk_reason)h[last].why;          /* MAXIT, BREAKDOWN, NANORINF  */
+    } else {
+        res->reason = spk_stop_check(k->opt, res->bnorm, res->rnorm);
+        if (res->reason == SPK_REASON_NONE)             /* cannot happen: the same test */
+            res->reason = SPK_DIVERGED_NANORINF;
+    }
+    return SPK_OK;
 }

@@ -2,21 +2,69 @@
  * Methods for Sparse Linear Systems, 2nd ed., alg. 9.1). For A symmetric positive definite and
  * an SPD preconditioner M.
  *
- * Per iteration: 1 SpMV, 1 preconditioner apply (fused into the update), 2 reductions (p'Ap,
- * and r'r with r'z in one fused pass), 2 vector kernels. Memory traffic beyond the matrix:
- * q = Ap writes n; p'q reads 2n; the fused update reads p, q, x, r, dinv and writes x, r, z
- * (8n, 7n without Jacobi); p = z + beta p reads 2n, writes n: about 14n doubles.
+ * The scalars live with the vectors (spk_cg_scalars, on the device for the CUDA table): alpha,
+ * beta and the stopping test are computed by the steps themselves, so the host queues whole
+ * iterations without waiting and reads the scalars back once per batch (Ginkgo's and MAGMA's
+ * device-side scalars; the batch and the double-buffered read-back are ours). An iteration:
+ *
+ *   q = A p and p'q in one pass   (backend spmv_dot; else spmv, then ops->dot_sink)
+ *   ops->cg_r:  alpha = r'z / p'q;  r -= alpha q;  r'r, r'z;  stop when ||r|| <= threshold
+ *   ops->cg_xp: x += alpha p;  p = M^-1 r + beta p
+ *
+ * Memory traffic beyond the SpMV: 8n doubles, 10n with Jacobi (z = M^-1 r is never stored).
+ * The batch aims at ~200 us of work, at most SPK_CG_BATCH iterations: a few iterations for a
+ * large system, where one wait per iteration costs nothing, up to 32 for a small one, which
+ * would otherwise be bound by round trips. Iterations queued past the stop see the state and
+ * return at once, so stopping costs at most two batches of launches; x, the iteration count
+ * and the residual are those of the iteration that met the test, as in the textbook loop.
+ * The history and the monitor see every iteration's residual, delivered batch by batch.
  *
  * The stopping test is on the recursive residual r (unpreconditioned), as SciPy and PETSc do;
  * the caller recomputes the true residual at the end. */
 #include "solver.h"
 
 #include <math.h>
+#include <string.h>
 
-/* What p'Ap <= 0 means: NaN comes from a NaN/Inf in A or b; otherwise A (or M) is not SPD. */
-static spk_reason nonpositive_reason(double pq)
+#define SPK_CG_BATCH 32                  /* most iterations between read-backs; <= HIST / 2 */
+#define SPK_CG_BATCH_SECONDS 200e-6      /* the batch's target length                       */
+
+/* What a nonpositive p'Ap or r'z means: NaN comes from a NaN/Inf in A or b; otherwise A (or M)
+ * is not SPD. */
+static spk_reason nonpositive_reason(double v)
 {
-    return isnan(pq) || isinf(pq) ? SPK_DIVERGED_NANORINF : SPK_DIVERGED_INDEFINITE;
+    return isnan(v) || isinf(v) ? SPK_DIVERGED_NANORINF : SPK_DIVERGED_INDEFINITE;
+}
+
+/* Queue one iteration. */
+static spk_status cg_step(spk_krylov *k, spk_cg_scalars *S, double *part, double *x, double *r,
+                          double *p, double *q)
+{
+    const spk_vec_ops *ops = k->ops;
+    spk_dot_sink sink = {&S->state, &S->pq, &S->count[0], part};
+    spk_status st;
+    if (k->be->spmv_dot)
+        st = k->be->spmv_dot(k->ctx, k->state, p, q, &sink);
+    else if (!(st = spk_apply_A(k, p, q)))
+        st = ops->dot_sink(k->ctx, k->n, p, q, &sink);
+    if (st || (st = ops->cg_r(k->ctx, k->n, S, q, r, k->dinv)))
+        return st;
+    return ops->cg_xp(k->ctx, k->n, S, x, p, r, k->dinv);
+}
+
+/* Take in a read-back: record the iterations since the last one (history, monitor). */
+static spk_status cg_take(spk_krylov *k, const spk_cg_scalars *h, int64_t *recorded)
+{
+    spk_status st;
+    for (int64_t i = *recorded + 1; i <= h->it; i++)
+        if ((st = spk_stop_record(k, i, 0, sqrt(h->hist[i % SPK_CG_HIST]))))
+            return st;
+    if (h->it > *recorded) {
+        k->res->iterations = h->it;
+        k->res->rnorm = sqrt(h->rr);
+    }
+    *recorded = h->it;
+    return SPK_OK;
 }
 
 spk_status spk_cg(spk_krylov *k, const double *b, double *x)
@@ -25,71 +73,102 @@ spk_status spk_cg(spk_krylov *k, const double *b, double *x)
     const spk_vec_ops *ops = k->ops;
     const int64_t n = k->n;
     spk_result *res = k->res;
-    double *r = NULL, *z = NULL, *p = NULL, *q = NULL;
+    double *r = NULL, *p = NULL, *q = NULL, *sv = NULL, *part = NULL;
     spk_status st;
 
-    /* the workspace's vectors: kept by the solver object, every one written before read */
+    /* the workspace: kept by the solver object, every vector written before it is read */
+    const int64_t s_len = (int64_t)((sizeof(spk_cg_scalars) + sizeof(double) - 1) / sizeof(double));
     if ((st = spk_krylov_vec(k, SPK_WS_METHOD + 0, n, &r)) ||
         (st = spk_krylov_vec(k, SPK_WS_METHOD + 1, n, &p)) ||
         (st = spk_krylov_vec(k, SPK_WS_METHOD + 2, n, &q)) ||
-        (k->dinv && (st = spk_krylov_vec(k, SPK_WS_METHOD + 3, n, &z))))
+        (st = spk_krylov_vec(k, SPK_WS_METHOD + 3, s_len, &sv)) ||
+        (st = spk_krylov_vec(k, SPK_WS_METHOD + 4, 2 * SPK_CG_MAX_BLOCKS, &part)))
         return st;
-    if (!k->dinv)
-        z = r;                                       /* M = I: z aliases r          */
+    spk_cg_scalars *S = (spk_cg_scalars *)(void *)sv;
 
-    /* r = b - A x */
+    /* r = b - A x; p = z = M^-1 r; rr = r'r, rz = r'z (host scalars: once per solve) */
     if ((st = spk_apply_A(k, x, r)) || (st = ops->axpby(ctx, n, 1.0, b, -1.0, r)))
         return st;
     double rr, rz;
     if (k->dinv) {
-        if ((st = ops->pmul(ctx, n, k->dinv, r, z)) || (st = ops->dot2(ctx, n, r, r, z, &rr, &rz)))
+        if ((st = ops->pmul(ctx, n, k->dinv, r, p)) || (st = ops->dot2(ctx, n, r, r, p, &rr, &rz)))
             return st;
     } else {
-        if ((st = ops->dot(ctx, n, r, r, &rr)))
+        if ((st = ops->copy(ctx, n, r, p)) || (st = ops->dot(ctx, n, r, r, &rr)))
             return st;
         rz = rr;
     }
-    double rnorm = sqrt(rr);
-    res->rnorm = rnorm;
-    if ((st = spk_stop_record(k, 0, 0, rnorm)))
+    res->rnorm = sqrt(rr);
+    if ((st = spk_stop_record(k, 0, 0, res->rnorm)))
         return st;
-    res->reason = spk_stop_check(k->opt, res->bnorm, rnorm);
+    res->reason = spk_stop_check(k->opt, res->bnorm, res->rnorm);
     if (res->reason != SPK_REASON_NONE)
         return SPK_OK;
-    if ((st = ops->copy(ctx, n, z, p)))              /* p = z                       */
+    if (!(rz > 0)) {                                 /* r'M^-1 r <= 0: M not SPD    */
+        res->reason = nonpositive_reason(rz);
+        return SPK_OK;
+    }
+
+    spk_cg_scalars h[2];                             /* read-backs, double-buffered */
+    memset(&h[0], 0, sizeof h[0]);
+    h[0].part = part;
+    h[0].thr = spk_stop_threshold(k->opt, res->bnorm);
+    h[0].rz = rz;
+    h[0].rr = rr;
+    h[0].state = SPK_CG_RUN;
+    if ((st = ops->put(ctx, &h[0], sizeof h[0], S)))
         return st;
 
-    int64_t it;
-    for (it = 1; it <= k->maxiter; it++) {
-        double pq;
-        if ((st = spk_apply_A(k, p, q)) || (st = ops->dot(ctx, n, p, q, &pq)))
-            return st;                               /* q = A p, pq = p'q           */
-        if (!(pq > 0)) {
-            res->reason = nonpositive_reason(pq);
-            break;
+    /* Batches of iterations, each followed by a read-back of S; the host waits for the read-
+     * back of batch j only once batch j + 1 is queued (CPU: at once, nothing is queued). */
+    const int depth = ops->device == SPK_DEVICE_CPU ? 1 : 2;
+    int64_t launched = 0, recorded = 0, batch = ops->device == SPK_DEVICE_CPU ? 1 : 4;
+    int fifo[2], nfifo = 0, next = 0, done = 0, last = -1;
+    double t_prev = spk_now();
+    int64_t it_prev = 0;
+    for (;;) {
+        if (!done && launched < k->maxiter) {
+            int64_t nb = k->maxiter - launched < batch ? k->maxiter - launched : batch;
+            for (int64_t j = 0; j < nb; j++)
+                if ((st = cg_step(k, S, part, x, r, p, q)))
+                    return st;            /* a read-back in flight only lands in pinned scratch */
+            launched += nb;
+            if ((st = ops->fetch(ctx, S, sizeof *S, next, &h[next])))
+                return st;
+            fifo[nfifo++] = next;
+            next ^= 1;
         }
-        double alpha = rz / pq;                      /* alpha = r'z / p'Ap          */
-        double rz_new;
-        if ((st = ops->cg_update(ctx, n, alpha, p, q, x, r, k->dinv, z, &rr, &rz_new)))
-            return st;                               /* x += a p, r -= a q, z = M\r */
-        rnorm = sqrt(rr);
-        res->iterations = it;
-        res->rnorm = rnorm;
-        if ((st = spk_stop_record(k, it, 0, rnorm)))
+        if (nfifo == 0)
+            break;
+        if (nfifo < depth && !done && launched < k->maxiter)
+            continue;
+        int s = fifo[0];
+        fifo[0] = fifo[1];
+        nfifo--;
+        if ((st = ops->fetch_wait(ctx, s)) || (st = cg_take(k, &h[s], &recorded)))
             return st;
-        res->reason = spk_stop_check(k->opt, res->bnorm, rnorm);
-        if (res->reason != SPK_REASON_NONE)
-            break;
-        if (!(rz_new > 0)) {                         /* r'M^-1 r <= 0: M not SPD    */
-            res->reason = nonpositive_reason(rz_new);
-            break;
+        last = s;
+        done = h[s].state == SPK_CG_DONE;
+        if (ops->device != SPK_DEVICE_CPU && h[s].it > it_prev) {
+            double t = spk_now(), per_it = (t - t_prev) / (double)(h[s].it - it_prev);
+            double want = per_it > 0 ? SPK_CG_BATCH_SECONDS / per_it : SPK_CG_BATCH;
+            batch = want < 1 ? 1 : want > SPK_CG_BATCH ? SPK_CG_BATCH : (int64_t)want;
+            t_prev = t;
+            it_prev = h[s].it;
         }
-        double beta = rz_new / rz;                   /* beta = r'z (new) / r'z (old) */
-        rz = rz_new;
-        if ((st = ops->xpay(ctx, n, z, beta, p)))    /* p = z + beta p              */
-            return st;
     }
-    if (it > k->maxiter)
+    if (last < 0 || h[last].state != SPK_CG_DONE) {
         res->reason = SPK_DIVERGED_MAXIT;
+        return SPK_OK;
+    }
+    switch (h[last].why) {
+    case SPK_CG_WHY_PQ: res->reason = nonpositive_reason(h[last].pq); break;
+    case SPK_CG_WHY_RZ: res->reason = nonpositive_reason(h[last].rz_new); break;
+    default:
+        res->reason = spk_stop_check(k->opt, res->bnorm, res->rnorm);
+        if (res->reason == SPK_REASON_NONE)          /* cannot happen: the same test */
+            res->reason = SPK_DIVERGED_NANORINF;
+        break;
+    }
     return SPK_OK;
 }

@@ -77,6 +77,10 @@ spk_status spk_jacobi_setup(spk_context *ctx, const spk_vec_ops *ops, const spk_
  * SPK_ERR_UNSUPPORTED and dinv is not usable until a later refresh succeeds. */
 spk_status spk_jacobi_refresh(spk_context *ctx, const spk_vec_ops *ops, const spk_csr *A,
                               int require_positive, double *dinv, double *work);
+/* dinv holds diag(A) (n doubles on the device): invert it in place, or, on a bad entry, leave
+ * it and answer SPK_ERR_UNSUPPORTED naming the row and its value (1-based). */
+spk_status spk_jacobi_invert(spk_context *ctx, const spk_vec_ops *ops, int64_t n,
+                             int require_positive, double *dinv);
 
 /* y = A x through the backend (beta = 0). */
 spk_status spk_apply_A(spk_krylov *k, const double *x, double *y);

@@ -272,9 +272,12 @@ extern "C" spk_status spk_cuda_init(spk_context *ctx)
      * stream, so a caller's plain cudaMemcpy on an spk vector sees the kernels before it. */
     if ((st = spk_cuda(ctx, cudaStreamCreate(&cs->stream), "cudaStreamCreate")))
         goto fail;
-    if ((st = spk_cuda(ctx, cudaEventCreateWithFlags(&cs->small_ev, cudaEventDisableTiming),
-                       "cudaEventCreate")))
-        goto fail;
+    for (int e = 0; e < 3; e++) {
+        cudaEvent_t *ev = e < 2 ? &cs->fetch_ev[e] : &cs->small_ev;
+        if ((st = spk_cuda(ctx, cudaEventCreateWithFlags(ev, cudaEventDisableTiming),
+                           "cudaEventCreate")))
+            goto fail;
+    }
     if ((st = spk_cublas(ctx, cublasCreate(&cs->blas), "cublasCreate")))
         goto fail;
     /* Host pointer mode: alpha, beta and the results of dot / nrm2 are host doubles (the call
@@ -311,6 +314,9 @@ extern "C" void spk_cuda_fini(spk_context *ctx)
         (void)cublasDestroy(cs->blas);
     if (cs->small_ev)
         (void)cudaEventDestroy(cs->small_ev);
+    for (int e = 0; e < 2; e++)
+        if (cs->fetch_ev[e])
+            (void)cudaEventDestroy(cs->fetch_ev[e]);
     if (cs->stream)
         (void)cudaStreamDestroy(cs->stream);
     (void)cudaGetLastError();            /* leave no stale error for the next context */

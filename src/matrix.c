@@ -169,6 +169,7 @@ void spk_matrix_destroy(spk_matrix *A)
     spk_free(A->gather_ptr);
     spk_free(A->gather_src);
     spk_free(A->stage);
+    spk_matrix_dev_free(A->dev);
     A->magic = 0;
     spk_free(A);
 }
@@ -178,7 +179,11 @@ spk_status spk_matrix_get_info(const spk_matrix *A, spk_matrix_info *info)
     if (!matrix_ok(A) || !info)
         return SPK_ERR_ARG;
     /* the handle is the caller's (not const underneath): the value statistics are a cache that
-     * an update marks stale and this read refreshes */
+     * an update marks stale and this read refreshes, from host values downloaded first if
+     * the update was made on the GPU */
+    spk_status st = spk_matrix_host_values(NULL, (spk_matrix *)A);
+    if (st)
+        return st;
     *info = *spk_matrix_info_of((spk_matrix *)A);
     return SPK_OK;
 }
@@ -188,6 +193,11 @@ spk_status spk_matrix_csr(const spk_matrix *A, const int64_t **rowptr, const int
 {
     if (!matrix_ok(A))
         return SPK_ERR_ARG;
+    /* after updates on the GPU the host values are brought up to date here (not const
+     * underneath, as for spk_matrix_get_info) */
+    spk_status st = val ? spk_matrix_host_values(NULL, (spk_matrix *)A) : SPK_OK;
+    if (st)
+        return st;
     if (rowptr)
         *rowptr = A->csr.rowptr;
     if (colind)
@@ -212,8 +222,8 @@ spk_status spk_matrix_prepare(spk_context *ctx, spk_matrix *A, spk_format fmt)
         return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "no %s backend for device %s",
                         spk_format_str(fmt), spk_device_str(ctx->device));
     void *state = NULL;
-    spk_status st = be->setup(ctx, &A->csr, &state);
-    if (st)
+    spk_status st = spk_matrix_host_values(ctx, A);     /* a new layout reads the values */
+    if (st || (st = be->setup(ctx, &A->csr, &state)))
         return st;
     if (A->be)
         A->be->destroy(A->state);

@@ -939,7 +939,9 @@ spk_status spk_matrix_write_mtx(spk_context *ctx, const char *path, const spk_ma
     if (!A || A->magic != SPK_MATRIX_MAGIC)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_write_mtx: %s matrix",
                         A ? "destroyed or invalid" : "NULL");
-    return spk_mm_write_csr(ctx, path, &A->csr);
+    /* the handle is not const underneath: values updated on the GPU are downloaded first */
+    spk_status st = spk_matrix_host_values(ctx, (spk_matrix *)A);
+    return st ? st : spk_mm_write_csr(ctx, path, &A->csr);
 }
 
 spk_status spk_vector_write_mtx(spk_context *ctx, const char *path, const double *v, int64_t n,

@@ -83,6 +83,21 @@ static spk_status check_host_vectors(spk_context *ctx, const char *fn, int64_t n
 
 /* ---- create, refresh, destroy ---------------------------------------------------------------- */
 
+/* dinv = 1 / diag(A) in place. After an update made on the GPU the diagonal is gathered there
+ * from A's device values (no transfer; the first time makes the device array of the
+ * diagonal's positions); otherwise it comes from the host CSR, uploaded. */
+static spk_status solver_diagonal(spk_solver *S)
+{
+    const int cg = S->method == SPK_METHOD_CG;
+    int on_device = 0;
+    spk_status st = spk_matrix_dev_diagonal(S->ctx, S->A, S->dinv, &on_device);
+    if (!st && on_device)
+        return spk_jacobi_invert(S->ctx, S->ops, S->k.n, cg, S->dinv);
+    if (!st)
+        st = spk_matrix_host_values(S->ctx, S->A);
+    return st ? st : spk_jacobi_refresh(S->ctx, S->ops, &S->A->csr, cg, S->dinv, S->diag_work);
+}
+
 spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options *opt,
                              spk_solver **out)
 {
@@ -108,8 +123,11 @@ spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options 
     S->opt = *opt;
     S->ops = spk_vec_ops_for(ctx->device);
     S->method = opt->method;
-    if (S->method == SPK_METHOD_AUTO)
+    if (S->method == SPK_METHOD_AUTO) {
+        if ((st = spk_matrix_host_values(ctx, A)))  /* the statistics read the values */
+            goto fail;
         S->method = choose_method(spk_matrix_info_of(A), S->method_reason, sizeof S->method_reason);
+    }
     S->k.ctx = ctx;
     S->k.ops = S->ops;
     S->k.n = n;
@@ -124,9 +142,7 @@ spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options 
             st = spk_fail(ctx, SPK_ERR_NOMEM, "Jacobi diagonal of %lld doubles: out of memory", (long long)n);
             goto fail;
         }
-        if ((st = S->ops->alloc(ctx, n, &S->dinv)) ||
-            (st = spk_jacobi_refresh(ctx, S->ops, &A->csr, S->method == SPK_METHOD_CG, S->dinv,
-                                     S->diag_work)))
+        if ((st = S->ops->alloc(ctx, n, &S->dinv)) || (st = solver_diagonal(S)))
             goto fail;
     }
     S->version = A->version;
@@ -163,8 +179,7 @@ spk_status spk_solver_refresh(spk_solver *S)
         S->version = S->A->version;
         return SPK_OK;
     }
-    spk_status st = spk_jacobi_refresh(S->ctx, S->ops, &S->A->csr, S->method == SPK_METHOD_CG,
-                                       S->dinv, S->diag_work);
+    spk_status st = solver_diagonal(S);
     if (!st)
         S->version = S->A->version;
     return st;

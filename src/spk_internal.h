@@ -146,6 +146,12 @@ struct spk_matrix {
     double          *spmv_x, *spmv_y;
     spk_context     *ctx_spmv;     /* context they were made for (compared, never dereferenced) */
     const struct spk_vec_ops *spmv_ops;  /* the table that frees them                         */
+    /* value updates on the GPU (src/update_cuda.cu): made at the first update of a matrix
+     * whose layout is on a CUDA context, never for a matrix that is not updated */
+    struct spk_matrix_dev *dev;    /* gather map, staging and canonical values on the device   */
+    int              dev_current;  /* dev's canonical values are the matrix's values           */
+    int              host_stale;   /* csr.val predates them: spk_matrix_host_values downloads  */
+    int              dev_off;      /* dev could not be made (device memory): host path only     */
 };
 #define SPK_MATRIX_MAGIC 0x5350b4a7u
 
@@ -154,11 +160,79 @@ struct spk_matrix {
 const spk_matrix_info *spk_matrix_info_of(spk_matrix *A);
 /* Release spk_matrix_spmv's cached temporaries (destroy, or before a re-prepare elsewhere). */
 void spk_matrix_spmv_release(spk_matrix *A);
+/* Bring csr.val up to date after updates made on the device (A->host_stale: one download of
+ * nnz doubles; otherwise nothing). Every reader of csr.val calls it first: statistics,
+ * prepare (a new layout), the Jacobi diagonal from the host, spk_matrix_csr, write. ctx may be
+ * NULL (it only receives the message of a failure). */
+spk_status spk_matrix_host_values(spk_context *ctx, spk_matrix *A);
+
+/* ---- value updates on the device (src/update_cuda.cu; kernels/cuda_stub.c without CUDA) ---- */
+typedef enum spk_dev_upd {
+    SPK_DEV_UPD_DONE,        /* the values are A's, on the device; the layout is refilled      */
+    SPK_DEV_UPD_REFUSED,     /* A is unchanged: a NaN/Inf, val unreadable, no device memory   */
+    SPK_DEV_UPD_HOST,        /* A is unchanged, a device kernel failed: take the host path    */
+    SPK_DEV_UPD_NO_LAYOUT    /* the values are A's, on the device; the refill failed           */
+} spk_dev_upd;
+/* The update on the device, for A prepared on ctx's GPU in a backend with update_device. The
+ * first call makes A->dev (the gather map uploaded, a staging array of nnz_in and a canonical
+ * value array of nnz doubles: counted allocations) and lets the backend make what its refill
+ * needs; a failure there answers REFUSED and sets A->dev_off (later updates take the host
+ * path, so a retry succeeds). Then: one copy of val (host or
+ * device memory) into the staging array; a finiteness check, read back before anything is
+ * written; the gather into the canonical values (bitwise the host path's sums); the backend's
+ * refill; one stream synchronisation. Sets A->dev_current and A->host_stale when the values
+ * are taken; the caller bumps the version. */
+spk_status spk_matrix_dev_update(spk_context *ctx, spk_matrix *A, const double *val,
+                                 int val_on_device, spk_dev_upd *how);
+/* d_diag (nrows doubles on ctx's device) = diag(A) from the device values, when those are A's
+ * values on this context (*done = 1; the first call makes a device array of the diagonal's
+ * positions); otherwise *done = 0 and nothing happens. */
+spk_status spk_matrix_dev_diagonal(spk_context *ctx, spk_matrix *A, double *d_diag, int *done);
+/* Copy the device canonical values into A->csr.val (a synchronous copy that needs no context:
+ * the matrix may outlive the one it was updated on). */
+spk_status spk_matrix_dev_download(spk_context *ctx, spk_matrix *A);
+void spk_matrix_dev_free(struct spk_matrix_dev *d);                          /* NULL-safe */
 
 /* The solver handle (src/solve.c); defined there, declared here for the magic check. */
 #define SPK_SOLVER_MAGIC 0x53507c9eu
 
 /* ---- the SpMV backend table (kernels/) ---------------------------------------------------- */
+/* ---- device-resident scalars of the fused CG iteration (solvers/cg.c) --------------------
+ * They live where the vectors live (device memory for the CUDA table, host memory for the
+ * CPU one), so an iteration queues its kernels without waiting for a scalar: alpha, beta and
+ * the stopping test are computed by the kernels, which read this block and write it back.
+ * The host reads the block back once per batch of iterations. */
+#define SPK_CG_HIST       64     /* r'r of the last SPK_CG_HIST iterations, ring             */
+#define SPK_CG_MAX_BLOCKS 2048   /* fused reductions run at most this many blocks             */
+enum { SPK_CG_RUN = 0, SPK_CG_LAST = 1, SPK_CG_DONE = 2 };            /* spk_cg_scalars.state */
+enum { SPK_CG_WHY_NONE = 0, SPK_CG_WHY_STOP = 1, SPK_CG_WHY_PQ = 2, SPK_CG_WHY_RZ = 3 };
+
+/* Where a fused dot product lands: *out = x'y, summed over per-block partials `part` in a
+ * fixed order by the last block to finish (counted in *count, which the sum returns to 0),
+ * so the result has the same bits on every call. skip: when non-NULL and *skip != 0 the
+ * kernel does nothing (the iterations queued after the stop). */
+typedef struct spk_dot_sink {
+    const int32_t *skip;
+    double        *out;
+    uint32_t      *count;
+    double        *part;         /* SPK_CG_MAX_BLOCKS doubles                                 */
+} spk_dot_sink;
+
+typedef struct spk_cg_scalars {
+    double  *part;               /* set by the host: 2 * SPK_CG_MAX_BLOCKS device doubles     */
+    double   thr;                /* set by the host: stop when sqrt(r'r) <= thr               */
+    double   pq;                 /* p'Ap of the current iteration                             */
+    double   rr;                 /* r'r after the current update                              */
+    double   rz;                 /* r'z before it (beta's denominator)                        */
+    double   rz_new;             /* r'z after it                                              */
+    double   alpha;
+    int64_t  it;                 /* iterations completed                                      */
+    int32_t  state;              /* SPK_CG_RUN / LAST (x update pending) / DONE               */
+    int32_t  why;                /* SPK_CG_WHY_*: what ended the iteration                    */
+    uint32_t count[4];           /* last-block counters, 0 between kernels                    */
+    double   hist[SPK_CG_HIST];  /* r'r of iteration i at hist[i % SPK_CG_HIST]               */
+} spk_cg_scalars;
+
 typedef struct spk_spmv_backend {
     const char  *name;            /* "ell-cuda": printed by --explain                          */
     spk_format   format;
@@ -174,6 +248,18 @@ typedef struct spk_spmv_backend {
      * the layout `state` built by setup from the same pattern, in place. No allocation, no
      * re-analysis; a device backend uploads only its value array(s). */
     spk_status (*update)(spk_context *ctx, void *state, const spk_csr *A);
+    /* Optional (NULL: the solver runs spmv, then ops->dot_sink): y = A x and sink->out = x'y
+     * in the same pass, deterministic, skipped when *sink->skip != 0 (solvers/cg.c). */
+    spk_status (*spmv_dot)(spk_context *ctx, const void *state, const double *x, double *y,
+                           const struct spk_dot_sink *sink);
+    /* Optional (NULL: updates take the host path, `update`): the update on the device. d_val
+     * holds A's nnz canonical values on ctx's device (A: the pattern; its host values may be
+     * stale); refill the layout's values from them with kernels queued on the context's stream
+     * (the caller synchronises). The first call makes, counted, the index data the refill
+     * needs (a device rowptr ...); later calls allocate nothing. d_val NULL: only that, and
+     * a failure then leaves the layout as it was. */
+    spk_status (*update_device)(spk_context *ctx, void *state, const spk_csr *A,
+                                const double *d_val);
 } spk_spmv_backend;
 
 /* The registry (kernels/backends.c): the backend for (format, device), or NULL. A backend of a
@@ -227,6 +313,25 @@ typedef struct spk_vec_ops {
                              const double *h, double *w);
     /* Block until queued work is done (timing). */
     spk_status (*sync)(spk_context *ctx);
+    /* ---- the fused CG iteration, scalars in S (device memory) ---- */
+    /* sink->out = x'y (the fallback after a backend spmv without spmv_dot) */
+    spk_status (*dot_sink)(spk_context *ctx, int64_t n, const double *x, const double *y,
+                           const spk_dot_sink *sink);
+    /* Unless S->state != RUN: alpha = rz / pq (stop with WHY_PQ unless pq > 0); r -= alpha q;
+     * rr = r'r, rz_new = r'(dinv .* r) (dinv NULL: r'r); it += 1; hist; S->state = LAST when
+     * r'r <= thr2 or is not finite (WHY_STOP) or rz_new <= 0 (WHY_RZ). */
+    spk_status (*cg_r)(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *q,
+                       double *r, const double *dinv);
+    /* Unless S->state == DONE: x += alpha p; then if RUN, p = dinv .* r + (rz_new / rz) p and
+     * rz = rz_new, if LAST, state = DONE. */
+    spk_status (*cg_xp)(spk_context *ctx, int64_t n, spk_cg_scalars *S, double *x, double *p,
+                        const double *r, const double *dinv);
+    /* Copy `bytes` of device memory to `host` (slot 0 or 1 of a double buffer): queued after
+     * the work before it; `host` is valid once fetch_wait(slot) returns. CPU: a memcpy. */
+    spk_status (*fetch)(spk_context *ctx, const void *dev, size_t bytes, int slot, void *host);
+    spk_status (*fetch_wait)(spk_context *ctx, int slot);
+    /* Copy `bytes` of host memory into device memory and wait (the scalars' first state). */
+    spk_status (*put)(spk_context *ctx, const void *host, size_t bytes, void *dev);
 } spk_vec_ops;
 
 const spk_vec_ops *spk_vec_ops_cpu(void);

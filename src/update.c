@@ -8,6 +8,12 @@
  * (backend.update: the CPU layouts rewrite their value arrays, the CUDA ones upload them).
  * Cost: one pass over the input, one over nnz, and the upload of the layout's values.
  *
+ * A matrix whose layout lives on this context's GPU takes the device path instead
+ * (src/update_cuda.cu): the values are copied up once and checked, gathered and refilled on
+ * the device; the host values go stale (host_stale) and are downloaded only when something
+ * reads them (spk_matrix_host_values). The host path below stays for CPU contexts, matrices
+ * not prepared (or prepared elsewhere), and a GPU short of memory for the device path.
+ *
  * The row-length statistics cannot change; `symmetric` and `diag_positive` can, and are
  * recomputed when next read (spk_matrix_info_of), not during the update. */
 #include "spk_internal.h"
@@ -68,13 +74,43 @@ spk_status spk_csr_source_map(spk_context *ctx, const spk_csr *A, const spk_coo 
     return SPK_OK;
 }
 
+spk_status spk_matrix_host_values(spk_context *ctx, spk_matrix *A)
+{
+    if (!A->host_stale)
+        return SPK_OK;
+    spk_status st = spk_matrix_dev_download(ctx, A);
+    if (!st)
+        A->host_stale = 0;
+    return st;
+}
+
+/* A failed download leaves the value statistics as they were (still stale); callers that
+ * must know call spk_matrix_host_values first. */
 const spk_matrix_info *spk_matrix_info_of(spk_matrix *A)
 {
-    if (A->info_stale) {
+    if (A->info_stale && spk_matrix_host_values(NULL, A) == SPK_OK) {
         spk_stats_values(&A->csr, &A->info);
         A->info_stale = 0;
     }
     return &A->info;
+}
+
+/* The device path (src/update_cuda.cu) applies when A's layout lives on this context's GPU in
+ * a backend that can refill itself from device values. */
+static int device_path(const spk_context *ctx, const spk_matrix *A)
+{
+    return ctx->device == SPK_DEVICE_CUDA && A->nnz_in > 0 && !A->dev_off && A->be &&
+           A->ctx_prepared == ctx && A->be->device == SPK_DEVICE_CUDA && A->be->update_device;
+}
+
+/* Drop the prepared layout: the next solve or spk_matrix_prepare builds it again from the
+ * canonical values. */
+static void drop_layout(spk_matrix *A)
+{
+    A->be->destroy(A->state);
+    A->be = NULL;
+    A->state = NULL;
+    A->ctx_prepared = NULL;
 }
 
 /* The host values of an update: `val` itself, or for device memory a copy in A->stage (made
@@ -107,8 +143,23 @@ spk_status spk_matrix_update_values(spk_context *ctx, spk_matrix *A, int64_t nnz
                         "new matrix)", (long long)nnz, (long long)A->nnz_in);
     if (nnz > 0 && !val)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: val is NULL");
+    spk_status st;
+    if (device_path(ctx, A)) {
+        spk_dev_upd how;
+        st = spk_matrix_dev_update(ctx, A, val, val_on_device, &how);
+        if (how == SPK_DEV_UPD_REFUSED)
+            return st;                       /* A unchanged (a NaN/Inf, an unreadable val) */
+        if (how != SPK_DEV_UPD_HOST) {
+            A->version++;
+            A->info_stale = 1;
+            if (how == SPK_DEV_UPD_NO_LAYOUT)
+                drop_layout(A);              /* rebuilt from the device values when next used */
+            return st;
+        }
+        /* the device path is not available: the host path below, which takes val afresh */
+    }
     const double *src;
-    spk_status st = update_source(ctx, A, val, val_on_device, &src);
+    st = update_source(ctx, A, val, val_on_device, &src);
     if (st)
         return st;
     int64_t bad = nnz;                  /* before any write: a refused update changes nothing */
@@ -122,13 +173,15 @@ spk_status spk_matrix_update_values(spk_context *ctx, spk_matrix *A, int64_t nnz
 
     double *a = A->csr.val;
     if (A->gather_ptr) {
-        /* a_p = sum of the input entries of p, in input order (as spk_csr_from_coo summed
-         * them): a gather, so parallel without atomics and bitwise the same as assembly */
+        /* a_p = sum of the input entries of p, in input order, starting from the first (as
+         * spk_csr_from_coo summed them: a_ij = v, then a_ij += v): a gather, so parallel
+         * without atomics and bitwise the same as assembly (-0.0 included) */
         const int64_t *gp = A->gather_ptr, *gs = A->gather_src;
 #pragma omp parallel for schedule(static) if (A->csr.nnz > 65536)
         for (int64_t p = 0; p < A->csr.nnz; p++) {
-            double v = 0.0;
-            for (int64_t q = gp[p]; q < gp[p + 1]; q++)
+            int64_t q = gp[p];
+            double v = q < gp[p + 1] ? src[gs[q]] : 0.0;
+            for (q++; q < gp[p + 1]; q++)
                 v += src[gs[q]];
             a[p] = v;
         }
@@ -137,16 +190,15 @@ spk_status spk_matrix_update_values(spk_context *ctx, spk_matrix *A, int64_t nnz
     }
     A->version++;
     A->info_stale = 1;
+    A->host_stale = 0;                       /* every value rewritten here                  */
+    A->dev_current = 0;                      /* the device's, if any, are the old ones      */
     if (!A->be)
         return SPK_OK;
     if (A->ctx_prepared == ctx && (st = A->be->update(ctx, A->state, &A->csr)) == SPK_OK)
         return SPK_OK;
     /* Prepared on another context, or the refill failed: drop the layout; the next solve or
      * spk_matrix_prepare builds it again from the (updated) canonical CSR. */
-    A->be->destroy(A->state);
-    A->be = NULL;
-    A->state = NULL;
-    A->ctx_prepared = NULL;
+    drop_layout(A);
     return st;
 }
 

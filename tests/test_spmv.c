@@ -146,6 +146,160 @@ static void check_products(const char *be_name, const char *mname, const spk_spm
     check_product(be_name, mname, be, state, A, 0.5, 1.0);
 }
 
+/* ---- the CUDA CSR backend's kernels (SPK_CSR_KERNEL, read at setup) ---------------------- */
+
+/* Same inputs, same bits: the merge path's carries and every sum have a fixed order. */
+static void check_repeatable(const char *be_name, const char *mname, const spk_spmv_backend *be,
+                             const void *state, const spk_csr *A)
+{
+    const int64_t m = A->nrows, n = A->ncols;
+    if (m == 0)
+        return;
+    double *x = host_random(n, 21), *y1 = malloc((size_t)m * sizeof *y1),
+           *y2 = malloc((size_t)m * sizeof *y2);
+    double *d_x = NULL, *d_y = NULL;
+    spk_status st = ops->alloc(ctx, n ? n : 1, &d_x);
+    if (!st)
+        st = ops->alloc(ctx, m, &d_y);
+    if (!st && n)
+        st = ops->upload(ctx, n, x, d_x);
+    if (!st)
+        st = be->spmv(ctx, state, 1.0, d_x, 0.0, d_y);
+    if (!st)
+        st = ops->download(ctx, m, d_y, y1);
+    if (!st)
+        st = be->spmv(ctx, state, 1.0, d_x, 0.0, d_y);
+    if (!st)
+        st = ops->download(ctx, m, d_y, y2);
+    T_CHECK(st == SPK_OK, "%s on %s (repeat): %s", be_name, mname, spk_last_error(ctx));
+    if (!st)
+        T_CHECK(memcmp(y1, y2, (size_t)m * sizeof *y1) == 0, "%s on %s: two SpMVs differ in bits",
+                be_name, mname);
+    ops->free(ctx, d_x);
+    ops->free(ctx, d_y);
+    free(x);
+    free(y1);
+    free(y2);
+}
+
+/* spmv_dot (CG's q = A p and p'q, square A): y = A x against the reference, out = x'y to
+ * 1e-12 of sum |x_i y_i|, the same bits on a second call, and nothing written when *skip. */
+static void check_spmv_dot(const char *be_name, const char *mname, const spk_spmv_backend *be,
+                           const void *state, const spk_csr *A)
+{
+    const int64_t n = A->nrows;
+    if (!be->spmv_dot || n != A->ncols)
+        return;
+    double *x = host_random(n, 31), *ref = malloc(((size_t)n + 1) * sizeof *ref),
+           *got = malloc(((size_t)n + 1) * sizeof *got);
+    spk_csr_spmv_ref(A, 1.0, x, 0.0, ref);
+    double want = 0.0, scale = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        want += x[i] * ref[i];
+        scale += fabs(x[i] * ref[i]);
+        got[i] = NAN;
+    }
+    /* device: x, y, out, the counter (a zeroed double holds the uint32), partials, skip */
+    double *d_x = NULL, *d_y = NULL, *d_out = NULL, *d_count = NULL, *d_part = NULL,
+           *d_skip = NULL;
+    spk_status st = ops->alloc(ctx, n ? n : 1, &d_x);
+    if (!st)
+        st = ops->alloc(ctx, n ? n : 1, &d_y);
+    if (!st)
+        st = ops->alloc(ctx, 1, &d_out);
+    if (!st)
+        st = ops->alloc(ctx, 1, &d_count);
+    if (!st)
+        st = ops->alloc(ctx, SPK_CG_MAX_BLOCKS, &d_part);
+    if (!st)
+        st = ops->alloc(ctx, 1, &d_skip);
+    if (!st && n)
+        st = ops->upload(ctx, n, x, d_x);
+    if (!st && n)
+        st = ops->upload(ctx, n, got, d_y);                   /* NaN: every row is written */
+    spk_dot_sink sink = {NULL, d_out, (uint32_t *)d_count, d_part};
+    double out1 = NAN, out2 = NAN, out3 = NAN;
+    if (!st)
+        st = be->spmv_dot(ctx, state, d_x, d_y, &sink);
+    if (!st)
+        st = ops->download(ctx, 1, d_out, &out1);
+    if (!st && n)
+        st = ops->download(ctx, n, d_y, got);
+    if (!st)
+        st = be->spmv_dot(ctx, state, d_x, d_y, &sink);
+    if (!st)
+        st = ops->download(ctx, 1, d_out, &out2);
+    if (!st) {                                  /* skip set: neither y nor out may change */
+        int32_t one[2] = {1, 1};
+        double skip_host;
+        memcpy(&skip_host, one, sizeof skip_host);
+        const double poison = -12345.0;
+        sink.skip = (const int32_t *)d_skip;
+        st = ops->upload(ctx, 1, &skip_host, d_skip);
+        if (!st)
+            st = ops->upload(ctx, 1, &poison, d_out);
+        if (!st)
+            st = be->spmv_dot(ctx, state, d_x, d_y, &sink);
+        if (!st)
+            st = ops->download(ctx, 1, d_out, &out3);
+        if (!st)
+            T_CHECK(out3 == poison, "%s on %s: spmv_dot wrote out with skip set", be_name, mname);
+    }
+    if (!st)
+        st = ops->sync(ctx);
+    T_CHECK(st == SPK_OK, "%s spmv_dot on %s: %s: %s", be_name, mname, spk_status_str(st),
+            spk_last_error(ctx));
+    if (!st) {
+        double d = t_rel_diff(got, ref, n);
+        T_CHECK(d <= TOL, "%s spmv_dot on %s: y differs by %.3g", be_name, mname, d);
+        T_CHECK(fabs(out1 - want) <= TOL * (scale > 0.0 ? scale : 1.0),
+                "%s spmv_dot on %s: x'y = %.17g, reference %.17g", be_name, mname, out1, want);
+        T_CHECK(memcmp(&out1, &out2, sizeof out1) == 0,
+                "%s spmv_dot on %s: two calls gave %.17g and %.17g", be_name, mname, out1, out2);
+    }
+    ops->free(ctx, d_x);
+    ops->free(ctx, d_y);
+    ops->free(ctx, d_out);
+    ops->free(ctx, d_count);
+    ops->free(ctx, d_part);
+    ops->free(ctx, d_skip);
+    free(x);
+    free(ref);
+    free(got);
+}
+
+/* The CUDA CSR backend picks CSR-vector or merge path at setup; run it once with its own
+ * choice and once with each kernel forced through SPK_CSR_KERNEL (the caller's value, if
+ * any, is put back). Other backends: nothing. */
+static void check_csr_kernels(const char *mname, const spk_spmv_backend *be, const spk_csr *A)
+{
+    static const char *const kernels[] = {"vector", "merge"};
+    if (be->format != SPK_FMT_CSR || be->device != SPK_DEVICE_CUDA)
+        return;
+    const char *env = getenv("SPK_CSR_KERNEL");
+    char *saved = env ? strdup(env) : NULL;
+    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s[%s]", be->name, kernels[k]);
+        setenv("SPK_CSR_KERNEL", kernels[k], 1);
+        void *state = NULL;
+        spk_status st = be->setup(ctx, A, &state);
+        T_CHECK(st == SPK_OK, "%s setup on %s: %s: %s", name, mname, spk_status_str(st),
+                spk_last_error(ctx));
+        if (st == SPK_OK) {
+            check_products(name, mname, be, state, A);
+            check_repeatable(name, mname, be, state, A);
+            check_spmv_dot(name, mname, be, state, A);
+        }
+        be->destroy(state);
+    }
+    if (saved)
+        setenv("SPK_CSR_KERNEL", saved, 1);
+    else
+        unsetenv("SPK_CSR_KERNEL");
+    free(saved);
+}
+
 /* Every backend of the device: setup, products, destroy. ELL past its fill guard must refuse
  * with a message that points to hyb. */
 static void check_backends(const char *mname, const spk_csr *A, const spk_matrix_info *info)
@@ -172,7 +326,29 @@ static void check_backends(const char *mname, const spk_csr *A, const spk_matrix
         if (st == SPK_OK)
             check_products(be->name, mname, be, state, A);
         be->destroy(state);
+        check_csr_kernels(mname, be, A);
     }
+}
+
+/* SPK_CSR_KERNEL with an unknown value: the CUDA CSR setup refuses it, naming the values. */
+static void check_csr_kernel_env(void)
+{
+    spk_csr A;
+    t_random_csr(ctx, 50, 50, 3, 7, &A);
+    const char *env = getenv("SPK_CSR_KERNEL");
+    char *saved = env ? strdup(env) : NULL;
+    setenv("SPK_CSR_KERNEL", "fast", 1);
+    void *state = NULL;
+    spk_status st = spk_backend_csr_cuda.setup(ctx, &A, &state);
+    T_CHECK(st == SPK_ERR_ARG && state == NULL && strstr(spk_last_error(ctx), "merge"),
+            "SPK_CSR_KERNEL=fast: %s: %s", spk_status_str(st), spk_last_error(ctx));
+    spk_backend_csr_cuda.destroy(state);
+    if (saved)
+        setenv("SPK_CSR_KERNEL", saved, 1);
+    else
+        unsetenv("SPK_CSR_KERNEL");
+    free(saved);
+    spk_csr_free(&A);
 }
 
 /* ---- conversions (host, CPU run only) ---------------------------------------------------- */
@@ -425,10 +601,33 @@ int main(int argc, char **argv)
     check_generated("elasticity3d:4");
     check_generated("powerlaw:3000:8:5");
     check_generated("powerlaw:200:150:2");
+    check_generated("powerlaw:20000:8");
+    check_generated("powerlaw:50000:4:3");
+
+    /* shapes for the merge path's tiles (7 x 256 path items): one row across ~30 tiles, tiles
+     * of nothing but empty rows, long rows between runs of empty ones, a row per tile edge */
+    csr_dense_row(1, 50000, 0, &A);
+    check_matrix("1x50000 dense", &A);
+    csr_empty(20000, 3, &A);
+    check_matrix("20000x3 all zero", &A);
+    {
+        int64_t *len = malloc(6000 * sizeof *len);
+        for (int i = 0; i < 6000; i++)
+            len[i] = i % 1000 == 999 ? 3000 : i % 1000 == 500 ? 1791 : 0;
+        csr_from_lengths(6000, 4000, len, 6, &A);
+        check_matrix("6000x4000 long rows between empty ones", &A);
+        for (int i = 0; i < 6000; i++)
+            len[i] = i % 7 == 3 ? 1792 - 1 : i % 5;
+        csr_from_lengths(6000, 2000, len, 8, &A);
+        check_matrix("6000x2000 tile-sized rows", &A);
+        free(len);
+    }
 
     check_inputs();
     if (dev == SPK_DEVICE_CPU)
         check_nomem();
+    else
+        check_csr_kernel_env();
 
     spk_context_destroy(ctx);
     return t_done(dev == SPK_DEVICE_CPU ? "spmv_cpu" : "spmv_gpu");

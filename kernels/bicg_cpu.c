@@ -1,0 +1,114 @@
+/* kernels/bicg_cpu.c -- the fused BiCGStab steps on the host (solvers/bicg_scalar.h): the
+ * specification kernels/bicg_cuda.cu is tested against. Each step is one OpenMP loop over its
+ * vectors, then the scalar step of solvers/bicg_scalar.h on the block, as the CUDA kernels'
+ * last block does. Reductions carry `simd` for the reason kernels/vec_cpu.c gives. */
+#include "../solvers/bicg_scalar.h"
+
+/* Below this length a parallel region costs more than the loop (kernels/vec_cpu.c). */
+#define SPK_OMP_MIN_N 8192
+
+static spk_status b_update_p(spk_context *ctx, int64_t n, spk_bicg_scalars *S, const double *r,
+                             const double *v, double *p, const double *dinv, double *ph)
+{
+    if (S->state != SPK_BICG_RUN)
+        return SPK_OK;
+    const double beta = S->beta, omega = S->omega;
+    if (dinv) {
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N)
+        for (int64_t i = 0; i < n; i++) {
+            const double pi = r[i] + beta * (p[i] - omega * v[i]);
+            p[i] = pi;
+            ph[i] = dinv[i] * pi;                    /* p^ = M^-1 p */
+        }
+    } else {
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N)
+        for (int64_t i = 0; i < n; i++)
+            p[i] = r[i] + beta * (p[i] - omega * v[i]);
+    }
+    return SPK_OK;
+}
+
+static spk_status b_dots(spk_context *ctx, int64_t n, spk_bicg_scalars *S, int phase,
+                         const double *x, const double *y)
+{
+    if (S->state != SPK_BICG_RUN)
+        return SPK_OK;
+    double xy = 0.0, xx = 0.0;
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : xy, xx)
+    for (int64_t i = 0; i < n; i++) {
+        xy += x[i] * y[i];
+        xx += x[i] * x[i];
+    }
+    if (phase == SPK_BICG_ALPHA)
+        spk_bicg_alpha(S, xy, xx);
+    else
+        spk_bicg_omega(S, xy, xx);
+    return SPK_OK;
+}
+
+static spk_status b_update_s(spk_context *ctx, int64_t n, spk_bicg_scalars *S, const double *v,
+                             double *r, const double *dinv, double *sh)
+{
+    if (S->state != SPK_BICG_RUN)
+        return SPK_OK;
+    const double alpha = S->alpha;
+    double ss = 0.0;
+    if (dinv) {
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : ss)
+        for (int64_t i = 0; i < n; i++) {
+            const double si = r[i] - alpha * v[i];   /* s = r - alpha v */
+            r[i] = si;
+            sh[i] = dinv[i] * si;                    /* s^ = M^-1 s     */
+            ss += si * si;
+        }
+    } else {
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : ss)
+        for (int64_t i = 0; i < n; i++) {
+            const double si = r[i] - alpha * v[i];
+            r[i] = si;
+            ss += si * si;
+        }
+    }
+    spk_bicg_half(S, ss);
+    return SPK_OK;
+}
+
+/* sh may be r (no preconditioner): every element is read before it is written. */
+static spk_status b_update_xr(spk_context *ctx, int64_t n, spk_bicg_scalars *S, double *x,
+                              const double *ph, const double *sh, const double *t,
+                              const double *r0, double *r)
+{
+    const double alpha = S->alpha, omega = S->omega;
+    if (S->state == SPK_BICG_LAST) {
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N)
+        for (int64_t i = 0; i < n; i++)
+            x[i] += alpha * ph[i];
+        S->state = SPK_BICG_DONE;
+        return SPK_OK;
+    }
+    if (S->state != SPK_BICG_RUN)
+        return SPK_OK;
+    double rho = 0.0, rr = 0.0;
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : rho, rr)
+    for (int64_t i = 0; i < n; i++) {
+        const double xi = x[i] + alpha * ph[i];      /* the two updates of x, rounded as  */
+        x[i] = xi + omega * sh[i];                   /* two passes would round them        */
+        const double ri = r[i] - omega * t[i];       /* r = s - omega t */
+        r[i] = ri;
+        rho += r0[i] * ri;
+        rr += ri * ri;
+    }
+    spk_bicg_end(S, rho, rr);
+    return SPK_OK;
+}
+
+static const spk_bicg_ops cpu_bicg_ops = {
+    SPK_DEVICE_CPU, b_update_p, b_dots, b_update_s, b_update_xr,
+};
+
+const spk_bicg_ops *spk_bicg_ops_cpu(void) { return &cpu_bicg_ops; }
+
+const spk_bicg_ops *spk_bicg_ops_for(spk_device dev)
+{
+    return dev == SPK_DEVICE_CUDA ? spk_bicg_ops_cuda() : &cpu_bicg_ops;
+}
