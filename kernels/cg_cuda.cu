@@ -19,6 +19,7 @@
 #include "cuda_common.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 /* Blocks of the element-wise steps: one resident wave (their reductions need it too). */
@@ -45,7 +46,99 @@ dot_sink_kernel(int64_t n, const double *__restrict__ x, const double *__restric
         *sink.out = s[0];
 }
 
-__global__ void SPK_RESIDENT_BOUNDS
+/* The two steps run 6 blocks of 256 per SM (75% occupancy, 40 registers): under the 32 of
+ * SPK_RESIDENT_BOUNDS their paired loads spill (96-168 bytes per thread). Their grid is one
+ * resident wave of that size (step_grid). Measured, CG on poisson3d:150 (H200): 16 or 64
+ * blocks per SM (several waves, more partials for the last block) 200.6 and 228.4 us per
+ * iteration against 192.7 with one wave. */
+#define SPK_CG_STEP_BLOCKS_PER_SM 6
+
+static unsigned step_grid(const spk_cuda_state *cs, int64_t items)
+{
+    int64_t want = (items + SPK_CUDA_BLOCK - 1) / SPK_CUDA_BLOCK;
+    int64_t cap = (int64_t)cs->sm_count * SPK_CG_STEP_BLOCKS_PER_SM;
+    if (cap > SPK_CG_MAX_BLOCKS)
+        cap = SPK_CG_MAX_BLOCKS;
+    return (unsigned)(want < 1 ? 1 : want < cap ? want : cap);
+}
+
+/* Element-wise loops of the two steps, 16 bytes per load where every vector is 16-byte
+ * aligned (V2: pairs i = 2j, 2j + 1, the odd last element by thread 0 of block 0): twice the
+ * bytes in flight per load instruction, which a one-wave grid-stride loop needs to keep the
+ * memory system busy. Sums are added element by element in index order within a thread. */
+template <bool V2>
+__device__ __forceinline__ void cg_r_loop(int64_t n, double alpha, const double *__restrict__ q,
+                                          double *__restrict__ r,
+                                          const double *__restrict__ dinv, double (&s)[2])
+{
+    int64_t done = 0;
+    if (V2) {
+        const double2 *q2 = reinterpret_cast<const double2 *>(q);
+        const double2 *d2 = reinterpret_cast<const double2 *>(dinv);
+        double2 *r2 = reinterpret_cast<double2 *>(r);
+        SPK_GRID_STRIDE(j, n >> 1) {
+            const double2 qv = q2[j];
+            double2 rv = r2[j];
+            const double2 dv = dinv ? d2[j] : make_double2(1.0, 1.0);   /* 1 * r is exact */
+            rv.x -= alpha * qv.x;
+            rv.y -= alpha * qv.y;
+            r2[j] = rv;
+            s[0] += rv.x * rv.x;
+            s[0] += rv.y * rv.y;
+            s[1] += rv.x * (dv.x * rv.x);
+            s[1] += rv.y * (dv.y * rv.y);
+        }
+        if (!(n & 1) || blockIdx.x != 0 || threadIdx.x != 0)
+            return;
+        done = n - 1;
+    }
+    for (int64_t i = done + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        double ri = r[i] - alpha * q[i];
+        r[i] = ri;
+        s[0] += ri * ri;
+        s[1] += ri * (dinv ? dinv[i] * ri : ri);
+    }
+}
+
+template <bool V2>
+__device__ __forceinline__ void cg_xp_loop(int64_t n, double alpha, double beta, bool last,
+                                           double *__restrict__ x, double *__restrict__ p,
+                                           const double *__restrict__ r,
+                                           const double *__restrict__ dinv)
+{
+    int64_t done = 0;
+    if (V2) {
+        double2 *x2 = reinterpret_cast<double2 *>(x), *p2 = reinterpret_cast<double2 *>(p);
+        const double2 *r2 = reinterpret_cast<const double2 *>(r);
+        const double2 *d2 = reinterpret_cast<const double2 *>(dinv);
+        SPK_GRID_STRIDE(j, n >> 1) {
+            const double2 pv = p2[j];
+            double2 xv = x2[j];
+            xv.x += alpha * pv.x;
+            xv.y += alpha * pv.y;
+            x2[j] = xv;
+            if (!last) {
+                const double2 rv = r2[j];
+                const double2 dv = dinv ? d2[j] : make_double2(1.0, 1.0);
+                p2[j] = make_double2(dv.x * rv.x + beta * pv.x, dv.y * rv.y + beta * pv.y);
+            }
+        }
+        if (!(n & 1) || blockIdx.x != 0 || threadIdx.x != 0)
+            return;
+        done = n - 1;
+    }
+    for (int64_t i = done + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const double pi = p[i];
+        x[i] += alpha * pi;
+        if (!last)
+            p[i] = (dinv ? dinv[i] * r[i] : r[i]) + beta * pi;
+    }
+}
+
+template <bool V2>
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK, SPK_CG_STEP_BLOCKS_PER_SM)
 cg_r_kernel(int64_t n, spk_cg_scalars *S, const double *__restrict__ q, double *__restrict__ r,
             const double *__restrict__ dinv)
 {
@@ -55,14 +148,8 @@ cg_r_kernel(int64_t n, spk_cg_scalars *S, const double *__restrict__ q, double *
     const bool ok = pq > 0.0;                     /* false for NaN too                       */
     const double alpha = ok ? rz / pq : 0.0;
     double s[2] = {0.0, 0.0};
-    if (ok) {
-        SPK_GRID_STRIDE(i, n) {
-            double ri = r[i] - alpha * q[i];
-            r[i] = ri;
-            s[0] += ri * ri;
-            s[1] += ri * (dinv ? dinv[i] * ri : ri);
-        }
-    }
+    if (ok)
+        cg_r_loop<V2>(n, alpha, q, r, dinv, s);
     if (!spk_last_block_sum<2>(s, S->part, &S->count[1]) || threadIdx.x != 0)
         return;
     if (!ok) {                                    /* p'Ap <= 0: A not SPD, or NaN           */
@@ -91,34 +178,33 @@ cg_r_kernel(int64_t n, spk_cg_scalars *S, const double *__restrict__ q, double *
     S->why = SPK_CG_WHY_STOP;
 }
 
-__global__ void SPK_RESIDENT_BOUNDS
+template <bool V2>
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK, SPK_CG_STEP_BLOCKS_PER_SM)
 cg_xp_kernel(int64_t n, spk_cg_scalars *S, double *__restrict__ x, double *__restrict__ p,
              const double *__restrict__ r, const double *__restrict__ dinv)
 {
     const int32_t state = S->state;
     if (state == SPK_CG_DONE)
         return;
-    const double alpha = S->alpha;
-    double none[1] = {0.0};
-    if (state == SPK_CG_LAST) {
-        SPK_GRID_STRIDE(i, n)
-            x[i] += alpha * p[i];
-    } else {
-        const double beta = S->rz_new / S->rz;
-        SPK_GRID_STRIDE(i, n) {
-            const double pi = p[i];
-            x[i] += alpha * pi;
-            p[i] = (dinv ? dinv[i] * r[i] : r[i]) + beta * pi;
-        }
-    }
+    const bool last = state == SPK_CG_LAST;
+    const double alpha = S->alpha, beta = last ? 0.0 : S->rz_new / S->rz;
+    cg_xp_loop<V2>(n, alpha, beta, last, x, p, r, dinv);
     /* the last block moves the header on, once every block has read it */
+    double none[1] = {0.0};
     if (!spk_last_block_sum<1>(none, S->part + SPK_CG_MAX_BLOCKS, &S->count[2]) ||
         threadIdx.x != 0)
         return;
-    if (state == SPK_CG_LAST)
+    if (last)
         S->state = SPK_CG_DONE;
     else
         S->rz = S->rz_new;
+}
+
+/* 16-byte loads need every vector 16-byte aligned: cudaMalloc's are, a caller's x of
+ * spk_solver_solve_device may not be. */
+static bool aligned16(const void *a, const void *b, const void *c, const void *d)
+{
+    return (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d) & 15) == 0;
 }
 
 spk_status spk_cuda_dot_sink(spk_context *ctx, int64_t n, const double *x, const double *y,
@@ -140,7 +226,10 @@ spk_status spk_cuda_cg_r(spk_context *ctx, int64_t n, spk_cg_scalars *S, const d
     spk_status st = spk_cuda_state_of(ctx, &cs);
     if (st)
         return st;
-    cg_r_kernel<<<vec_grid(cs, n), SPK_CUDA_BLOCK, 0, cs->stream>>>(n, S, q, r, dinv);
+    if (aligned16(q, r, dinv, NULL))
+        cg_r_kernel<true><<<step_grid(cs, n / 2), SPK_CUDA_BLOCK, 0, cs->stream>>>(n, S, q, r, dinv);
+    else
+        cg_r_kernel<false><<<step_grid(cs, n), SPK_CUDA_BLOCK, 0, cs->stream>>>(n, S, q, r, dinv);
     return spk_cuda_launched(ctx, "cg_r_kernel");
 }
 
@@ -151,7 +240,11 @@ spk_status spk_cuda_cg_xp(spk_context *ctx, int64_t n, spk_cg_scalars *S, double
     spk_status st = spk_cuda_state_of(ctx, &cs);
     if (st)
         return st;
-    cg_xp_kernel<<<vec_grid(cs, n), SPK_CUDA_BLOCK, 0, cs->stream>>>(n, S, x, p, r, dinv);
+    if (aligned16(x, p, r, dinv))
+        cg_xp_kernel<true><<<step_grid(cs, n / 2), SPK_CUDA_BLOCK, 0, cs->stream>>>(n, S, x, p, r,
+                                                                                  dinv);
+    else
+        cg_xp_kernel<false><<<step_grid(cs, n), SPK_CUDA_BLOCK, 0, cs->stream>>>(n, S, x, p, r, dinv);
     return spk_cuda_launched(ctx, "cg_xp_kernel");
 }
 

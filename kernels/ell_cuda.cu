@@ -10,6 +10,7 @@
  * backends can never disagree on it. */
 #include "cuda_common.h"
 
+#include <atomic>
 #include <string.h>
 
 /* Partial unroll of the slot loop: four independent column loads in flight per thread hide
@@ -48,7 +49,7 @@ ell_kernel(int64_t nrows, int64_t width, const int32_t *__restrict__ Aj,
 
 /* y = A x and sink->out = x'y in the same pass (CG's q = A p, p'q): x_i is a coalesced load
  * beside the row's first slot, so the dot costs no pass of its own. */
-__global__ void SPK_RESIDENT_BOUNDS
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 ell_dot_kernel(int64_t nrows, int64_t width, const int32_t *__restrict__ Aj,
                const double *__restrict__ Ax, const double *__restrict__ x,
                double *__restrict__ y, spk_dot_sink sink)
@@ -73,8 +74,28 @@ spk_status spk_ell_dev_spmv_dot(spk_context *ctx, const spk_ell_dev *A, const do
     spk_status st = spk_cuda_state_of(ctx, &cs);
     if (st)
         return st;
-    /* nrows == 0 still runs one block, so that the sum (0) lands in *sink->out */
-    ell_dot_kernel<<<spk_cuda_red_grid(cs, A->nrows, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
+    /* One resident wave, sized by the occupancy API (the kernel has no register cap: capped
+     * at 32 it ran elasticity3d:40's CG at 85 us per iteration, uncapped at 72). Measured on
+     * poisson3d:150 (H200): one wave of a capped kernel 105.7 us (ncu), the SpMV's own grid of
+     * 4224 blocks slower again inside CG (192.7 against ~175 us per iteration): the last block
+     * then adds 4224 partials. nrows == 0 still runs one block, so that the sum (0) lands in
+     * *sink->out. */
+    static std::atomic<int> occupancy{0};          /* per process: one GPU model assumed */
+    int per_sm = occupancy.load(std::memory_order_relaxed);
+    if (per_sm <= 0) {
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ell_dot_kernel,
+                                                          SPK_CUDA_BLOCK, 0) != cudaSuccess ||
+            per_sm <= 0) {
+            (void)cudaGetLastError();              /* not for the launch check to report */
+            per_sm = 1;
+        }
+        occupancy.store(per_sm, std::memory_order_relaxed);
+    }
+    int64_t want = (A->nrows + SPK_CUDA_BLOCK - 1) / SPK_CUDA_BLOCK;
+    int64_t cap = (int64_t)cs->sm_count * per_sm;
+    cap = cap < SPK_CG_MAX_BLOCKS ? cap : SPK_CG_MAX_BLOCKS;
+    const unsigned grid = (unsigned)(want < 1 ? 1 : want < cap ? want : cap);
+    ell_dot_kernel<<<grid, SPK_CUDA_BLOCK, 0,
                      cs->stream>>>(A->nrows, A->width, A->col, A->val, x, y, *sink);
     return spk_cuda_launched(ctx, "ell_dot_kernel");
 }

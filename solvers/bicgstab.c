@@ -54,7 +54,6 @@
 #include <string.h>
 
 #define SPK_BICG_BATCH 32                /* most iterations between read-backs; <= HIST / 2 */
-#define SPK_BICG_BATCH_SECONDS 200e-6    /* the batch's target length                       */
 #define SPK_BICG_BATCH_FIRST 2           /* the GPU's first batch, before any timing: 2 of
                                             its iterations are 4 SpMVs, as CG's first 4     */
 
@@ -192,7 +191,7 @@ spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x)
         done = h[s].state == SPK_BICG_DONE;
         if (ops->device != SPK_DEVICE_CPU && h[s].it > it_prev) {
             double t = spk_now(), per_it = (t - t_prev) / (double)(h[s].it - it_prev);
-            double want = per_it > 0 ? SPK_BICG_BATCH_SECONDS / per_it : SPK_BICG_BATCH;
+            double want = per_it > 0 ? spk_batch_seconds() / per_it : SPK_BICG_BATCH;
             batch = want < 1 ? 1 : want > SPK_BICG_BATCH ? SPK_BICG_BATCH : (int64_t)want;
             t_prev = t;
             it_prev = h[s].it;

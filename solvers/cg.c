@@ -12,9 +12,9 @@
  *   ops->cg_xp: x += alpha p;  p = M^-1 r + beta p
  *
  * Memory traffic beyond the SpMV: 8n doubles, 10n with Jacobi (z = M^-1 r is never stored).
- * The batch aims at ~200 us of work, at most SPK_CG_BATCH iterations: a few iterations for a
- * large system, where one wait per iteration costs nothing, up to 32 for a small one, which
- * would otherwise be bound by round trips. Iterations queued past the stop see the state and
+ * The batch aims at ~1 ms of work (spk_batch_seconds), at most SPK_CG_BATCH iterations: the
+ * read-back between two batches idles the GPU for a few microseconds, and a small system would
+ * otherwise be bound by round trips. Iterations queued past the stop see the state and
  * return at once, so stopping costs at most two batches of launches; x, the iteration count
  * and the residual are those of the iteration that met the test, as in the textbook loop.
  * The history and the monitor see every iteration's residual, delivered batch by batch.
@@ -27,7 +27,6 @@
 #include <string.h>
 
 #define SPK_CG_BATCH 32                  /* most iterations between read-backs; <= HIST / 2 */
-#define SPK_CG_BATCH_SECONDS 200e-6      /* the batch's target length                       */
 
 /* What a nonpositive p'Ap or r'z means: NaN comes from a NaN/Inf in A or b; otherwise A (or M)
  * is not SPD. */
@@ -125,6 +124,7 @@ spk_status spk_cg(spk_krylov *k, const double *b, double *x)
     int64_t launched = 0, recorded = 0, batch = ops->device == SPK_DEVICE_CPU ? 1 : 4;
     int fifo[2], nfifo = 0, next = 0, done = 0, last = -1;
     double t_prev = spk_now();
+    const double batch_seconds = spk_batch_seconds();
     int64_t it_prev = 0;
     for (;;) {
         if (!done && launched < k->maxiter) {
@@ -151,7 +151,7 @@ spk_status spk_cg(spk_krylov *k, const double *b, double *x)
         done = h[s].state == SPK_CG_DONE;
         if (ops->device != SPK_DEVICE_CPU && h[s].it > it_prev) {
             double t = spk_now(), per_it = (t - t_prev) / (double)(h[s].it - it_prev);
-            double want = per_it > 0 ? SPK_CG_BATCH_SECONDS / per_it : SPK_CG_BATCH;
+            double want = per_it > 0 ? batch_seconds / per_it : SPK_CG_BATCH;
             batch = want < 1 ? 1 : want > SPK_CG_BATCH ? SPK_CG_BATCH : (int64_t)want;
             t_prev = t;
             it_prev = h[s].it;

@@ -63,6 +63,13 @@ double spk_stop_threshold(const spk_options *opt, double bnorm);
 spk_reason spk_stop_check(const spk_options *opt, double bnorm, double rnorm);
 /* Record iteration `it` (history when asked, monitor callback every k). */
 spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnorm);
+/* The GPU work one batch of device-scalar iterations aims at (CG, BiCGStab): the read-back
+ * after a batch sits in the stream between two kernels, a few microseconds of idle GPU, so a
+ * batch is about a millisecond, not one iteration; iterations queued past the stop cost a
+ * launch each (an SpMV without a fused skip runs in full). SPK_BATCH_US overrides it (a
+ * tuning knob for the benchmarks, in microseconds). */
+#define SPK_BATCH_SECONDS_DEFAULT 1e-3
+double spk_batch_seconds(void);
 /* 1 if x is a usable nonzero denominator: finite and |x| > tiny * scale. */
 int spk_denominator_ok(double x, double scale);
 

@@ -4,6 +4,7 @@
 #include "solver.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 double spk_stop_threshold(const spk_options *opt, double bnorm)
@@ -65,4 +66,11 @@ spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnor
 spk_status spk_apply_A(spk_krylov *k, const double *x, double *y)
 {
     return k->be->spmv(k->ctx, k->state, 1.0, x, 0.0, y);
+}
+
+double spk_batch_seconds(void)
+{
+    const char *e = getenv("SPK_BATCH_US");
+    double us = e ? strtod(e, NULL) : 0.0;
+    return us > 0 && us < 1e7 ? us * 1e-6 : SPK_BATCH_SECONDS_DEFAULT;
 }
