@@ -10,7 +10,10 @@
  *    NULL-safe. Host arrays passed in are copied unless the function says otherwise.
  *  - Thread safety: a context and everything made from it belong to one thread at a time. Two
  *    threads may use two contexts concurrently; the library keeps no global mutable state.
- *  - The library never prints, never exits, never reads the environment.
+ *  - The library never prints and never exits. It reads two environment variables, tuning
+ *    knobs for benchmarks and tests: SPK_BATCH_US (GPU work between two read-backs of CG's and
+ *    BiCGStab's scalars, in microseconds) and SPK_CSR_KERNEL (vector|merge: force a CUDA CSR
+ *    kernel).
  */
 #ifndef SPK_H
 #define SPK_H
@@ -101,7 +104,8 @@ SPK_API spk_status spk_context_create(spk_context **ctx, spk_device device);
 SPK_API void spk_context_destroy(spk_context *ctx);
 /* The device the context resolved to (CPU or CUDA, never AUTO). */
 SPK_API spk_device spk_context_device(const spk_context *ctx);
-/* A one-line description of the device: "NVIDIA H200 (cc 9.0, 132 SMs)" or "CPU (2 threads)". */
+/* A one-line description of the device: "NVIDIA H200 (cc 9.0, 132 SMs, 140 GiB)" or
+ * "CPU (2 OpenMP threads)". */
 SPK_API const char *spk_context_device_name(const spk_context *ctx);
 /* Number of allocations (host and device) the context has made so far: lets a caller check
  * that a solve loop allocates nothing after its first pass. */
@@ -228,7 +232,8 @@ SPK_API spk_status spk_matrix_csr(const spk_matrix *A, const int64_t **rowptr,
 /* ---- solving ------------------------------------------------------------------------------- */
 
 /* Called every `monitor_every` iterations (and at the end) when set: iteration, residual
- * norm, relative residual, seconds since the solve began. It must not call into spk. */
+ * norm, relative residual, seconds since the solve began. It must not call into spk. CG and
+ * BiCGStab on the GPU deliver a batch of iterations at once, when it is read back. */
 typedef void (*spk_monitor_fn)(void *user, int64_t it, double rnorm, double rel, double seconds);
 
 typedef struct spk_options {

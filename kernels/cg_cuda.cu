@@ -14,8 +14,8 @@
  * order makes it visible); what a kernel changes in the header, only its own last block
  * writes, after every block has read it (spk_last_block_sum's counter). Reductions add
  * per-block partials in block order: the same bits on every run. After the stop every kernel
- * reads `state` and returns, so iterations queued past it cost a launch each and nothing
- * else. */
+ * here and every fused spmv_dot reads `state` and returns, so iterations queued past it cost
+ * a launch each; an SpMV without the fused skip still runs in full. */
 #include "cuda_common.h"
 
 #include <math.h>

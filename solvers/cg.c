@@ -15,7 +15,8 @@
  * The batch aims at ~1 ms of work (spk_batch_seconds), at most SPK_CG_BATCH iterations: the
  * read-back between two batches idles the GPU for a few microseconds, and a small system would
  * otherwise be bound by round trips. Iterations queued past the stop see the state and
- * return at once, so stopping costs at most two batches of launches; x, the iteration count
+ * return at once, so stopping costs at most two batches of launches (and of SpMVs, where the
+ * backend has no fused spmv_dot to skip); x, the iteration count
  * and the residual are those of the iteration that met the test, as in the textbook loop.
  * The history and the monitor see every iteration's residual, delivered batch by batch.
  *
