@@ -84,18 +84,37 @@ static spk_status bicg_step(const bicg *w, double *x)
     return bo->update_xr(ctx, n, S, x, w->ph, w->sh, w->t, w->r0, w->r);
 }
 
-/* Take in a read-back: record the iterations since the last one (history, monitor). */
-static spk_status bicg_take(spk_krylov *k, const spk_bicg_scalars *h, int64_t *recorded)
+/* One solve's state for the batch driver (solvers/batch.c). */
+typedef struct bicg_run {
+    const bicg       *w;
+    double           *x;
+    spk_bicg_scalars  h[2];          /* read-backs, double-buffered                         */
+    int64_t           recorded;      /* last iteration handed to history and monitor        */
+} bicg_run;
+
+static spk_status bicg_run_step(void *self)
 {
+    const bicg_run *c = (const bicg_run *)self;
+    return bicg_step(c->w, c->x);
+}
+
+/* Take in a read-back: record the iterations since the last one (history, monitor). */
+static spk_status bicg_take(void *self, int slot, int64_t *it, int *done)
+{
+    bicg_run *c = (bicg_run *)self;
+    const spk_bicg_scalars *h = &c->h[slot];
+    spk_krylov *k = c->w->k;
     spk_status st;
-    for (int64_t i = *recorded + 1; i <= h->it; i++)
+    for (int64_t i = c->recorded + 1; i <= h->it; i++)
         if ((st = spk_stop_record(k, i, 0, h->hist[i % SPK_BICG_HIST])))
             return st;
-    if (h->it > *recorded) {
+    if (h->it > c->recorded) {
         k->res->iterations = h->it;
         k->res->rnorm = h->rnorm;
     }
-    *recorded = h->it;
+    c->recorded = h->it;
+    *it = h->it;
+    *done = h->state == SPK_BICG_DONE;
     return SPK_OK;
 }
 
@@ -141,8 +160,8 @@ spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x)
     if ((st = spk_stop_record(k, 0, 0, res->rnorm)) || res->reason != SPK_REASON_NONE)
         return st;
 
-    spk_bicg_scalars h[2];                           /* read-backs, double-buffered */
-    memset(h, 0, sizeof h);
+    bicg_run c = {&w, x, {{0}}, 0};                  /* h[] zero: counters at 0 */
+    spk_bicg_scalars *h = c.h;
     h[0].part = sv + s_len;
     h[0].tol_rtol = k->opt->rtol * res->bnorm;       /* spk_stop_check's two thresholds */
     h[0].tol_atol = k->opt->atol;
@@ -158,45 +177,11 @@ spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x)
     if ((st = ops->put(ctx, &h[0], sizeof h[0], w.S)))
         return st;
 
-    /* Batches of iterations, each followed by a read-back of the block; the host waits for the
-     * read-back of batch j only once batch j + 1 is queued (CPU: at once, nothing is queued). */
-    const int depth = ops->device == SPK_DEVICE_CPU ? 1 : 2;
-    int64_t launched = 0, recorded = 0;
-    int64_t batch = ops->device == SPK_DEVICE_CPU ? 1 : SPK_BICG_BATCH_FIRST;
-    int fifo[2], nfifo = 0, next = 0, done = 0, last = -1;
-    double t_prev = spk_now();
-    int64_t it_prev = 0;
-    for (;;) {
-        if (!done && launched < k->maxiter) {
-            int64_t nb = k->maxiter - launched < batch ? k->maxiter - launched : batch;
-            for (int64_t j = 0; j < nb; j++)
-                if ((st = bicg_step(&w, x)))
-                    return st;            /* a read-back in flight only lands in pinned scratch */
-            launched += nb;
-            if ((st = ops->fetch(ctx, w.S, sizeof *w.S, next, &h[next])))
-                return st;
-            fifo[nfifo++] = next;
-            next ^= 1;
-        }
-        if (nfifo == 0)
-            break;
-        if (nfifo < depth && !done && launched < k->maxiter)
-            continue;
-        int s = fifo[0];
-        fifo[0] = fifo[1];
-        nfifo--;
-        if ((st = ops->fetch_wait(ctx, s)) || (st = bicg_take(k, &h[s], &recorded)))
-            return st;
-        last = s;
-        done = h[s].state == SPK_BICG_DONE;
-        if (ops->device != SPK_DEVICE_CPU && h[s].it > it_prev) {
-            double t = spk_now(), per_it = (t - t_prev) / (double)(h[s].it - it_prev);
-            double want = per_it > 0 ? spk_batch_seconds() / per_it : SPK_BICG_BATCH;
-            batch = want < 1 ? 1 : want > SPK_BICG_BATCH ? SPK_BICG_BATCH : (int64_t)want;
-            t_prev = t;
-            it_prev = h[s].it;
-        }
-    }
+    const spk_batch_method m = {&c, bicg_run_step, bicg_take, w.S, sizeof *w.S,
+                                {&h[0], &h[1]}, 0};
+    int last;
+    if ((st = spk_batch_run(k, &m, SPK_BICG_BATCH_FIRST, SPK_BICG_BATCH, &last)))
+        return st;
     if (last < 0 || h[last].state != SPK_BICG_DONE) {   /* cannot happen: maxit is in the block */
         res->reason = SPK_DIVERGED_MAXIT;
         return SPK_OK;

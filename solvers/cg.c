@@ -36,34 +36,48 @@ static spk_reason nonpositive_reason(double v)
     return isnan(v) || isinf(v) ? SPK_DIVERGED_NANORINF : SPK_DIVERGED_INDEFINITE;
 }
 
+/* One solve's device-side state, for the batch driver (solvers/batch.c). */
+typedef struct cg_run {
+    spk_krylov     *k;
+    spk_cg_scalars *S;               /* device                                              */
+    double         *part, *x, *r, *p, *q;
+    spk_cg_scalars  h[2];            /* read-backs, double-buffered                         */
+    int64_t         recorded;        /* last iteration handed to history and monitor        */
+} cg_run;
+
 /* Queue one iteration. */
-static spk_status cg_step(spk_krylov *k, spk_cg_scalars *S, double *part, double *x, double *r,
-                          double *p, double *q)
+static spk_status cg_step(void *self)
 {
+    const cg_run *c = (const cg_run *)self;
+    spk_krylov *k = c->k;
     const spk_vec_ops *ops = k->ops;
-    spk_dot_sink sink = {&S->state, &S->pq, &S->count[0], part};
+    spk_dot_sink sink = {&c->S->state, &c->S->pq, &c->S->count[0], c->part};
     spk_status st;
     if (k->be->spmv_dot)
-        st = k->be->spmv_dot(k->ctx, k->state, p, q, &sink);
-    else if (!(st = spk_apply_A(k, p, q)))
-        st = ops->dot_sink(k->ctx, k->n, p, q, &sink);
-    if (st || (st = ops->cg_r(k->ctx, k->n, S, q, r, k->dinv)))
+        st = k->be->spmv_dot(k->ctx, k->state, c->p, c->q, &sink);
+    else if (!(st = spk_apply_A(k, c->p, c->q)))
+        st = ops->dot_sink(k->ctx, k->n, c->p, c->q, &sink);
+    if (st || (st = ops->cg_r(k->ctx, k->n, c->S, c->q, c->r, k->dinv)))
         return st;
-    return ops->cg_xp(k->ctx, k->n, S, x, p, r, k->dinv);
+    return ops->cg_xp(k->ctx, k->n, c->S, c->x, c->p, c->r, k->dinv);
 }
 
 /* Take in a read-back: record the iterations since the last one (history, monitor). */
-static spk_status cg_take(spk_krylov *k, const spk_cg_scalars *h, int64_t *recorded)
+static spk_status cg_take(void *self, int slot, int64_t *it, int *done)
 {
+    cg_run *c = (cg_run *)self;
+    const spk_cg_scalars *h = &c->h[slot];
     spk_status st;
-    for (int64_t i = *recorded + 1; i <= h->it; i++)
-        if ((st = spk_stop_record(k, i, 0, sqrt(h->hist[i % SPK_CG_HIST]))))
+    for (int64_t i = c->recorded + 1; i <= h->it; i++)
+        if ((st = spk_stop_record(c->k, i, 0, sqrt(h->hist[i % SPK_CG_HIST]))))
             return st;
-    if (h->it > *recorded) {
-        k->res->iterations = h->it;
-        k->res->rnorm = sqrt(h->rr);
+    if (h->it > c->recorded) {
+        c->k->res->iterations = h->it;
+        c->k->res->rnorm = sqrt(h->rr);
     }
-    *recorded = h->it;
+    c->recorded = h->it;
+    *it = h->it;
+    *done = h->state == SPK_CG_DONE;
     return SPK_OK;
 }
 
@@ -109,8 +123,8 @@ spk_status spk_cg(spk_krylov *k, const double *b, double *x)
         return SPK_OK;
     }
 
-    spk_cg_scalars h[2];                             /* read-backs, double-buffered */
-    memset(&h[0], 0, sizeof h[0]);
+    cg_run c = {k, S, part, x, r, p, q, {{0}}, 0};     /* h[] zero: counters at 0 */
+    spk_cg_scalars *h = c.h;
     h[0].part = part;
     h[0].thr = spk_stop_threshold(k->opt, res->bnorm);
     h[0].rz = rz;
@@ -119,45 +133,10 @@ spk_status spk_cg(spk_krylov *k, const double *b, double *x)
     if ((st = ops->put(ctx, &h[0], sizeof h[0], S)))
         return st;
 
-    /* Batches of iterations, each followed by a read-back of S; the host waits for the read-
-     * back of batch j only once batch j + 1 is queued (CPU: at once, nothing is queued). */
-    const int depth = ops->device == SPK_DEVICE_CPU ? 1 : 2;
-    int64_t launched = 0, recorded = 0, batch = ops->device == SPK_DEVICE_CPU ? 1 : 4;
-    int fifo[2], nfifo = 0, next = 0, done = 0, last = -1;
-    double t_prev = spk_now();
-    const double batch_seconds = spk_batch_seconds();
-    int64_t it_prev = 0;
-    for (;;) {
-        if (!done && launched < k->maxiter) {
-            int64_t nb = k->maxiter - launched < batch ? k->maxiter - launched : batch;
-            for (int64_t j = 0; j < nb; j++)
-                if ((st = cg_step(k, S, part, x, r, p, q)))
-                    return st;            /* a read-back in flight only lands in pinned scratch */
-            launched += nb;
-            if ((st = ops->fetch(ctx, S, sizeof *S, next, &h[next])))
-                return st;
-            fifo[nfifo++] = next;
-            next ^= 1;
-        }
-        if (nfifo == 0)
-            break;
-        if (nfifo < depth && !done && launched < k->maxiter)
-            continue;
-        int s = fifo[0];
-        fifo[0] = fifo[1];
-        nfifo--;
-        if ((st = ops->fetch_wait(ctx, s)) || (st = cg_take(k, &h[s], &recorded)))
-            return st;
-        last = s;
-        done = h[s].state == SPK_CG_DONE;
-        if (ops->device != SPK_DEVICE_CPU && h[s].it > it_prev) {
-            double t = spk_now(), per_it = (t - t_prev) / (double)(h[s].it - it_prev);
-            double want = per_it > 0 ? batch_seconds / per_it : SPK_CG_BATCH;
-            batch = want < 1 ? 1 : want > SPK_CG_BATCH ? SPK_CG_BATCH : (int64_t)want;
-            t_prev = t;
-            it_prev = h[s].it;
-        }
-    }
+    const spk_batch_method m = {&c, cg_step, cg_take, S, sizeof *S, {&h[0], &h[1]}, 0};
+    int last;
+    if ((st = spk_batch_run(k, &m, 4, SPK_CG_BATCH, &last)))
+        return st;
     if (last < 0 || h[last].state != SPK_CG_DONE) {
         res->reason = SPK_DIVERGED_MAXIT;
         return SPK_OK;

@@ -70,6 +70,24 @@ spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnor
  * tuning knob for the benchmarks, in microseconds). */
 #define SPK_BATCH_SECONDS_DEFAULT 1e-3
 double spk_batch_seconds(void);
+/* solvers/batch.c: the host loop of a method with device-resident scalars. `step` queues one
+ * iteration; after each batch the block at dev_block (`bytes`) is fetched into host[slot], and
+ * `take` is handed each read-back in order (slot 0 or 1): it records the iterations since the
+ * last one and reports the iteration count and whether the method is done. Iterations run
+ * until done or k->maxiter are queued; *last is the slot of the final read-back, -1 when
+ * nothing was queued (maxiter 0). */
+typedef struct spk_batch_method {
+    void       *self;
+    spk_status (*step)(void *self);
+    spk_status (*take)(void *self, int slot, int64_t *it, int *done);
+    const void *dev_block;
+    size_t      bytes;
+    void       *host[2];
+    int         gpu_shape;           /* 1: depth 2 and timed batches on the CPU too (tests)  */
+} spk_batch_method;
+spk_status spk_batch_run(spk_krylov *k, const spk_batch_method *m, int64_t first_batch,
+                         int64_t max_batch, int *last);
+
 /* 1 if x is a usable nonzero denominator: finite and |x| > tiny * scale. */
 int spk_denominator_ok(double x, double scale);
 

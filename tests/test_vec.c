@@ -8,6 +8,7 @@
 #include "util.h"
 
 #include "../solvers/bicg_scalar.h"
+#include "../solvers/solver.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -928,6 +929,75 @@ static void test_alloc_failure(spk_device dev)
     ops->free(ctx, v);
 }
 
+/* ---- the batch driver of the device-scalar methods (solvers/batch.c) ---------------------
+ * A fake method whose "device block" is an iteration counter that stops at stop_at, driven on
+ * the CPU table in both shapes: the CPU's (depth 1, batches of 1) and the GPU's (depth 2,
+ * timed batches up to max_batch). Every iteration must reach `take` exactly once and in
+ * order, the run must end at min(stop_at, maxiter), and the iterations queued past the stop
+ * at most two batches. */
+typedef struct fake_block {
+    int64_t it;
+    int32_t done;
+} fake_block;
+
+typedef struct fake_method {
+    fake_block dev;                  /* the "device" block                                   */
+    fake_block host[2];
+    int64_t    stop_at, steps, seen, takes;
+    int        order_ok;
+} fake_method;
+
+static spk_status fake_step(void *self)
+{
+    fake_method *f = (fake_method *)self;
+    f->steps++;
+    if (!f->dev.done && ++f->dev.it == f->stop_at)
+        f->dev.done = 1;
+    return SPK_OK;
+}
+
+static spk_status fake_take(void *self, int slot, int64_t *it, int *done)
+{
+    fake_method *f = (fake_method *)self;
+    const fake_block *h = &f->host[slot];
+    f->order_ok &= h->it >= f->seen;                 /* never backwards                   */
+    f->seen = h->it;
+    f->takes++;
+    *it = h->it;
+    *done = h->done;
+    return SPK_OK;
+}
+
+static void test_batch_driver(void)
+{
+    static const int64_t stops[] = {1, 2, 7, 33, 100, 1000000};
+    static const int64_t maxits[] = {0, 1, 50, 500};
+    for (int shape = 0; shape < 2; shape++)
+        for (size_t a = 0; a < sizeof stops / sizeof stops[0]; a++)
+            for (size_t b = 0; b < sizeof maxits / sizeof maxits[0]; b++) {
+                spk_krylov k;
+                memset(&k, 0, sizeof k);
+                k.ctx = ctx;
+                k.ops = spk_vec_ops_cpu();
+                k.maxiter = maxits[b];
+                fake_method f;
+                memset(&f, 0, sizeof f);
+                f.stop_at = stops[a];
+                f.order_ok = 1;
+                const spk_batch_method m = {&f, fake_step, fake_take, &f.dev, sizeof f.dev,
+                                            {&f.host[0], &f.host[1]}, shape};
+                int last = 7;
+                T_OK(spk_batch_run(&k, &m, 3, 8, &last));
+                const int64_t want = stops[a] < maxits[b] ? stops[a] : maxits[b];
+                T_CHECK(f.order_ok && f.seen == want && f.dev.it == want &&
+                            (want == 0 ? last == -1 : last == 0 || last == 1) &&
+                            f.steps - want <= (shape ? 2 * 8 : 0) && f.steps <= maxits[b],
+                        "batch driver shape %d stop %lld maxiter %lld: seen %lld, steps %lld, "
+                        "last %d, order %d", shape, (long long)stops[a], (long long)maxits[b],
+                        (long long)f.seen, (long long)f.steps, last, f.order_ok);
+            }
+}
+
 int main(int argc, char **argv)
 {
     spk_device dev = t_device_from_args(argc, argv);
@@ -952,6 +1022,7 @@ int main(int argc, char **argv)
         for (int shape = 0; shape < 2; shape++)
             test_bicg_fused(n, shape);
     }
+    test_batch_driver();
     static const int64_t gemv_n[] = {0, 1, 33, 1000 + 97, 65537, 1 << 20};
     static const int gemv_k[] = {1, 5, 31};
     for (size_t s = 0; s < sizeof gemv_n / sizeof gemv_n[0]; s++)
