@@ -24,7 +24,8 @@
  *    context solves.
  *
  * --device gpu (ctest robust_gpu; exit 77 without a GPU). --quick (for compute-sanitizer): every
- * 16th k only, and no filling of the GPU (the sanitizer needs device memory of its own).
+ * 16th k only, and no filling of the GPU (the sanitizer needs device memory of its own);
+ * --stride N: every Nth k (racecheck, whose every launch is slower, takes --quick --stride 64).
  * --device cpu runs part 1 on a CPU context (host allocations only): a check of the test itself
  * on a machine without a GPU. */
 #include "util.h"
@@ -35,6 +36,7 @@
 
 static spk_device dev;
 static int quick;
+static uint64_t stride_arg;         /* --stride N (0: 16 with --quick, else 1)                  */
 static spk_context *aux;            /* owns the test's device arrays; never injected           */
 static const spk_vec_ops *ops;      /* the vector table of dev (device arrays, copies)         */
 
@@ -517,7 +519,7 @@ static int run_pass(uint64_t k, uint64_t *count)
 
 static void test_injection(void)
 {
-    const uint64_t stride = quick ? 16 : 1;
+    const uint64_t stride = stride_arg ? stride_arg : quick ? 16 : 1;
     uint64_t total = 0, count = 0, k = 1, passes = 0;
     const int fails_before = t_fail;
     const double t0 = spk_now();
@@ -700,12 +702,16 @@ static void test_real_oom(void)
 int main(int argc, char **argv)
 {
     dev = t_device_from_args(argc, argv);
-    for (int a = 1; a < argc; a++)
+    for (int a = 1; a < argc; a++) {
         quick |= strcmp(argv[a], "--quick") == 0;
+        if (strcmp(argv[a], "--stride") == 0 && a + 1 < argc)
+            stride_arg = strtoull(argv[++a], NULL, 10);
+    }
     aux = t_context(dev);
     ops = spk_vec_ops_for(dev);
-    printf("test_robust_gpu on %s%s\n", spk_context_device_name(aux),
-           quick ? " (--quick: every 16th allocation, no filling of the GPU)" : "");
+    printf("test_robust_gpu on %s%s, every %lluth allocation injected\n",
+           spk_context_device_name(aux), quick ? " (--quick: no filling of the GPU)" : "",
+           (unsigned long long)(stride_arg ? stride_arg : quick ? 16 : 1));
 
     t_read_csr(aux, "LF10.mtx", &lf10);
     make_arrow();
