@@ -199,9 +199,12 @@ spk_status spk_cuda_put(spk_context *ctx, const void *host, size_t bytes, void *
 spk_status spk_cuda_yscale(spk_context *ctx, int64_t n, double beta, double *y);
 
 /* ELL on the device (kernels/ell_cuda.cu), also HYB's first part. */
+#define SPK_ELL_PAD16 (-32768)           /* padding in the int16 offset layout               */
+#define SPK_ELL_OFF16_MAX 32767          /* |column - row| the int16 layout holds             */
 typedef struct spk_ell_dev {
     int64_t  nrows, ncols, width, nnz;
     int32_t *col;                       /* width * nrows, column-major, SPK_ELL_PAD in padding */
+    int16_t *off;                       /* or (col NULL): column - row, SPK_ELL_PAD16 padding  */
     double  *val;
 } spk_ell_dev;
 spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, spk_ell_dev *d);
@@ -330,10 +333,25 @@ __device__ __forceinline__ bool spk_last_block_sum(double (&v)[NOUT], double *pa
 #pragma unroll
     for (int o = 0; o < NOUT; o++)
         s[o] = 0.0;
-    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
+    /* PER loads per thread are issued before the first add: a loop of dependent L2 round trips
+     * (~0.7 us each) made the tail of a wave of 1056 blocks ~3 us. The additions keep their
+     * order (block b, b + blockDim, ...), so the bits are those of the plain loop. */
+    constexpr int PER = 4 / NOUT > 0 ? 4 / NOUT : 1;
+    for (unsigned base = 0; base < gridDim.x; base += PER * blockDim.x) {
+        double got[NOUT][PER];
 #pragma unroll
-        for (int o = 0; o < NOUT; o++)
-            s[o] += __ldcg(&part[o * SPK_CG_MAX_BLOCKS + b]);   /* L2: other SMs wrote them */
+        for (int k = 0; k < PER; k++) {
+            const unsigned b = base + k * blockDim.x + threadIdx.x;
+#pragma unroll
+            for (int o = 0; o < NOUT; o++)          /* L2: other SMs wrote them */
+                got[o][k] = b < gridDim.x ? __ldcg(&part[o * SPK_CG_MAX_BLOCKS + b]) : 0.0;
+        }
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+#pragma unroll
+            for (int o = 0; o < NOUT; o++)
+                s[o] += got[o][k];
+        }
     }
     spk_block_sum<NOUT>(s);
     if (threadIdx.x == 0) {

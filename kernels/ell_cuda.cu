@@ -4,24 +4,47 @@
  * k * nrows + i), so at every step the 32 threads of a warp read 32 consecutive columns and
  * values: fully coalesced with no index arithmetic beyond a stride.
  *
- * Cost per SpMV: 12 bytes per slot including padding (nrows * width slots), a gather of x per
- * real entry, y written once (read when beta != 0). The host refuses ELL above SPK_ELL_MAX_FILL padding (formats.h), where HYB wins.
- * The layout is built by spk_ell_from_csr (ell_cpu.c) and uploaded as is, so the CPU and GPU
- * backends can never disagree on it. */
+ * Cost per SpMV: 12 bytes per slot including padding (nrows * width slots), 10 when every
+ * column lies within SPK_ELL_OFF16_MAX of its row and the device keeps int16 offsets from the
+ * row instead of columns; a gather of x per real entry, y written once (read when beta != 0).
+ * The host refuses ELL above SPK_ELL_MAX_FILL padding (formats.h), where HYB wins.
+ * The layout is built by spk_ell_from_csr (ell_cpu.c) and uploaded as is (the offsets are
+ * the columns minus the row, nothing else), so the CPU and GPU backends can never disagree on
+ * it. */
 #include "cuda_common.h"
 
 #include <atomic>
+#include <stdlib.h>
 #include <string.h>
 
 /* Partial unroll of the slot loop: four independent column loads in flight per thread hide
  * the latency of the dependent x gathers; more only adds registers. */
 static constexpr int SPK_ELL_UNROLL = 4;   /* a constant expression, as #pragma unroll needs */
 
+/* Column of slot `slot` in row i: the stored index (int32) or i plus the stored offset
+ * (int16, the compact layout of spk_ell_dev). Padding: SPK_ELL_PAD, or SPK_ELL_PAD16. */
+__device__ __forceinline__ bool ell_col(const int32_t *__restrict__ Aj, int64_t slot, int64_t,
+                                        int64_t &c)
+{
+    const int32_t j = __ldg(&Aj[slot]);
+    c = j;
+    return j != SPK_ELL_PAD;
+}
+__device__ __forceinline__ bool ell_col(const int16_t *__restrict__ Ao, int64_t slot, int64_t i,
+                                        int64_t &c)
+{
+    const int16_t o = __ldg(&Ao[slot]);
+    c = i + o;
+    return o != SPK_ELL_PAD16;
+}
+
 /* Row i's sum. The value is loaded whether or not the slot is padding (padding holds 0), so
- * that the unrolled column and value loads carry no dependence on the test and all issue
- * ahead of the gathers; only the gather of x is conditional (no 0 * NaN from padding). */
+ * that the unrolled index and value loads carry no dependence on the test and all issue
+ * ahead of the gathers; only the gather of x is conditional (no 0 * NaN from padding). The
+ * slots are added in order k = 0, 1, ...: the CPU twin's sum, bit for bit, in either layout. */
+template <class Idx>
 __device__ __forceinline__ double ell_row(int64_t i, int64_t nrows, int64_t width,
-                                          const int32_t *__restrict__ Aj,
+                                          const Idx *__restrict__ Aj,
                                           const double *__restrict__ Ax,
                                           const double *__restrict__ x)
 {
@@ -29,16 +52,18 @@ __device__ __forceinline__ double ell_row(int64_t i, int64_t nrows, int64_t widt
 #pragma unroll SPK_ELL_UNROLL
     for (int64_t k = 0; k < width; k++) {
         const int64_t slot = k * nrows + i;            /* 64-bit: nrows * width may pass 2^31 */
-        const int32_t c = __ldg(&Aj[slot]);
+        int64_t c;
+        const bool real = ell_col(Aj, slot, i, c);
         const double v = __ldg(&Ax[slot]);
-        if (c != SPK_ELL_PAD)
+        if (real)
             s += v * __ldg(&x[c]);
     }
     return s;
 }
 
+template <class Idx>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
-ell_kernel(int64_t nrows, int64_t width, const int32_t *__restrict__ Aj,
+ell_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
            const double *__restrict__ Ax, const double *__restrict__ x, double alpha, double beta,
            double *__restrict__ y)
 {
@@ -49,8 +74,9 @@ ell_kernel(int64_t nrows, int64_t width, const int32_t *__restrict__ Aj,
 
 /* y = A x and sink->out = x'y in the same pass (CG's q = A p, p'q): x_i is a coalesced load
  * beside the row's first slot, so the dot costs no pass of its own. */
+template <class Idx>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
-ell_dot_kernel(int64_t nrows, int64_t width, const int32_t *__restrict__ Aj,
+ell_dot_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
                const double *__restrict__ Ax, const double *__restrict__ x,
                double *__restrict__ y, spk_dot_sink sink)
 {
@@ -67,6 +93,25 @@ ell_dot_kernel(int64_t nrows, int64_t width, const int32_t *__restrict__ Aj,
         *sink.out = d[0];
 }
 
+/* Blocks of one resident wave of ell_dot_kernel<Idx>, from the occupancy API once per process
+ * and instance (one GPU model assumed). */
+template <class Idx>
+static int64_t ell_dot_wave(const spk_cuda_state *cs)
+{
+    static std::atomic<int> occupancy{0};
+    int per_sm = occupancy.load(std::memory_order_relaxed);
+    if (per_sm <= 0) {
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ell_dot_kernel<Idx>,
+                                                          SPK_CUDA_BLOCK, 0) != cudaSuccess ||
+            per_sm <= 0) {
+            (void)cudaGetLastError();              /* not for the launch check to report */
+            per_sm = 1;
+        }
+        occupancy.store(per_sm, std::memory_order_relaxed);
+    }
+    return (int64_t)cs->sm_count * per_sm;
+}
+
 spk_status spk_ell_dev_spmv_dot(spk_context *ctx, const spk_ell_dev *A, const double *x,
                                 double *y, const spk_dot_sink *sink)
 {
@@ -78,25 +123,19 @@ spk_status spk_ell_dev_spmv_dot(spk_context *ctx, const spk_ell_dev *A, const do
      * at 32 it ran elasticity3d:40's CG at 85 us per iteration, uncapped at 72). Measured on
      * poisson3d:150 (H200): one wave of a capped kernel 105.7 us (ncu), the SpMV's own grid of
      * 4224 blocks slower again inside CG (192.7 against ~175 us per iteration): the last block
-     * then adds 4224 partials. nrows == 0 still runs one block, so that the sum (0) lands in
-     * *sink->out. */
-    static std::atomic<int> occupancy{0};          /* per process: one GPU model assumed */
-    int per_sm = occupancy.load(std::memory_order_relaxed);
-    if (per_sm <= 0) {
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ell_dot_kernel,
-                                                          SPK_CUDA_BLOCK, 0) != cudaSuccess ||
-            per_sm <= 0) {
-            (void)cudaGetLastError();              /* not for the launch check to report */
-            per_sm = 1;
-        }
-        occupancy.store(per_sm, std::memory_order_relaxed);
-    }
+     * then adds 4224 partials; the same grid with a two-level sum (one load per thread at each
+     * level) still 120.5 us against 112.5 for the wave, capped or not. nrows == 0 still runs
+     * one block, so that the sum (0) lands in *sink->out. */
     int64_t want = (A->nrows + SPK_CUDA_BLOCK - 1) / SPK_CUDA_BLOCK;
-    int64_t cap = (int64_t)cs->sm_count * per_sm;
+    int64_t cap = A->off ? ell_dot_wave<int16_t>(cs) : ell_dot_wave<int32_t>(cs);
     cap = cap < SPK_CG_MAX_BLOCKS ? cap : SPK_CG_MAX_BLOCKS;
     const unsigned grid = (unsigned)(want < 1 ? 1 : want < cap ? want : cap);
-    ell_dot_kernel<<<grid, SPK_CUDA_BLOCK, 0,
-                     cs->stream>>>(A->nrows, A->width, A->col, A->val, x, y, *sink);
+    if (A->off)
+        ell_dot_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->width, A->off,
+                                                                A->val, x, y, *sink);
+    else
+        ell_dot_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->width, A->col,
+                                                                A->val, x, y, *sink);
     return spk_cuda_launched(ctx, "ell_dot_kernel");
 }
 
@@ -107,9 +146,32 @@ spk_status spk_ell_dev_spmv(spk_context *ctx, const spk_ell_dev *A, double alpha
     spk_status st = spk_cuda_state_of(ctx, &cs);
     if (st || A->nrows == 0)                           /* never launch a zero-size grid */
         return st;
-    ell_kernel<<<spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0, cs->stream>>>(
-        A->nrows, A->width, A->col, A->val, x, alpha, beta, y);
+    const unsigned grid = spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK);
+    if (A->off)
+        ell_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->width, A->off, A->val,
+                                                            x, alpha, beta, y);
+    else
+        ell_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->width, A->col, A->val,
+                                                            x, alpha, beta, y);
     return spk_cuda_launched(ctx, "ell_kernel");
+}
+
+/* The compact index layout: every real slot's column within SPK_ELL_OFF16_MAX of its row
+ * (stencils and FEM meshes numbered by grid: poisson3d:150's farthest neighbour is 22,500
+ * rows away), and SPK_ELL_INDEX=32 not set in the environment. Then the offsets are stored as
+ * int16 and an ELL slot costs 10 bytes instead of 12. */
+static bool ell_offsets_fit(const spk_ell_fmt *h)
+{
+    const char *e = getenv("SPK_ELL_INDEX");
+    if (e && strcmp(e, "32") == 0)
+        return false;
+    for (int64_t k = 0; k < h->width; k++)
+        for (int64_t i = 0; i < h->nrows; i++) {
+            const int32_t c = h->col[k * h->nrows + i];
+            if (c != SPK_ELL_PAD && (c - i > SPK_ELL_OFF16_MAX || i - c > SPK_ELL_OFF16_MAX))
+                return false;
+        }
+    return true;
 }
 
 spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, spk_ell_dev *d)
@@ -119,11 +181,28 @@ spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, spk_ell_de
     d->width = h->width;
     d->nnz = h->nnz;
     d->col = NULL;
+    d->off = NULL;
     d->val = NULL;
-    size_t slots = (size_t)h->nrows * (size_t)h->width;
+    const size_t slots = (size_t)h->nrows * (size_t)h->width;
     spk_status st;
-    if ((st = spk_cuda_upload_new(ctx, &d->col, h->col, slots * sizeof(int32_t),
-                                  "ELL column indices")) ||
+    if (slots > 0 && ell_offsets_fit(h)) {
+        int16_t *off = (int16_t *)spk_malloc(ctx, slots, sizeof *off);
+        if (!off)
+            return spk_fail(ctx, SPK_ERR_NOMEM, "ELL column offsets: out of host memory "
+                            "(%zu bytes)", slots * sizeof *off);
+        for (int64_t k = 0; k < h->width; k++)
+            for (int64_t i = 0; i < h->nrows; i++) {
+                const int64_t slot = k * h->nrows + i;
+                off[slot] = h->col[slot] == SPK_ELL_PAD ? (int16_t)SPK_ELL_PAD16
+                                                        : (int16_t)(h->col[slot] - i);
+            }
+        st = spk_cuda_upload_new(ctx, &d->off, off, slots * sizeof *off, "ELL column offsets");
+        spk_free(off);                                 /* staged by the driver already */
+    } else {
+        st = spk_cuda_upload_new(ctx, &d->col, h->col, slots * sizeof(int32_t),
+                                 "ELL column indices");
+    }
+    if (st ||
         (st = spk_cuda_upload_new(ctx, &d->val, h->val, slots * sizeof(double), "ELL values")))
         spk_ell_dev_free(d);
     return st;
@@ -134,8 +213,10 @@ void spk_ell_dev_free(spk_ell_dev *d)
     if (!d)
         return;
     (void)cudaFree(d->col);
+    (void)cudaFree(d->off);
     (void)cudaFree(d->val);
     d->col = NULL;
+    d->off = NULL;
     d->val = NULL;
 }
 

@@ -84,6 +84,32 @@ static void csr_dense_row(int64_t nrows, int64_t ncols, int64_t dense, spk_csr *
     free(len);
 }
 
+/* n x n with entries at the given column offsets from each row (those inside the matrix),
+ * values in [-1, 1): the CUDA ELL layout keeps int16 offsets up to 32767 from the row, int32
+ * columns past it. */
+static void csr_band(int64_t n, const int64_t *offs, int noffs, spk_csr *A)
+{
+    int64_t nnz = 0;
+    for (int64_t i = 0; i < n; i++)
+        for (int k = 0; k < noffs; k++)
+            nnz += i + offs[k] >= 0 && i + offs[k] < n;
+    if (spk_csr_alloc(ctx, n, n, nnz, A) != SPK_OK) {
+        fprintf(stderr, "csr_band: %s\n", spk_last_error(ctx));
+        exit(2);
+    }
+    uint64_t s = 31;
+    int64_t p = 0;
+    for (int64_t i = 0; i < n; i++) {
+        A->rowptr[i] = p;
+        for (int k = 0; k < noffs; k++)              /* offs ascending: columns sorted */
+            if (i + offs[k] >= 0 && i + offs[k] < n) {
+                A->colind[p] = (int32_t)(i + offs[k]);
+                A->val[p++] = t_randu(&s);
+            }
+    }
+    A->rowptr[n] = p;
+}
+
 /* ---- one product through a backend ----------------------------------------------------- */
 
 static double *host_random(int64_t n, uint64_t seed)
@@ -621,6 +647,25 @@ int main(int argc, char **argv)
         csr_from_lengths(6000, 2000, len, 8, &A);
         check_matrix("6000x2000 tile-sized rows", &A);
         free(len);
+    }
+
+    /* the CUDA ELL index layouts: int16 offsets at the edge of their range (+-32767), int32
+     * columns one past it, and int32 forced by SPK_ELL_INDEX=32 on a stencil */
+    {
+        const int64_t fit[] = {-32767, -1, 0, 32767}, past[] = {-32768, 0, 1, 32768};
+        csr_band(70000, fit, 4, &A);
+        check_matrix("70000 band at offsets +-32767", &A);
+        csr_band(70000, past, 4, &A);
+        check_matrix("70000 band at offsets +-32768", &A);
+        const char *env = getenv("SPK_ELL_INDEX");
+        char *saved = env ? strdup(env) : NULL;
+        setenv("SPK_ELL_INDEX", "32", 1);
+        check_generated("poisson3d:9");
+        if (saved)
+            setenv("SPK_ELL_INDEX", saved, 1);
+        else
+            unsetenv("SPK_ELL_INDEX");
+        free(saved);
     }
 
     check_inputs();
