@@ -106,7 +106,9 @@ def spmv_section(d, src):
     L.append("")
     L.append("Floor = (12 nnz + 8 (rows + 1) + 8 cols + 8 rows) bytes / copy bandwidth: the CSR "
              "matrix, x and y each moved once. GB/s and % of copy use that byte count for every "
-             "format. cusp/auto > 1: spk's automatic format is faster than cuSPARSE's best of "
+             "format, so a layout that moves fewer bytes passes 100%: spk's CUDA ELL keeps int16 "
+             "column offsets from the row where they fit, 10 bytes a slot against CSR's 12 "
+             "(stencils and grid-numbered meshes). cusp/auto > 1: spk's automatic format is faster than cuSPARSE's best of "
              "CSR (default algorithm), COO (ALG1) and sliced ELL (slice 32, SELL_ALG1).")
     L.append("")
     mats = d.get("matrices", [])
@@ -293,12 +295,19 @@ def solvers_section(d, src, img_rel, plot_note):
     L.append("")
     if "poisson3d:150" in by:
         u, r = us("poisson3d:150"), rf("poisson3d:150", "cg")
-        L.append("- CG on poisson3d:150 <= 170 us and <= 1.15x its fused floor: %s (%s us, %sx)" %
-                 (met(u is not None and u <= 170 and r is not None and r <= 1.15), num(u), num(r, "%.2f")))
-        rb, rg = rf("poisson3d:150", "bicgstab"), rf("poisson3d:150", "gmres")
-        L.append("- BiCGStab and GMRES(30) within 1.25x of their floors on poisson3d:150: %s "
-                 "(%sx, %sx)" % (met(rb is not None and rb <= 1.25 and rg is not None and rg <= 1.25),
-                                 num(rb, "%.2f"), num(rg, "%.2f")))
+        rc = find(by["poisson3d:150"], "spk", "cg")
+        fl = rc.get("floor_us") if rc else None
+        L.append("- CG on poisson3d:150 <= 170 us per iteration: %s (%s us)" %
+                 (met(u is not None and u <= 170), num(u)))
+        L.append("- the same <= 1.15x its fused floor: %s against this benchmark's floor (%sx of "
+                 "%s us: M + 10 n doubles at the copy bandwidth of the run); the issue's own floor, "
+                 "146 us, puts 170 us at 1.16x and this run at %sx" %
+                 (met(r is not None and r <= 1.15), num(r, "%.2f"), num(fl),
+                  num(u / 146.0 if u is not None else None, "%.2f")))
+        for meth, label in (("bicgstab", "BiCGStab"), ("gmres", "GMRES(30)")):
+            rm = rf("poisson3d:150", meth)
+            L.append("- %s within 1.25x of its floor on poisson3d:150: %s (%sx)" %
+                     (label, met(rm is not None and rm <= 1.25), num(rm, "%.2f")))
     for name, lim in (("poisson3d:32", 20.0), ("poisson3d:64", 30.0)):
         if name in by:
             u = us(name)
