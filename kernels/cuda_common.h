@@ -66,6 +66,8 @@ typedef struct spk_cuda_state {
     double          *h_small;          /* its pinned host mirror                               */
     int64_t          small_cap;
     cudaEvent_t      small_ev;         /* recorded after the last copy out of h_small          */
+    double          *d_part;           /* per-block partials of cgs2's multi-dots (grows)      */
+    int64_t          part_cap;
     int              small_ev_live;    /* 1 once small_ev was recorded at least once           */
     cudaEvent_t      fetch_ev[2];      /* recorded after the copy into h_scratch->fetch[slot]  */
     void            *fetch_dst[2];     /* where fetch_wait(slot) puts it, and how much         */
@@ -150,6 +152,8 @@ spk_status spk_cuda_state_of(spk_context *ctx, spk_cuda_state **cs);
 
 /* Make the small buffers hold at least k doubles (grows once, counted). */
 spk_status spk_cuda_small_reserve(spk_context *ctx, spk_cuda_state *cs, int64_t k);
+/* Make d_part hold at least `count` doubles (grows, counted; waits for queued work first). */
+spk_status spk_cuda_part_reserve(spk_context *ctx, spk_cuda_state *cs, int64_t count);
 
 /* Blocks for a grid-stride kernel over `items` work items, `per_block` items per block at a
  * time. Never 0 for items > 0; callers return before launching when items == 0. */
@@ -191,6 +195,9 @@ spk_status spk_cuda_cg_xp(spk_context *ctx, int64_t n, spk_cg_scalars *S, double
 spk_status spk_cuda_fetch(spk_context *ctx, const void *dev, size_t bytes, int slot, void *host);
 spk_status spk_cuda_fetch_wait(spk_context *ctx, int slot);
 spk_status spk_cuda_put(spk_context *ctx, const void *host, size_t bytes, void *dev);
+/* GMRES's CGS2 in three passes (kernels/gmres_cuda.cu), the vec-ops table's cgs2. */
+spk_status spk_cuda_cgs2(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
+                         double *w, double *out);
 
 /* ---- shared launchers ---------------------------------------------------------------------- */
 

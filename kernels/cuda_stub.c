@@ -172,6 +172,11 @@ static spk_status s_gemv_n_sub(spk_context *ctx, int64_t n, int k, const double 
 {
     return no_cuda(ctx);
 }
+static spk_status s_cgs2(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
+                         double *w, double *out)
+{
+    return no_cuda(ctx);
+}
 static spk_status s_sync(spk_context *ctx) { return no_cuda(ctx); }
 
 static spk_status s_dot_sink(spk_context *ctx, int64_t n, const double *x, const double *y,
@@ -202,7 +207,7 @@ static spk_status s_put(spk_context *ctx, const void *host, size_t bytes, void *
 static const spk_vec_ops stub_ops = {
     SPK_DEVICE_CUDA, s_alloc, s_free, s_xfer, s_xfer, s_xfer, s_fill, s_dot, s_nrm2, s_dot2,
     s_axpy, s_axpby, s_scal, s_pmul, s_invert, s_cg_update, s_xpay, s_bicg_p, s_gemv_t,
-    s_gemv_n_sub, s_sync, s_dot_sink, s_cg_r, s_cg_xp, s_fetch, s_fetch_wait, s_put,
+    s_gemv_n_sub, s_cgs2, s_sync, s_dot_sink, s_cg_r, s_cg_xp, s_fetch, s_fetch_wait, s_put,
 };
 
 const spk_vec_ops *spk_vec_ops_cuda(void) { return &stub_ops; }

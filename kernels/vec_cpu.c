@@ -225,6 +225,23 @@ static spk_status v_gemv_n_sub(spk_context *ctx, int64_t n, int k, const double 
     return SPK_OK;
 }
 
+/* The specification: the four passes, so CPU GMRES keeps its results to the bit. */
+static spk_status v_cgs2(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
+                         double *w, double *out)
+{
+    if (n < 0 || k < 1 || (n > 0 && ldv < n))
+        return spk_fail(ctx, SPK_ERR_ARG, "cgs2: n = %lld, k = %d, ldv = %lld (need n >= 0, "
+                        "k >= 1, ldv >= n)", (long long)n, k, (long long)ldv);
+    spk_status st;
+    if ((st = v_gemv_t(ctx, n, k, V, ldv, w, out)) ||
+        (st = v_gemv_n_sub(ctx, n, k, V, ldv, out, w)) ||
+        (st = v_gemv_t(ctx, n, k, V, ldv, w, out + k)) ||
+        (st = v_gemv_n_sub(ctx, n, k, V, ldv, out + k, w)))
+        return st;
+    out[2 * k] = sum_products(n, w, w);
+    return SPK_OK;
+}
+
 static spk_status v_sync(spk_context *ctx) { return SPK_OK; }
 
 /* ---- the fused CG iteration (solvers/cg.c; the CUDA twin is kernels/cg_cuda.cu) ---------- */
@@ -324,7 +341,7 @@ static spk_status v_put(spk_context *ctx, const void *host, size_t bytes, void *
 static const spk_vec_ops cpu_ops = {
     SPK_DEVICE_CPU, v_alloc, v_free, v_copy, v_copy, v_copy, v_fill, v_dot, v_nrm2, v_dot2,
     v_axpy, v_axpby, v_scal, v_pmul, v_invert, v_cg_update, v_xpay, v_bicg_p, v_gemv_t,
-    v_gemv_n_sub, v_sync, v_dot_sink, v_cg_r, v_cg_xp, v_fetch, v_fetch_wait, v_put,
+    v_gemv_n_sub, v_cgs2, v_sync, v_dot_sink, v_cg_r, v_cg_xp, v_fetch, v_fetch_wait, v_put,
 };
 
 const spk_vec_ops *spk_vec_ops_cpu(void) { return &cpu_ops; }

@@ -3,11 +3,13 @@
  * preconditioned: Arnoldi on A M^-1, so the least-squares residual is the unpreconditioned
  * one; M (Jacobi) is fixed, so a cycle ends with x += M^-1 (V y) and no basis Z is kept.
  * Orthogonalization by classical Gram-Schmidt twice (CGS2; Giraud, Langou & Rozloznik,
- * Comput. Math. Appl. 50, 2005): per pass h = V'w (one gemv_t) and w -= V h (one gemv_n_sub)
- * over the contiguous column-major n x (m+1) basis, the two passes' coefficients summed.
+ * Comput. Math. Appl. 50, 2005): h1 = V'w, w -= V h1, h2 = V'w, w -= V h2 over the contiguous
+ * column-major n x (m+1) basis, the two passes' coefficients summed, then ||w||: one call of
+ * the vec-ops table's cgs2, which on the GPU runs it in three passes over V with one wait
+ * (kernels/gmres_cuda.cu) and on the CPU as the four loops.
  *
- * Per inner iteration (k = j+1 basis vectors): 1 SpMV, 1 preconditioner apply, 3 reductions
- * (2 gemv_t, 1 nrm2); traffic beyond the matrix (4k + 11) n doubles, + 3n with Jacobi. A cycle
+ * Per inner iteration (k = j+1 basis vectors): 1 SpMV, 1 preconditioner apply, 1 cgs2, 1
+ * scal; traffic beyond the matrix (3k + 9) n doubles on the GPU, + 3n with Jacobi. A cycle
  * adds V y, the update and the true residual b - A x (1 SpMV, ~(m + 14) n).
  * `iterations` counts inner iterations over all cycles (SciPy's callback_type='pr_norm' count);
  * history rows carry the cycle, numbered from 1. Stopping, restart check and breakdown rules:
@@ -36,7 +38,7 @@ typedef struct gm {
     double *V;                 /* n x (m+1), column-major, leading dimension n            */
     double *z;                 /* M^-1 v_j; NULL without M                                 */
     double *H;                 /* (m+1) x m host, column-major: column j at H + j (m+1)     */
-    double *cs, *sn, *g, *h, *y;
+    double *cs, *sn, *g, *h, *y;   /* h: cgs2's h1, h2 and ||w||^2 (2 (m+1) + 1)           */
     int64_t it, cycle;
     int happy;                 /* this cycle ended on a happy breakdown                   */
 } gm;
@@ -72,16 +74,15 @@ static spk_status gm_arnoldi(gm *w, int j, double *wnorm, double *hnext)
     }
     if ((st = spk_apply_A(k, zj, wv)))
         return st;
+    if ((st = ops->cgs2(k->ctx, n, j + 1, w->V, n, wv, w->h)))   /* h1, h2, ||w||^2 */
+        return st;
     for (int i = 0; i <= j; i++)
-        hj[i] = 0.0;
-    for (int pass = 0; pass < 2; pass++) {           /* h = V'w; w -= V h; twice      */
-        if ((st = ops->gemv_t(k->ctx, n, j + 1, w->V, n, wv, w->h)) ||
-            (st = ops->gemv_n_sub(k->ctx, n, j + 1, w->V, n, w->h, wv)))
-            return st;
-        for (int i = 0; i <= j; i++)
-            hj[i] += w->h[i];
-    }
-    if ((st = ops->nrm2(k->ctx, n, wv, hnext)))
+        hj[i] = (0.0 + w->h[i]) + w->h[j + 1 + i];
+    /* ||w|| from the sum of squares, unless it over- or underflowed: then the scaled nrm2 */
+    const double ss = w->h[2 * (j + 1)];
+    if (ss > 1e-280 && ss < 1e280)
+        *hnext = sqrt(ss);
+    else if ((st = ops->nrm2(k->ctx, n, wv, hnext)))
         return st;
     /* ||A z||^2 = ||h||^2 + ||w||^2 (Pythagoras, V orthonormal): no extra reduction. */
     double s = (*hnext) * (*hnext);
@@ -244,15 +245,15 @@ static spk_status gm_alloc(gm *w)
     spk_status st = spk_krylov_vec(k, SPK_WS_METHOD + 0, k->n * cols, &w->V);
     if (!st && k->dinv)
         st = spk_krylov_vec(k, SPK_WS_METHOD + 1, k->n, &w->z);
-    if (!st)                                         /* H, then cs sn g h y           */
-        st = spk_krylov_host(k, cols * ((int64_t)m + 5), &w->H);
+    if (!st)                                         /* H, then cs sn g y, h (2 cols + 1) */
+        st = spk_krylov_host(k, cols * ((int64_t)m + 6) + 1, &w->H);
     if (st)
         return st;
     w->cs = w->H + cols * m;
     w->sn = w->cs + cols;
     w->g = w->sn + cols;
-    w->h = w->g + cols;
-    w->y = w->h + cols;
+    w->y = w->g + cols;
+    w->h = w->y + cols;
     return SPK_OK;
 }
 

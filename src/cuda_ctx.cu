@@ -299,6 +299,25 @@ fail:
     return st;
 }
 
+spk_status spk_cuda_part_reserve(spk_context *ctx, spk_cuda_state *cs, int64_t count)
+{
+    if (count <= cs->part_cap)
+        return SPK_OK;
+    int64_t cap = cs->part_cap ? cs->part_cap : count;
+    while (cap < count)
+        cap *= 2;
+    /* queued kernels may still write the old buffer */
+    spk_status st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "partials buffer resize");
+    double *d = NULL;
+    if (st || (st = spk_cuda_malloc(ctx, &d, (size_t)cap * sizeof(double),
+                                    "per-block partials (Gram-Schmidt)")))
+        return st;
+    (void)cudaFree(cs->d_part);
+    cs->d_part = d;
+    cs->part_cap = cap;
+    return SPK_OK;
+}
+
 extern "C" void spk_cuda_fini(spk_context *ctx)
 {
     spk_cuda_state *cs = ctx ? (spk_cuda_state *)ctx->cuda : NULL;
@@ -308,6 +327,7 @@ extern "C" void spk_cuda_fini(spk_context *ctx)
         (void)cudaStreamSynchronize(cs->stream);
     (void)cudaFree(cs->d_scratch);
     (void)cudaFree(cs->d_small);
+    (void)cudaFree(cs->d_part);
     (void)cudaFreeHost(cs->h_scratch);
     (void)cudaFreeHost(cs->h_small);
     if (cs->blas)

@@ -311,6 +311,12 @@ typedef struct spk_vec_ops {
     /* w = w - V h (h host array of k) */
     spk_status (*gemv_n_sub)(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
                              const double *h, double *w);
+    /* GMRES's CGS2 in three passes over V (n x k, leading dimension ldv) and w, k >= 1:
+     * h1 = V'w; w -= V h1 with h2 = V'w (the new w); w -= V h2 with ss = w'w. out is a host
+     * array of 2k + 1: h1, h2, ss. One wait, for out (gemv_t, gemv_n_sub twice and a dot, in
+     * four passes over V and three waits, compute the same). */
+    spk_status (*cgs2)(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
+                       double *w, double *out);
     /* Block until queued work is done (timing). */
     spk_status (*sync)(spk_context *ctx);
     /* ---- the fused CG iteration, scalars in S (device memory) ---- */

@@ -894,6 +894,83 @@ static void test_gemv(int64_t n, int k)
     free(got);
 }
 
+/* cgs2: h1 = V'w, w -= V h1, h2 = V'w, w -= V h2, ss = w'w, against the same in long double
+ * on the host, each result relative to the sum of the magnitudes it adds up. */
+static void test_cgs2(int64_t n, int k)
+{
+    const int64_t ldv = n + 3;
+    double *V = h_rand(ldv * k, 24 + n + k, -1, 1), *w = h_rand(n, 25 + n + k, -1, 1);
+    const double unit = n > 0 ? sqrt(3.0 / (double)n) : 1.0;   /* columns of norm ~1, as in GMRES */
+    for (int64_t e = 0; e < ldv * k; e++)
+        V[e] *= unit;
+    double *dV = d_new(ldv * k, V), *dw = d_new(n, w);
+    double *out = h_new(2 * k + 1);
+    long double *rw = malloc(((size_t)n + 1) * sizeof *rw), *rh = malloc(2 * (size_t)k * sizeof *rh);
+    long double *hscale = malloc(2 * (size_t)k * sizeof *hscale), ss = 0, ss_scale = 0;
+    for (int64_t i = 0; i < n; i++)
+        rw[i] = w[i];
+    double worst_w = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int j = 0; j < k; j++) {
+            long double s = 0, a = 0;
+            for (int64_t i = 0; i < n; i++) {
+                s += (long double)V[(int64_t)j * ldv + i] * rw[i];
+                a += fabsl((long double)V[(int64_t)j * ldv + i] * rw[i]);
+            }
+            rh[pass * k + j] = s;
+            hscale[pass * k + j] = a;
+        }
+        for (int64_t i = 0; i < n; i++)
+            for (int j = 0; j < k; j++)
+                rw[i] -= (long double)V[(int64_t)j * ldv + i] * rh[pass * k + j];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        ss += rw[i] * rw[i];
+        ss_scale += rw[i] * rw[i];
+    }
+    for (int j = 0; j < 2 * k + 1; j++)
+        out[j] = NAN;
+    T_OK(ops->cgs2(ctx, n, k, dV, ldv, dw, out));
+    double worst_h = 0;
+    for (int j = 0; j < 2 * k; j++) {
+        double e = (double)(fabsl(out[j] - rh[j]) / (hscale[j] > 0 ? hscale[j] : 1));
+        if (!(e <= worst_h))
+            worst_h = e;
+    }
+    double *got = d_get(n, dw);
+    for (int64_t i = 0; i < n; i++) {
+        long double scale = fabs(w[i]);
+        for (int j = 0; j < k; j++)
+            scale += fabsl((long double)V[(int64_t)j * ldv + i] * rh[j]) +
+                     fabsl((long double)V[(int64_t)j * ldv + i] * rh[k + j]);
+        double e = (double)(fabsl(got[i] - rw[i]) / (scale > 0 ? scale : 1));
+        if (!(e <= worst_w))
+            worst_w = e;
+    }
+    const double e_ss = (double)(fabsl(out[2 * k] - ss) / (ss_scale > 0 ? ss_scale : 1));
+    T_CHECK(worst_h <= 1e-12 && worst_w <= 1e-12 && e_ss <= 1e-10,
+            "n=%lld k=%d: cgs2 errors h %.3g, w %.3g, ss %.3g", (long long)n, k, worst_h, worst_w,
+            e_ss);
+    ops->free(ctx, dV);
+    ops->free(ctx, dw);
+    free(V);
+    free(w);
+    free(out);
+    free(rw);
+    free(rh);
+    free(hscale);
+    free(got);
+}
+
+/* cgs2 with k = 0 is refused, with a message. */
+static void test_cgs2_args(void)
+{
+    double out[1], *dw = d_new(4, NULL);
+    T_CHECK(ops->cgs2(ctx, 4, 0, dw, 4, dw, out) == SPK_ERR_ARG && strstr(spk_last_error(ctx), "k = 0"),
+            "cgs2 k = 0: %s", spk_last_error(ctx));
+    ops->free(ctx, dw);
+}
+
 /* A failed allocation (injected, and on the GPU a real out-of-memory) is reported with the
  * size, and the context keeps working. */
 static void test_alloc_failure(spk_device dev)
@@ -1029,6 +1106,14 @@ int main(int argc, char **argv)
         for (size_t j = 0; j < 3; j++)
             if (gemv_n[s] < (1 << 20) || gemv_k[j] <= 5)   /* keep V under ~50 MB */
                 test_gemv(gemv_n[s], gemv_k[j]);
+    /* cgs2 over the same sizes, and past one launch's GS_CHUNK = 128 columns on the GPU */
+    for (size_t s = 0; s < sizeof gemv_n / sizeof gemv_n[0]; s++)
+        for (size_t j = 0; j < 3; j++)
+            if (gemv_n[s] < (1 << 20) || gemv_k[j] <= 5)
+                test_cgs2(gemv_n[s], gemv_k[j]);
+    test_cgs2(1000 + 97, 130);
+    test_cgs2(300, 257);
+    test_cgs2_args();
     T_OK(ops->sync(ctx));
 
     spk_context_destroy(ctx);
