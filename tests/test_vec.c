@@ -1114,6 +1114,16 @@ int main(int argc, char **argv)
     test_cgs2(1000 + 97, 130);
     test_cgs2(300, 257);
     test_cgs2_args();
+    /* the CUDA passes' other row counts per lane (SPK_GS_ROWS; the CPU ignores it) */
+    static const char *const gs_rows[] = {"1", "2"};
+    for (size_t r = 0; r < 2; r++) {
+        setenv("SPK_GS_ROWS", gs_rows[r], 1);
+        test_cgs2(1, 1);
+        test_cgs2(1000 + 97, 31);
+        test_cgs2(65537, 5);
+        test_cgs2(300, 257);
+    }
+    unsetenv("SPK_GS_ROWS");
     T_OK(ops->sync(ctx));
 
     spk_context_destroy(ctx);
