@@ -13,7 +13,7 @@
  *
  * Each pass is a grid-stride kernel over rows (one resident wave of blocks) that leaves one
  * partial per block and column in cs->d_part, then a reduction kernel with one block per
- * column adds a column's partials in block order. Inside a block, a column's products are
+ * column adds a column's partials by a fixed tree. Inside a block, a column's products are
  * summed across the warp by shuffles, then by lane 0 into the warp's shared slot, row chunk
  * after row chunk, then over the warps in order: a fixed order throughout, so the results
  * repeat bit for bit on one GPU. Columns go in chunks of at most GS_CHUNK per launch (the
@@ -126,7 +126,7 @@ gs_pass_kernel(int64_t n, int k, int j0, int kc, const double *__restrict__ V, i
     }
 }
 
-/* out[c] = sum over b of part[c * nb + b], in block order; one block of
+/* out[c] = sum over b of part[c * nb + b], by a fixed tree; one block of
  * SPK_CUDA_REDUCE_THREADS per column, so each thread loads at most two partials (nb <=
  * SPK_CG_MAX_BLOCKS), both issued before the add. */
 #define SPK_CUDA_REDUCE_THREADS 1024

@@ -951,6 +951,16 @@ static void test_cgs2(int64_t n, int k)
     T_CHECK(worst_h <= 1e-12 && worst_w <= 1e-12 && e_ss <= 1e-10,
             "n=%lld k=%d: cgs2 errors h %.3g, w %.3g, ss %.3g", (long long)n, k, worst_h, worst_w,
             e_ss);
+    /* a second call from the same w: the same bits (fixed summation order) */
+    double *dw2 = d_new(n, w), *out2 = h_new(2 * k + 1);
+    T_OK(ops->cgs2(ctx, n, k, dV, ldv, dw2, out2));
+    double *got2 = d_get(n, dw2);
+    T_CHECK(memcmp(out, out2, (size_t)(2 * k + 1) * sizeof *out) == 0 &&
+                (n == 0 || memcmp(got, got2, (size_t)n * sizeof *got) == 0),
+            "n=%lld k=%d: two cgs2 calls differ in bits", (long long)n, k);
+    ops->free(ctx, dw2);
+    free(out2);
+    free(got2);
     ops->free(ctx, dV);
     ops->free(ctx, dw);
     free(V);
@@ -1114,14 +1124,16 @@ int main(int argc, char **argv)
     test_cgs2(1000 + 97, 130);
     test_cgs2(300, 257);
     test_cgs2_args();
-    /* the CUDA passes' other row counts per lane (SPK_GS_ROWS; the CPU ignores it) */
-    static const char *const gs_rows[] = {"1", "2"};
-    for (size_t r = 0; r < 2; r++) {
+    /* every row count per lane of the CUDA passes (SPK_GS_ROWS; the CPU ignores it), each
+     * also over 2^20 rows, where a warp takes several steps of the row loop */
+    static const char *const gs_rows[] = {"1", "2", "4"};
+    for (size_t r = 0; r < 3; r++) {
         setenv("SPK_GS_ROWS", gs_rows[r], 1);
         test_cgs2(1, 1);
         test_cgs2(1000 + 97, 31);
         test_cgs2(65537, 5);
         test_cgs2(300, 257);
+        test_cgs2(1 << 20, 3);
     }
     unsetenv("SPK_GS_ROWS");
     T_OK(ops->sync(ctx));
