@@ -174,49 +174,13 @@ static void check_products(const char *be_name, const char *mname, const spk_spm
 
 /* ---- the CUDA CSR backend's kernels (SPK_CSR_KERNEL, read at setup) ---------------------- */
 
-/* Same inputs, same bits: the merge path's carries and every sum have a fixed order. */
-static void check_repeatable(const char *be_name, const char *mname, const spk_spmv_backend *be,
-                             const void *state, const spk_csr *A)
-{
-    const int64_t m = A->nrows, n = A->ncols;
-    if (m == 0)
-        return;
-    double *x = host_random(n, 21), *y1 = malloc((size_t)m * sizeof *y1),
-           *y2 = malloc((size_t)m * sizeof *y2);
-    double *d_x = NULL, *d_y = NULL;
-    spk_status st = ops->alloc(ctx, n ? n : 1, &d_x);
-    if (!st)
-        st = ops->alloc(ctx, m, &d_y);
-    if (!st && n)
-        st = ops->upload(ctx, n, x, d_x);
-    if (!st)
-        st = be->spmv(ctx, state, 1.0, d_x, 0.0, d_y);
-    if (!st)
-        st = ops->download(ctx, m, d_y, y1);
-    if (!st)
-        st = be->spmv(ctx, state, 1.0, d_x, 0.0, d_y);
-    if (!st)
-        st = ops->download(ctx, m, d_y, y2);
-    T_CHECK(st == SPK_OK, "%s on %s (repeat): %s", be_name, mname, spk_last_error(ctx));
-    if (!st)
-        T_CHECK(memcmp(y1, y2, (size_t)m * sizeof *y1) == 0, "%s on %s: two SpMVs differ in bits",
-                be_name, mname);
-    ops->free(ctx, d_x);
-    ops->free(ctx, d_y);
-    free(x);
-    free(y1);
-    free(y2);
-}
-
-/* y = A x through a fresh setup of `be` (x = host_random(ncols, 21)); SPK_OK or the failure. */
-static spk_status product_of(const spk_spmv_backend *be, const spk_csr *A, double *y)
+/* y = A x by `spmv` on state, x = host_random(ncols, 21), through device vectors. */
+static spk_status product_on(const spk_spmv_backend *be, const void *state, const spk_csr *A,
+                             double *y)
 {
     const int64_t m = A->nrows, n = A->ncols;
     double *x = host_random(n, 21), *d_x = NULL, *d_y = NULL;
-    void *state = NULL;
-    spk_status st = be->setup(ctx, A, &state);
-    if (!st)
-        st = ops->alloc(ctx, n ? n : 1, &d_x);
+    spk_status st = ops->alloc(ctx, n ? n : 1, &d_x);
     if (!st)
         st = ops->alloc(ctx, m ? m : 1, &d_y);
     if (!st && n)
@@ -225,10 +189,39 @@ static spk_status product_of(const spk_spmv_backend *be, const spk_csr *A, doubl
         st = be->spmv(ctx, state, 1.0, d_x, 0.0, d_y);
     if (!st && m)
         st = ops->download(ctx, m, d_y, y);
-    be->destroy(state);
     ops->free(ctx, d_x);
     ops->free(ctx, d_y);
     free(x);
+    return st;
+}
+
+/* Same inputs, same bits: the merge path's carries and every sum have a fixed order. */
+static void check_repeatable(const char *be_name, const char *mname, const spk_spmv_backend *be,
+                             const void *state, const spk_csr *A)
+{
+    const int64_t m = A->nrows;
+    if (m == 0)
+        return;
+    double *y1 = malloc((size_t)m * sizeof *y1), *y2 = malloc((size_t)m * sizeof *y2);
+    spk_status st = product_on(be, state, A, y1);
+    if (!st)
+        st = product_on(be, state, A, y2);
+    T_CHECK(st == SPK_OK, "%s on %s (repeat): %s", be_name, mname, spk_last_error(ctx));
+    if (!st)
+        T_CHECK(memcmp(y1, y2, (size_t)m * sizeof *y1) == 0, "%s on %s: two SpMVs differ in bits",
+                be_name, mname);
+    free(y1);
+    free(y2);
+}
+
+/* y = A x through a fresh setup of `be` (product_on); SPK_OK or the failure. */
+static spk_status product_of(const spk_spmv_backend *be, const spk_csr *A, double *y)
+{
+    void *state = NULL;
+    spk_status st = be->setup(ctx, A, &state);
+    if (!st)
+        st = product_on(be, state, A, y);
+    be->destroy(state);
     return st;
 }
 
