@@ -1,11 +1,10 @@
 /* kernels/bicg_cpu.c -- the fused BiCGStab steps on the host (solvers/bicg_scalar.h): the
  * specification kernels/bicg_cuda.cu is tested against. Each step is one OpenMP loop over its
  * vectors, then the scalar step of solvers/bicg_scalar.h on the block, as the CUDA kernels'
- * last block does. Reductions carry `simd` for the reason kernels/vec_cpu.c gives. */
+ * last block does. Reductions carry `simd` for the reason kernels/vec_cpu.c gives, and run
+ * over chunks fixed by n, added in chunk order (src/spk_internal.h): the same bits whatever
+ * the thread count. */
 #include "../solvers/bicg_scalar.h"
-
-/* Below this length a parallel region costs more than the loop (kernels/vec_cpu.c). */
-#define SPK_OMP_MIN_N 8192
 
 static spk_status b_update_p(spk_context *ctx, int64_t n, spk_bicg_scalars *S, const double *r,
                              const double *v, double *p, const double *dinv, double *ph)
@@ -33,12 +32,21 @@ static spk_status b_dots(spk_context *ctx, int64_t n, spk_bicg_scalars *S, int p
 {
     if (S->state != SPK_BICG_RUN)
         return SPK_OK;
-    double xy = 0.0, xx = 0.0;
-#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : xy, xx)
-    for (int64_t i = 0; i < n; i++) {
-        xy += x[i] * y[i];
-        xx += x[i] * x[i];
+    double part[2][SPK_CHUNKS];
+    const int nc = spk_chunks(n);
+#pragma omp parallel for schedule(static) if (nc > 1)
+    for (int c = 0; c < nc; c++) {
+        const int64_t lo = spk_chunk_lo(n, nc, c), hi = spk_chunk_lo(n, nc, c + 1);
+        double xy = 0.0, xx = 0.0;
+#pragma omp simd reduction(+ : xy, xx) if (nc > 1)
+        for (int64_t i = lo; i < hi; i++) {
+            xy += x[i] * y[i];
+            xx += x[i] * x[i];
+        }
+        part[0][c] = xy;
+        part[1][c] = xx;
     }
+    const double xy = spk_chunks_sum(part[0], nc), xx = spk_chunks_sum(part[1], nc);
     if (phase == SPK_BICG_ALPHA)
         spk_bicg_alpha(S, xy, xx);
     else
@@ -52,24 +60,31 @@ static spk_status b_update_s(spk_context *ctx, int64_t n, spk_bicg_scalars *S, c
     if (S->state != SPK_BICG_RUN)
         return SPK_OK;
     const double alpha = S->alpha;
-    double ss = 0.0;
-    if (dinv) {
-#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : ss)
-        for (int64_t i = 0; i < n; i++) {
-            const double si = r[i] - alpha * v[i];   /* s = r - alpha v */
-            r[i] = si;
-            sh[i] = dinv[i] * si;                    /* s^ = M^-1 s     */
-            ss += si * si;
+    double part[SPK_CHUNKS];
+    const int nc = spk_chunks(n);
+#pragma omp parallel for schedule(static) if (nc > 1)
+    for (int c = 0; c < nc; c++) {
+        const int64_t lo = spk_chunk_lo(n, nc, c), hi = spk_chunk_lo(n, nc, c + 1);
+        double ss = 0.0;
+        if (dinv) {
+#pragma omp simd reduction(+ : ss) if (nc > 1)
+            for (int64_t i = lo; i < hi; i++) {
+                const double si = r[i] - alpha * v[i];   /* s = r - alpha v */
+                r[i] = si;
+                sh[i] = dinv[i] * si;                    /* s^ = M^-1 s     */
+                ss += si * si;
+            }
+        } else {
+#pragma omp simd reduction(+ : ss) if (nc > 1)
+            for (int64_t i = lo; i < hi; i++) {
+                const double si = r[i] - alpha * v[i];
+                r[i] = si;
+                ss += si * si;
+            }
         }
-    } else {
-#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : ss)
-        for (int64_t i = 0; i < n; i++) {
-            const double si = r[i] - alpha * v[i];
-            r[i] = si;
-            ss += si * si;
-        }
+        part[c] = ss;
     }
-    spk_bicg_half(S, ss);
+    spk_bicg_half(S, spk_chunks_sum(part, nc));
     return SPK_OK;
 }
 
@@ -88,17 +103,25 @@ static spk_status b_update_xr(spk_context *ctx, int64_t n, spk_bicg_scalars *S, 
     }
     if (S->state != SPK_BICG_RUN)
         return SPK_OK;
-    double rho = 0.0, rr = 0.0;
-#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : rho, rr)
-    for (int64_t i = 0; i < n; i++) {
-        const double xi = x[i] + alpha * ph[i];      /* the two updates of x, rounded as  */
-        x[i] = xi + omega * sh[i];                   /* two passes would round them        */
-        const double ri = r[i] - omega * t[i];       /* r = s - omega t */
-        r[i] = ri;
-        rho += r0[i] * ri;
-        rr += ri * ri;
+    double part[2][SPK_CHUNKS];
+    const int nc = spk_chunks(n);
+#pragma omp parallel for schedule(static) if (nc > 1)
+    for (int c = 0; c < nc; c++) {
+        const int64_t lo = spk_chunk_lo(n, nc, c), hi = spk_chunk_lo(n, nc, c + 1);
+        double rho = 0.0, rr = 0.0;
+#pragma omp simd reduction(+ : rho, rr) if (nc > 1)
+        for (int64_t i = lo; i < hi; i++) {
+            const double xi = x[i] + alpha * ph[i];      /* the two updates of x, rounded as  */
+            x[i] = xi + omega * sh[i];                   /* two passes would round them        */
+            const double ri = r[i] - omega * t[i];       /* r = s - omega t */
+            r[i] = ri;
+            rho += r0[i] * ri;
+            rr += ri * ri;
+        }
+        part[0][c] = rho;
+        part[1][c] = rr;
     }
-    spk_bicg_end(S, rho, rr);
+    spk_bicg_end(S, spk_chunks_sum(part[0], nc), spk_chunks_sum(part[1], nc));
     return SPK_OK;
 }
 

@@ -2,23 +2,22 @@
  * It is the specification the CUDA table is tested against, so every function is the short
  * obviously right loop; fused steps do in one pass what the unfused math does in several.
  *
- * The reductions carry `simd`: OpenMP then lets the compiler split each thread's sum over the
- * lanes of a vector register (a reassociation C alone forbids), instead of one chain of
- * dependent adds at one add per FP latency (~4 cycles), which is slower than a vector held in
- * L2/L3 can be read. Measured on a 2-core EPYC (32 MB L3), the CG iteration of poisson3d:64
- * (SpMV + dot + cg_update + xpay) interleaved with the plain loops, median of 40 rounds: 2
- * threads 1.31 -> 1.27 ms (-3.5%), 1 thread unchanged within noise (2.00 ms): the SpMV is 2/3
- * of the iteration (docs/benchmarks.md, CPU section). The order of summation is fixed by n and
- * the thread count, so results repeat bit for bit on one machine, and stay within the tests'
- * rounding bound of the long-double sums. */
+ * The reductions carry `simd` (above SPK_OMP_MIN_N): OpenMP then lets the compiler split each
+ * chunk's sum over the lanes of a vector register (a reassociation C alone forbids), instead
+ * of one chain of dependent adds at one add per FP latency (~4 cycles), which is slower than
+ * a vector held in L2/L3 can be read. Measured on a 2-core EPYC (32 MB L3), the CG iteration
+ * of poisson3d:64 (SpMV + dot + cg_update + xpay) interleaved with the plain loops, median of
+ * 40 rounds: 2 threads 1.31 -> 1.27 ms (-3.5%), 1 thread unchanged within noise (2.00 ms): the
+ * SpMV is 2/3 of the iteration (docs/benchmarks.md, CPU section).
+ *
+ * Every sum runs over spk_chunks(n) chunks fixed by n alone, one thread per chunk, and adds
+ * the chunks' partials in chunk order (src/spk_internal.h): a result has the same bits on
+ * every run and whatever the thread count, on one build, and stays within the tests' rounding
+ * bound of the long-double sums. */
 #include "../src/spk_internal.h"
 
 #include <math.h>
 #include <string.h>
-
-/* Below this length a parallel region costs more than the loop (a fork/join is ~1-5 us, a
- * 8k-element axpy ~2 us on one core), so short vectors run on one thread. */
-#define SPK_OMP_MIN_N 8192
 
 static spk_status v_alloc(spk_context *ctx, int64_t n, double **v)
 {
@@ -49,11 +48,18 @@ static spk_status v_fill(spk_context *ctx, int64_t n, double a, double *y)
 /* x'y. dot and nrm2 share it, so that nrm2(x) == sqrt(dot(x, x)) holds to the bit. */
 static double sum_products(int64_t n, const double *x, const double *y)
 {
-    double s = 0.0;
-#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s)
-    for (int64_t i = 0; i < n; i++)
-        s += x[i] * y[i];
-    return s;
+    double part[SPK_CHUNKS];
+    const int nc = spk_chunks(n);
+#pragma omp parallel for schedule(static) if (nc > 1)
+    for (int c = 0; c < nc; c++) {
+        const int64_t lo = spk_chunk_lo(n, nc, c), hi = spk_chunk_lo(n, nc, c + 1);
+        double s = 0.0;
+#pragma omp simd reduction(+ : s) if (nc > 1)
+        for (int64_t i = lo; i < hi; i++)
+            s += x[i] * y[i];
+        part[c] = s;
+    }
+    return spk_chunks_sum(part, nc);
 }
 
 static spk_status v_dot(spk_context *ctx, int64_t n, const double *x, const double *y, double *r)
@@ -89,14 +95,22 @@ static spk_status v_nrm2(spk_context *ctx, int64_t n, const double *x, double *r
 static spk_status v_dot2(spk_context *ctx, int64_t n, const double *x, const double *y,
                          const double *z, double *r0, double *r1)
 {
-    double s0 = 0.0, s1 = 0.0;
-#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s0, s1)
-    for (int64_t i = 0; i < n; i++) {
-        s0 += x[i] * y[i];
-        s1 += x[i] * z[i];
+    double part[2][SPK_CHUNKS];
+    const int nc = spk_chunks(n);
+#pragma omp parallel for schedule(static) if (nc > 1)
+    for (int c = 0; c < nc; c++) {
+        const int64_t lo = spk_chunk_lo(n, nc, c), hi = spk_chunk_lo(n, nc, c + 1);
+        double s0 = 0.0, s1 = 0.0;
+#pragma omp simd reduction(+ : s0, s1) if (nc > 1)
+        for (int64_t i = lo; i < hi; i++) {
+            s0 += x[i] * y[i];
+            s1 += x[i] * z[i];
+        }
+        part[0][c] = s0;
+        part[1][c] = s1;
     }
-    *r0 = s0;
-    *r1 = s1;
+    *r0 = spk_chunks_sum(part[0], nc);
+    *r1 = spk_chunks_sum(part[1], nc);
     return SPK_OK;
 }
 
@@ -156,32 +170,39 @@ static spk_status v_cg_update(spk_context *ctx, int64_t n, double a, const doubl
                               const double *q, double *x, double *r, const double *dinv,
                               double *z, double *rr, double *rz)
 {
-    double s_rr = 0.0, s_rz = 0.0;
-    if (!dinv) {
-#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s_rr)
-        for (int64_t i = 0; i < n; i++) {
-            x[i] += a * p[i];                   /* x = x + alpha p   */
-            double ri = r[i] - a * q[i];        /* r = r - alpha A p */
-            r[i] = ri;
-            s_rr += ri * ri;
+    double part[2][SPK_CHUNKS];
+    const int nc = spk_chunks(n);
+#pragma omp parallel for schedule(static) if (nc > 1)
+    for (int c = 0; c < nc; c++) {
+        const int64_t lo = spk_chunk_lo(n, nc, c), hi = spk_chunk_lo(n, nc, c + 1);
+        double s_rr = 0.0, s_rz = 0.0;
+        if (!dinv) {
+#pragma omp simd reduction(+ : s_rr) if (nc > 1)
+            for (int64_t i = lo; i < hi; i++) {
+                x[i] += a * p[i];               /* x = x + alpha p   */
+                double ri = r[i] - a * q[i];    /* r = r - alpha A p */
+                r[i] = ri;
+                s_rr += ri * ri;
+            }
+        } else {
+#pragma omp simd reduction(+ : s_rr, s_rz) if (nc > 1)
+            for (int64_t i = lo; i < hi; i++) {
+                x[i] += a * p[i];
+                double ri = r[i] - a * q[i];
+                r[i] = ri;
+                double zi = dinv[i] * ri;       /* z = M^-1 r        */
+                z[i] = zi;
+                s_rr += ri * ri;
+                s_rz += ri * zi;
+            }
         }
-        if (z != r && n > 0)
-            memcpy(z, r, (size_t)n * sizeof *z);
-        *rr = *rz = s_rr;
-        return SPK_OK;
+        part[0][c] = s_rr;
+        part[1][c] = s_rz;
     }
-#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : s_rr, s_rz)
-    for (int64_t i = 0; i < n; i++) {
-        x[i] += a * p[i];
-        double ri = r[i] - a * q[i];
-        r[i] = ri;
-        double zi = dinv[i] * ri;               /* z = M^-1 r        */
-        z[i] = zi;
-        s_rr += ri * ri;
-        s_rz += ri * zi;
-    }
-    *rr = s_rr;
-    *rz = s_rz;
+    if (!dinv && z != r && n > 0)
+        memcpy(z, r, (size_t)n * sizeof *z);
+    *rr = spk_chunks_sum(part[0], nc);
+    *rz = dinv ? spk_chunks_sum(part[1], nc) : *rr;
     return SPK_OK;
 }
 
@@ -266,24 +287,33 @@ static spk_status v_cg_r(spk_context *ctx, int64_t n, spk_cg_scalars *S, const d
         return SPK_OK;
     }
     const double alpha = S->rz / pq;
-    double rr = 0.0, rz = 0.0;
-    if (dinv) {
-#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : rr, rz)
-        for (int64_t i = 0; i < n; i++) {
-            double ri = r[i] - alpha * q[i];
-            r[i] = ri;
-            rr += ri * ri;
-            rz += ri * (dinv[i] * ri);
+    double part[2][SPK_CHUNKS];
+    const int nc = spk_chunks(n);
+#pragma omp parallel for schedule(static) if (nc > 1)
+    for (int c = 0; c < nc; c++) {
+        const int64_t lo = spk_chunk_lo(n, nc, c), hi = spk_chunk_lo(n, nc, c + 1);
+        double s_rr = 0.0, s_rz = 0.0;
+        if (dinv) {
+#pragma omp simd reduction(+ : s_rr, s_rz) if (nc > 1)
+            for (int64_t i = lo; i < hi; i++) {
+                double ri = r[i] - alpha * q[i];
+                r[i] = ri;
+                s_rr += ri * ri;
+                s_rz += ri * (dinv[i] * ri);
+            }
+        } else {
+#pragma omp simd reduction(+ : s_rr) if (nc > 1)
+            for (int64_t i = lo; i < hi; i++) {
+                double ri = r[i] - alpha * q[i];
+                r[i] = ri;
+                s_rr += ri * ri;
+            }
         }
-    } else {
-#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N) reduction(+ : rr)
-        for (int64_t i = 0; i < n; i++) {
-            double ri = r[i] - alpha * q[i];
-            r[i] = ri;
-            rr += ri * ri;
-        }
-        rz = rr;
+        part[0][c] = s_rr;
+        part[1][c] = s_rz;
     }
+    const double rr = spk_chunks_sum(part[0], nc);
+    const double rz = dinv ? spk_chunks_sum(part[1], nc) : rr;
     S->alpha = alpha;
     S->rr = rr;
     S->rz_new = rz;

@@ -344,6 +344,57 @@ const spk_vec_ops *spk_vec_ops_cpu(void);
 const spk_vec_ops *spk_vec_ops_cuda(void);   /* a table answering NOT_COMPILED without CUDA */
 const spk_vec_ops *spk_vec_ops_for(spk_device dev);
 
+/* ---- host loops: when to fork, and sums in a fixed order (kernels/vec_cpu.c, bicg_cpu.c) ---
+ * OpenMP's reduction(+) adds the threads' partial sums in the order the threads finish, so a
+ * sum of doubles over three threads or more changes in its last bits from run to run. The
+ * host's floating-point sums cut [0, n) instead into spk_chunks(n) chunks, a count that
+ * depends on n alone; one thread sums each chunk, in an inner `omp simd` loop, and the
+ * partials are added in chunk order. A sum then has the same bits on every run and whatever
+ * the thread count. For s = x'y:
+ *
+ *     double part[SPK_CHUNKS];
+ *     const int nc = spk_chunks(n);
+ *     #pragma omp parallel for schedule(static) if (nc > 1)
+ *     for (int c = 0; c < nc; c++) {
+ *         const int64_t lo = spk_chunk_lo(n, nc, c), hi = spk_chunk_lo(n, nc, c + 1);
+ *         double s = 0.0;
+ *         #pragma omp simd reduction(+ : s) if (nc > 1)
+ *         for (int64_t i = lo; i < hi; i++)
+ *             s += x[i] * y[i];
+ *         part[c] = s;
+ *     }
+ *     return spk_chunks_sum(part, nc);
+ *
+ * The simd's `if`: a vector of SPK_OMP_MIN_N or fewer is summed in the plain loop's order, one
+ * add after another, as the `parallel for simd ... if (n > SPK_OMP_MIN_N)` these loops replace
+ * summed it (an `if` without a modifier applies to the simd too). The small real systems'
+ * iteration counts hang on that order: BiCGStab on e05r0100 (tests/test_krylov.c) converges
+ * in 1940 of its 2360 iterations with it, and not within them with the sum split over two
+ * vector lanes. */
+
+/* Below this length a parallel region costs more than the loop (a fork/join is ~1-5 us, a
+ * 8k-element axpy ~2 us on one core), so short vectors run on one thread, as one chunk. */
+#define SPK_OMP_MIN_N 8192
+/* 256 chunks: the static split of the chunks stays within ~3% of even for 3, 12 or 24
+ * threads (64 would leave 12.5% at 12 and 24), and up to 256 threads share a sum. Their cost
+ * was not measurable: a 2-core EPYC summed x'y at n = 8193 .. 2^20 as fast with 256 chunks as
+ * with 64 and as with the reduction clause, on 1 and on 2 threads. */
+#define SPK_CHUNKS 256
+
+static inline int spk_chunks(int64_t n) { return n > SPK_OMP_MIN_N ? SPK_CHUNKS : 1; }
+
+/* Chunk c of nc over [0, n) is [spk_chunk_lo(n, nc, c), spk_chunk_lo(n, nc, c + 1)). */
+static inline int64_t spk_chunk_lo(int64_t n, int nc, int c) { return n * c / nc; }
+
+/* The partials of the nc chunks, added in chunk order. */
+static inline double spk_chunks_sum(const double *part, int nc)
+{
+    double s = 0.0;
+    for (int c = 0; c < nc; c++)
+        s += part[c];
+    return s;
+}
+
 /* ---- CUDA context plumbing (src/cuda_ctx.cu; stubs in kernels/cuda_stub.c without CUDA) ------ */
 /* Probe for a usable GPU: 1 and a name, or 0 and the reason in `why`. */
 int spk_cuda_probe(char *name, size_t name_len, char *why, size_t why_len);

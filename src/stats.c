@@ -186,21 +186,29 @@ void spk_stats_compute(const spk_csr *A, spk_matrix_info *info)
     info->row_mean = n ? (double)A->nnz / (double)n : 0.0;
 
     int64_t mn = n ? INT64_MAX : 0, mx = 0, empty = 0;
-    double ss = 0.0;                                 /* sum of (len - mean)^2 */
+    /* sums of (len - mean)^2 over chunks fixed by n: the same sd whatever the thread count */
+    double part[SPK_CHUNKS];
     const double mean = info->row_mean;
+    const int nc = spk_chunks(n);
 #pragma omp parallel for schedule(static) reduction(min : mn) reduction(max : mx) if(n > OMP_MIN_WORK) \
-    reduction(+ : empty, ss)
-    for (int64_t i = 0; i < n; i++) {
-        int64_t len = A->rowptr[i + 1] - A->rowptr[i];
-        mn = len < mn ? len : mn;
-        mx = len > mx ? len : mx;
-        empty += len == 0;
-        ss += ((double)len - mean) * ((double)len - mean);
+    reduction(+ : empty)
+    for (int c = 0; c < nc; c++) {
+        const int64_t lo = spk_chunk_lo(n, nc, c), hi = spk_chunk_lo(n, nc, c + 1);
+        double ss = 0.0;
+        for (int64_t i = lo; i < hi; i++) {
+            int64_t len = A->rowptr[i + 1] - A->rowptr[i];
+            mn = len < mn ? len : mn;
+            mx = len > mx ? len : mx;
+            empty += len == 0;
+            ss += ((double)len - mean) * ((double)len - mean);
+        }
+        part[c] = ss;
     }
     info->row_min = mn;
     info->row_max = mx;
     info->empty_rows = empty;
-    info->row_sd = n ? sqrt(ss / (double)n) : 0.0;   /* population sd: all rows are known */
+    /* population sd: all rows are known */
+    info->row_sd = n ? sqrt(spk_chunks_sum(part, nc) / (double)n) : 0.0;
     info->row_cv = mean > 0.0 ? info->row_sd / mean : 0.0;
 
     row_lengths h;

@@ -3,8 +3,9 @@
  * boundaries, an odd size past a thousand and 2^20. Reductions are compared with a long-double
  * host sum, scaled by sum |x_i y_i| (the size of the rounding error any order of summation
  * makes); fused steps are also compared with the same math done by the unfused ops; dot2 and
- * cg_update must give the same bits twice; invert must find the first bad entry. The fused
- * CG steps with device scalars (dot_sink, cg_r, cg_xp) go through every state transition. */
+ * cg_update must give the same bits twice, and the CPU tables' sums the same bits on 1 to 16
+ * OpenMP threads; invert must find the first bad entry. The fused CG steps with device
+ * scalars (dot_sink, cg_r, cg_xp) go through every state transition. */
 #include "util.h"
 
 #include "../solvers/bicg_scalar.h"
@@ -13,15 +14,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define TOL 1e-13
 
 static spk_context *ctx;
 static const spk_vec_ops *ops;
-/* Bit-for-bit repeatability is promised by the CUDA table (fixed-order two-stage reductions);
- * an OpenMP reduction combines the threads' sums in arrival order, so the CPU table is not
- * held to it. */
-static int check_bits;
 
 static const int64_t sizes[] = {0, 1, 2, 7, 31, 32, 33, 255, 257, 1000 + 97, 4099, 65537, 1 << 20};
 
@@ -164,7 +164,7 @@ static void test_reductions(int64_t n)
     T_CHECK(close_sum(r0, rxy, sxy) && close_sum(r1, rxz, sxz),
             "n=%lld: dot2 (%.17g, %.17g) vs (%.17Lg, %.17Lg)", (long long)n, r0, r1, rxy, rxz);
     T_OK(ops->dot2(ctx, n, dx, dy, dz, &s0, &s1));
-    T_CHECK(!check_bits || (memcmp(&r0, &s0, sizeof r0) == 0 && memcmp(&r1, &s1, sizeof r1) == 0),
+    T_CHECK(memcmp(&r0, &s0, sizeof r0) == 0 && memcmp(&r1, &s1, sizeof r1) == 0,
             "n=%lld: dot2 not deterministic: %a %a vs %a %a", (long long)n, r0, r1, s0, s1);
     double u0 = NAN, u1 = NAN;                        /* fused against the unfused ops */
     T_OK(ops->dot(ctx, n, dx, dz, &u1));
@@ -370,7 +370,7 @@ static void test_cg_update(int64_t n, int shape)
     T_OK(ops->upload(ctx, n, x, dx));
     T_OK(ops->upload(ctx, n, r, dr));
     T_OK(ops->cg_update(ctx, n, a, dp, dq, dx, dr, ddinv, dz, &rr2, &rz2));
-    T_CHECK(!check_bits || (memcmp(&rr, &rr2, sizeof rr) == 0 && memcmp(&rz, &rz2, sizeof rz) == 0),
+    T_CHECK(memcmp(&rr, &rr2, sizeof rr) == 0 && memcmp(&rz, &rz2, sizeof rz) == 0,
             "n=%lld shape %d: cg_update not deterministic", (long long)n, shape);
 
     ops->free(ctx, ux);
@@ -451,7 +451,7 @@ static void test_cg_fused(int64_t n, int shape)
     const double pq = h.pq;
     T_OK(ops->dot_sink(ctx, n, dp, dq, &sink));
     h = s_get(dS);
-    T_CHECK(!check_bits || memcmp(&h.pq, &pq, sizeof pq) == 0, "n=%lld: dot_sink not deterministic",
+    T_CHECK(memcmp(&h.pq, &pq, sizeof pq) == 0, "n=%lld: dot_sink not deterministic",
             (long long)n);
 
     /* cg_r from RUN with a positive p'q (forced, so every n has one) */
@@ -686,8 +686,7 @@ static void test_bicg_fused(int64_t n, int shape)
             "n=%lld: dots alpha %.17g %.17g vs %.17Lg %.17Lg", (long long)n, h.r0v, h.vv, ref0,
             ref1);
     spk_bicg_scalars h2 = b_run(bo, B_ALPHA, n, dS, &in, &d, "dots alpha again");
-    T_CHECK(!check_bits || (memcmp(&h.r0v, &h2.r0v, sizeof h.r0v) == 0 &&
-                            memcmp(&h.vv, &h2.vv, sizeof h.vv) == 0),
+    T_CHECK(memcmp(&h.r0v, &h2.r0v, sizeof h.r0v) == 0 && memcmp(&h.vv, &h2.vv, sizeof h.vv) == 0,
             "n=%lld: dots alpha not deterministic", (long long)n);
     if (n > 0)
         T_CHECK(h.state == SPK_BICG_RUN && h.alpha == in.rho / h.r0v,
@@ -981,6 +980,104 @@ static void test_cgs2_args(void)
     ops->free(ctx, dw);
 }
 
+/* ---- the CPU tables' sums whatever the thread count -------------------------------------
+ * The CPU tables sum over chunks fixed by n and add the partials in chunk order
+ * (src/spk_internal.h), so every sum must give the 1-thread run's bits on 2, 3, 7 and 16
+ * threads. An OpenMP reduction clause fails this from 2 threads on: it splits the sum where
+ * the thread count splits it, and from 3 threads adds the parts in the order they finish. */
+#ifdef _OPENMP
+enum { T_NSUMS = 24 };
+static const char *const t_sum_name[T_NSUMS] = {
+    "dot", "nrm2", "dot2 x'y", "dot2 x'd", "cg_update r'r", "cg_update r'z",
+    "cg_update r'r (z = r)", "cg_update r'z (z = r)", "dot_sink", "cg_r r'r", "cg_r r'z",
+    "cg_r r'r (no M)", "cgs2 h1[0]", "cgs2 h1[1]", "cgs2 h1[2]", "cgs2 h2[0]", "cgs2 h2[1]",
+    "cgs2 h2[2]", "cgs2 w'w", "bicg dots (r0, v)", "bicg dots (v, v)", "bicg update_s (s, s)",
+    "bicg update_xr (r0, r)", "bicg update_xr (r, r)"};
+
+/* Every sum of the CPU tables once, in the order of t_sum_name, from x, y, the positive
+ * diagonal d and V (n x 3); the steps that write vectors write fresh copies. */
+static void cpu_sums(int64_t n, const double *x, const double *y, const double *d,
+                     const double *V, double *s)
+{
+    const spk_vec_ops *c = spk_vec_ops_cpu();
+    const spk_bicg_ops *bo = spk_bicg_ops_cpu();
+    double *u = h_dup(n, x), *r = h_dup(n, y), *z = h_new(n);
+    T_OK(c->dot(ctx, n, x, y, &s[0]));
+    T_OK(c->nrm2(ctx, n, x, &s[1]));
+    T_OK(c->dot2(ctx, n, x, y, d, &s[2], &s[3]));
+    T_OK(c->cg_update(ctx, n, 0.37, x, y, u, r, d, z, &s[4], &s[5]));
+    T_OK(c->cg_update(ctx, n, 0.37, x, y, u, r, NULL, r, &s[6], &s[7]));
+
+    spk_cg_scalars S;                                 /* host memory is the CPU's device */
+    memset(&S, 0, sizeof S);
+    S.state = SPK_CG_RUN;
+    spk_dot_sink sink = {&S.state, &S.pq, &S.count[0], NULL};
+    T_OK(c->dot_sink(ctx, n, x, y, &sink));
+    s[8] = S.pq;
+    S.pq = 2.0;                                       /* alpha = r'z / p'Ap = 0.5 */
+    S.rz = 1.0;
+    T_OK(c->cg_r(ctx, n, &S, y, r, d));
+    s[9] = S.rr;
+    s[10] = S.rz_new;
+    S.state = SPK_CG_RUN;
+    T_OK(c->cg_r(ctx, n, &S, y, r, NULL));
+    s[11] = S.rr;
+
+    free(u);
+    u = h_dup(n, x);
+    T_OK(c->cgs2(ctx, n, 3, V, n, u, &s[12]));        /* h1, h2, w'w: 7 sums */
+
+    spk_bicg_scalars B;
+    memset(&B, 0, sizeof B);
+    B.maxit = 1000;
+    B.r0norm = B.rho = B.rho_old = B.snorm = B.rnorm = 1.0;
+    B.alpha = 0.3;
+    B.omega = 0.7;
+    B.state = SPK_BICG_RUN;
+    T_OK(bo->dots(ctx, n, &B, SPK_BICG_ALPHA, x, y));   /* (v, r0) with v = x, r0 = y */
+    s[19] = B.r0v;
+    s[20] = B.vv;
+    B.state = SPK_BICG_RUN;
+    B.alpha = 0.3;
+    T_OK(bo->update_s(ctx, n, &B, x, r, d, z));         /* s = r - alpha v in r, s^ in z */
+    s[21] = B.ss;
+    B.state = SPK_BICG_RUN;
+    T_OK(bo->update_xr(ctx, n, &B, u, x, z, d, y, r));  /* p^ = x, t = d, r0 = y */
+    s[22] = B.rho;
+    s[23] = B.rr;
+    free(u);
+    free(r);
+    free(z);
+}
+
+static void test_cpu_threads(void)
+{
+    const int64_t n = ((int64_t)1 << 20) + 3;
+    double *x = h_rand(n, 51, -1, 1), *y = h_rand(n, 52, -1, 1), *d = h_rand(n, 53, 0.5, 2);
+    double *V = h_rand(3 * n, 54, -1, 1);
+    static const int threads[] = {1, 2, 3, 7, 16};
+    const int saved = omp_get_max_threads();
+    double want[T_NSUMS], got[T_NSUMS];
+    omp_set_num_threads(threads[0]);
+    cpu_sums(n, x, y, d, V, want);
+    for (size_t t = 1; t < sizeof threads / sizeof threads[0]; t++) {
+        omp_set_num_threads(threads[t]);
+        cpu_sums(n, x, y, d, V, got);
+        for (int k = 0; k < T_NSUMS; k++)
+            T_CHECK(memcmp(&got[k], &want[k], sizeof got[k]) == 0,
+                    "n=%lld: %s on %d threads %a, on 1 thread %a", (long long)n, t_sum_name[k],
+                    threads[t], got[k], want[k]);
+    }
+    omp_set_num_threads(saved);
+    free(x);
+    free(y);
+    free(d);
+    free(V);
+}
+#else
+static void test_cpu_threads(void) {}                /* one thread: nothing to compare */
+#endif
+
 /* A failed allocation (injected, and on the GPU a real out-of-memory) is reported with the
  * size, and the context keeps working. */
 static void test_alloc_failure(spk_device dev)
@@ -1090,7 +1187,6 @@ int main(int argc, char **argv)
     spk_device dev = t_device_from_args(argc, argv);
     ctx = t_context(dev);
     ops = spk_vec_ops_for(dev);
-    check_bits = dev == SPK_DEVICE_CUDA;
     T_CHECK(ops->device == dev, "table of device %d for %d", (int)ops->device, (int)dev);
     printf("test_vec on %s\n", spk_context_device_name(ctx));
 
@@ -1124,6 +1220,8 @@ int main(int argc, char **argv)
     test_cgs2(1000 + 97, 130);
     test_cgs2(300, 257);
     test_cgs2_args();
+    if (dev == SPK_DEVICE_CPU)
+        test_cpu_threads();
     /* every row count per lane of the CUDA passes (SPK_GS_ROWS; the CPU ignores it), each
      * also over 2^20 rows, where a warp takes several steps of the row loop */
     static const char *const gs_rows[] = {"1", "2", "4"};
