@@ -3,8 +3,7 @@
  * the four-pass specification):
  *
  *   pass 1:  h1 = V'w                                   reads V (k columns) and w
- *   pass 2:  w -= V h1, then h2 = V'w with the new w    reads V twice (the second from L1/L2),
- *                                                       reads and writes w
+ *   pass 2:  w -= V h1, then h2 = V'w with the new w    reads V, reads and writes w
  *   pass 3:  w -= V h2, and ss = w'w                    reads V, reads and writes w
  *
  * (3k + 5) n doubles from memory where gemv_t / gemv_n_sub twice and a norm move (4k + 7) n,
@@ -13,11 +12,17 @@
  *
  * Each pass is a grid-stride kernel over rows (one resident wave of blocks) that leaves one
  * partial per block and column in cs->d_part, then a reduction kernel with one block per
- * column adds a column's partials by a fixed tree. Inside a block, a column's products are
- * summed across the warp by shuffles, then by lane 0 into the warp's shared slot, row chunk
- * after row chunk, then over the warps in order: a fixed order throughout, so the results
- * repeat bit for bit on one GPU. Columns go in chunks of at most GS_CHUNK per launch (the
- * shared slots); past the first chunk a pass only adds dot products (the w update is done). */
+ * column adds a column's partials by a fixed tree. Two row kernels:
+ *  - the rows kernel (passes 1 and 3; pass 2 past GS_TILE_K columns): a column's products
+ *    are summed across the warp by shuffles, then by lane 0 into the warp's shared slot, row
+ *    chunk after row chunk, then over the warps in order. Columns go in chunks of at most
+ *    GS_CHUNK per launch (the shared slots); past the first chunk a pass only adds dot
+ *    products (the w update is done). It would read V twice in pass 2 (see the tile kernel).
+ *  - the tile kernel (pass 2 with k <= GS_TILE_K): the tile's k columns are kept in shared
+ *    memory between the update of w and the dot products, so V is read once.
+ * Every sum has a fixed order, so the results repeat bit for bit on one GPU.
+ * SPK_GS_KERNEL=rows in the environment runs pass 2 on the rows kernel at every k (an A/B
+ * switch, read at each call; test_vec runs both). */
 #include "cuda_common.h"
 
 #include <atomic>
@@ -126,6 +131,86 @@ gs_pass_kernel(int64_t n, int k, int j0, int kc, const double *__restrict__ V, i
     }
 }
 
+/* Pass 2 by tiles, for k <= GS_TILE_K columns (every inner iteration of GMRES(m), m <= 32).
+ * The rows kernel reads V twice in pass 2, once to subtract V h1 and once for the dots with
+ * the new w, and between the two reads every resident warp of the GPU has read its own
+ * k x 32 GS_ROWS values: ~80 MB at k = 26 on the H200, more than L2, so the second read came
+ * from DRAM again (ncu: 1344 MB read where V and w are 729 MB). Here a block takes a tile of
+ * SPK_CUDA_BLOCK rows, one per thread: each thread subtracts its row's sum (in order j = 0,
+ * 1, ..., the rows kernel's sum, so w is the same to the bit) while it stores the row's k
+ * values into shared memory; then the block computes the tile's k dot products from shared
+ * memory, thread (c, q) for column c = tid / per and rows q, q + per, ... (per = threads per
+ * column), adding into its own register across all of the block's tiles. At the end the
+ * per-thread sums of a column are added in q order. V is read from DRAM once. The k loads of
+ * a row go into KC >= k registers first (KC = 8, 16 or 32), so all are in flight together
+ * (a loop unrolled by 8 ran pass 2 at 56% of the DRAM peak, this at 67-85%).
+ * Measured on the H200 (ncu, poisson3d:150, us, rows kernel / tile kernel): k = 5 67.3 /
+ * 55.4, k = 15 209.8 / 117.9, k = 26 364.4 / 234.1; GMRES(30) per iteration 559-561 / 501. */
+#define GS_TILE_K 32
+#define GS_TILE_LD (SPK_CUDA_BLOCK + 8)    /* row stride of the tile: columns c and c + 1 fall
+                                              on banks 8 doubles apart, not on the same bank */
+
+static size_t gs_tile_smem(int k)
+{
+    return ((size_t)k * GS_TILE_LD + SPK_CUDA_BLOCK + (size_t)k) * sizeof(double);
+}
+
+template <int KC>
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK, 2)
+gs_tile_kernel(int64_t n, int k, const double *__restrict__ V, int64_t ldv,
+               double *__restrict__ w, const double *__restrict__ h, double *__restrict__ part)
+{
+    extern __shared__ double sm[];
+    double *tile = sm;                                 /* [k][GS_TILE_LD] */
+    double *wt = sm + (size_t)k * GS_TILE_LD;          /* [SPK_CUDA_BLOCK] the tile's new w */
+    double *hs = wt + SPK_CUDA_BLOCK;                  /* [k] */
+    const int tid = threadIdx.x;
+    for (int c = tid; c < k; c += SPK_CUDA_BLOCK)
+        hs[c] = h[c];
+    __syncthreads();
+    const int per = SPK_CUDA_BLOCK / k;                /* threads per column, >= 8 */
+    const int cme = tid / per, qme = tid % per;        /* cme >= k: no dots for this thread */
+    double acc = 0.0;
+    for (int64_t t0 = (int64_t)blockIdx.x * SPK_CUDA_BLOCK; t0 < n;
+         t0 += (int64_t)gridDim.x * SPK_CUDA_BLOCK) {      /* block-uniform */
+        const int64_t i = t0 + tid;
+        const bool in = i < n;
+        const double *vi = V + (in ? i : 0);
+        double v[KC];                                  /* all loads in flight together */
+#pragma unroll
+        for (int c = 0; c < KC; c++)
+            v[c] = in && c < k ? __ldg(&vi[(int64_t)c * ldv]) : 0.0;
+        double s = 0.0;
+#pragma unroll
+        for (int c = 0; c < KC; c++)
+            if (c < k) {
+                tile[c * GS_TILE_LD + tid] = v[c];
+                s += v[c] * hs[c];
+            }
+        double wi = 0.0;
+        if (in) {
+            wi = w[i] - s;
+            w[i] = wi;
+        }
+        wt[tid] = wi;                                  /* rows past n: 0, adding nothing */
+        __syncthreads();
+        if (cme < k) {
+            const double *tc = tile + cme * GS_TILE_LD;
+            for (int r = qme; r < SPK_CUDA_BLOCK; r += per)
+                acc += tc[r] * wt[r];
+        }
+        __syncthreads();                               /* the tile is the next one's */
+    }
+    tile[tid] = acc;                                   /* [c * per + q] */
+    __syncthreads();
+    for (int c = tid; c < k; c += SPK_CUDA_BLOCK) {
+        double t = 0.0;
+        for (int q = 0; q < per; q++)
+            t += tile[c * per + q];
+        part[(int64_t)c * gridDim.x + blockIdx.x] = t;
+    }
+}
+
 /* out[c] = sum over b of part[c * nb + b], by a fixed tree; one block of
  * SPK_CUDA_REDUCE_THREADS per column, so each thread loads at most two partials (nb <=
  * SPK_CG_MAX_BLOCKS), both issued before the add. */
@@ -175,63 +260,134 @@ static int gs_rows(int64_t n)
     return r == 1 || r == 2 || r == 4 ? r : n >= GS_ROWS_BIG_N ? 2 : 1;
 }
 
-/* Blocks of a pass over n rows: one wave, no more than the rows need. */
-template <int MODE, int ROWS>
-static unsigned gs_grid(const spk_cuda_state *cs, int64_t n)
-{
-    const int64_t per_block = (int64_t)SPK_CUDA_BLOCK * ROWS;
-    const int64_t want = (n + per_block - 1) / per_block;
-    const unsigned wave = gs_wave<MODE, ROWS>(cs);
-    return (unsigned)(want < 1 ? 1 : want < (int64_t)wave ? want : wave);
-}
+typedef struct gs_plan {
+    bool     tile;           /* pass 2 by gs_tile_kernel (else the rows kernel)                */
+    int      rows;           /* rows per lane of the rows kernel                               */
+    unsigned nb;             /* blocks of every launch of the pass                             */
+} gs_plan;
 
-/* One pass: the row kernel for columns [j0, j0 + kc) (kc = 1 for the norm), then the column
- * sums into res[0 .. kc). */
-template <int MODE, int ROWS>
-static spk_status gs_pass_rows(spk_context *ctx, spk_cuda_state *cs, int64_t n, int k, int j0,
-                               int kc, const double *V, int64_t ldv, double *w, const double *h,
-                               double *res)
+/* The register columns of the tile kernel for k columns. */
+static int gs_tile_kc(int k) { return k <= 8 ? 8 : k <= 16 ? 16 : 32; }
+
+/* Blocks of one resident wave of gs_tile_kernel with k columns (its shared memory grows with
+ * k), from the occupancy API once per process and k. */
+
+static int64_t gs_tile_wave(const spk_cuda_state *cs, int k)
 {
-    const unsigned nb = gs_grid<MODE, ROWS>(cs, n);
-    const size_t shmem = MODE == GS_SUB_NORM ? 0 : (size_t)(SPK_CUDA_BLOCK / 32) * kc * sizeof(double);
-    gs_pass_kernel<MODE, ROWS><<<nb, SPK_CUDA_BLOCK, shmem, cs->stream>>>(n, k, j0, kc, V, ldv,
-                                                                          w, h, cs->d_part);
-    spk_status st = spk_cuda_launched(ctx, "gs_pass_kernel");
-    if (st)
-        return st;
-    gs_reduce_kernel<<<kc, SPK_CUDA_REDUCE_THREADS, 0, cs->stream>>>((int)nb, cs->d_part, res);
-    return spk_cuda_launched(ctx, "gs_reduce_kernel");
+    static std::atomic<int> occupancy[GS_TILE_K + 1];
+    int per_sm = occupancy[k].load(std::memory_order_relaxed);
+    if (per_sm <= 0) {
+        const int kc = gs_tile_kc(k);
+        const void *f = kc == 8 ? (const void *)gs_tile_kernel<8>
+                        : kc == 16 ? (const void *)gs_tile_kernel<16> : (const void *)gs_tile_kernel<32>;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, SPK_CUDA_BLOCK,
+                                                          gs_tile_smem(k)) != cudaSuccess ||
+            per_sm <= 0) {
+            (void)cudaGetLastError();
+            per_sm = 1;
+        }
+        occupancy[k].store(per_sm, std::memory_order_relaxed);
+    }
+    return (int64_t)cs->sm_count * per_sm;
 }
 
 template <int MODE>
-static spk_status gs_pass(spk_context *ctx, spk_cuda_state *cs, int64_t n, int k, int j0,
-                          int kc, const double *V, int64_t ldv, double *w, const double *h,
-                          double *res)
+static gs_plan gs_plan_of(const spk_cuda_state *cs, int64_t n, int k)
 {
-    switch (gs_rows(n)) {
-    case 1:
-        return gs_pass_rows<MODE, 1>(ctx, cs, n, k, j0, kc, V, ldv, w, h, res);
-    case 2:
-        return gs_pass_rows<MODE, 2>(ctx, cs, n, k, j0, kc, V, ldv, w, h, res);
-    default:
-        return gs_pass_rows<MODE, 4>(ctx, cs, n, k, j0, kc, V, ldv, w, h, res);
-    }
+    gs_plan p;
+    const char *e = getenv("SPK_GS_KERNEL");
+    p.tile = MODE == GS_SUB_DOTS && k <= GS_TILE_K && !(e && strcmp(e, "rows") == 0);
+    p.rows = p.tile ? 1 : gs_rows(n);
+    const int64_t per_block = (int64_t)SPK_CUDA_BLOCK * p.rows;
+    const int64_t want = (n + per_block - 1) / per_block;
+    int64_t wave;
+    if (p.tile)
+        wave = gs_tile_wave(cs, k);
+    else
+        wave = p.rows == 1 ? gs_wave<MODE, 1>(cs) : p.rows == 2 ? gs_wave<MODE, 2>(cs)
+                                                                : gs_wave<MODE, 4>(cs);
+    if (wave > SPK_CG_MAX_BLOCKS)
+        wave = SPK_CG_MAX_BLOCKS;
+    p.nb = (unsigned)(want < 1 ? 1 : want < wave ? want : wave);
+    return p;
 }
 
-/* h = V'w over columns [0, k) into res[0 .. k), GS_CHUNK columns per launch; MODE GS_SUB_DOTS
- * first subtracts V h_prev from w (in the first launch only). */
+/* One launch of a MODE kernel over columns [j0, j0 + kc) (the tile kernel: all k, j0 = 0):
+ * partials to part[c * nb + b]. */
+template <int MODE>
+static spk_status gs_launch(spk_context *ctx, spk_cuda_state *cs, const gs_plan *p, int64_t n,
+                            int k, int j0, int kc, const double *V, int64_t ldv, double *w,
+                            const double *h, double *part)
+{
+    const unsigned nb = p->nb;
+    cudaStream_t s = cs->stream;
+    if (p->tile) {
+        static std::atomic<int> opted{0};              /* > 48 KB of dynamic shared memory */
+        if (!opted.load(std::memory_order_relaxed)) {
+            spk_status st = spk_cuda(ctx, cudaFuncSetAttribute(gs_tile_kernel<32>,
+                                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                               (int)gs_tile_smem(GS_TILE_K)),
+                                     "cgs2: shared memory of the tile kernel");
+            if (st)
+                return st;
+            opted.store(1, std::memory_order_relaxed);
+        }
+        const size_t sm = gs_tile_smem(k);
+        const int kc = gs_tile_kc(k);
+        if (kc == 8)
+            gs_tile_kernel<8><<<nb, SPK_CUDA_BLOCK, sm, s>>>(n, k, V, ldv, w, h, part);
+        else if (kc == 16)
+            gs_tile_kernel<16><<<nb, SPK_CUDA_BLOCK, sm, s>>>(n, k, V, ldv, w, h, part);
+        else
+            gs_tile_kernel<32><<<nb, SPK_CUDA_BLOCK, sm, s>>>(n, k, V, ldv, w, h, part);
+    } else {
+        const size_t shmem =
+            MODE == GS_SUB_NORM ? 0 : (size_t)(SPK_CUDA_BLOCK / 32) * kc * sizeof(double);
+        if (p->rows == 1)
+            gs_pass_kernel<MODE, 1><<<nb, SPK_CUDA_BLOCK, shmem, s>>>(n, k, j0, kc, V, ldv, w, h, part);
+        else if (p->rows == 2)
+            gs_pass_kernel<MODE, 2><<<nb, SPK_CUDA_BLOCK, shmem, s>>>(n, k, j0, kc, V, ldv, w, h, part);
+        else
+            gs_pass_kernel<MODE, 4><<<nb, SPK_CUDA_BLOCK, shmem, s>>>(n, k, j0, kc, V, ldv, w, h, part);
+    }
+    return spk_cuda_launched(ctx, "gs_pass_kernel");
+}
+
+/* res[0 .. ncol) = the column sums of the partials of a pass. */
+static spk_status gs_reduce(spk_context *ctx, spk_cuda_state *cs, const gs_plan *p, int ncol,
+                            double *res)
+{
+    gs_reduce_kernel<<<ncol, SPK_CUDA_REDUCE_THREADS, 0, cs->stream>>>((int)p->nb, cs->d_part, res);
+    return spk_cuda_launched(ctx, "gs_reduce_kernel");
+}
+
+/* h = V'w over columns [0, k) into res[0 .. k), in launches of at most a chunk of columns,
+ * then one reduction over all k columns; with h_prev, the first launch first subtracts
+ * V h_prev from w (over all k columns). */
 static spk_status gs_dots(spk_context *ctx, spk_cuda_state *cs, int64_t n, int k,
                           const double *V, int64_t ldv, double *w, const double *h_prev,
                           double *res)
 {
+    const gs_plan p = h_prev ? gs_plan_of<GS_SUB_DOTS>(cs, n, k) : gs_plan_of<GS_DOTS>(cs, n, k);
     spk_status st = SPK_OK;
-    for (int j0 = 0; j0 < k && !st; j0 += GS_CHUNK) {
-        const int kc = k - j0 < GS_CHUNK ? k - j0 : GS_CHUNK;
+    for (int j0 = 0; j0 < k && !st;) {
+        const int kc = p.tile ? k : k - j0 < GS_CHUNK ? k - j0 : GS_CHUNK;
+        double *part = cs->d_part + (int64_t)j0 * p.nb;
         st = h_prev && j0 == 0
-                 ? gs_pass<GS_SUB_DOTS>(ctx, cs, n, k, j0, kc, V, ldv, w, h_prev, res + j0)
-                 : gs_pass<GS_DOTS>(ctx, cs, n, k, j0, kc, V, ldv, w, NULL, res + j0);
+                 ? gs_launch<GS_SUB_DOTS>(ctx, cs, &p, n, k, j0, kc, V, ldv, w, h_prev, part)
+                 : gs_launch<GS_DOTS>(ctx, cs, &p, n, k, j0, kc, V, ldv, w, NULL, part);
+        j0 += kc;
     }
-    return st;
+    return st ? st : gs_reduce(ctx, cs, &p, k, res);
+}
+
+/* w -= V h over k columns, then ss = w'w. */
+static spk_status gs_sub_norm(spk_context *ctx, spk_cuda_state *cs, int64_t n, int k,
+                              const double *V, int64_t ldv, double *w, const double *h, double *ss)
+{
+    const gs_plan p = gs_plan_of<GS_SUB_NORM>(cs, n, k);
+    spk_status st = gs_launch<GS_SUB_NORM>(ctx, cs, &p, n, k, 0, 1, V, ldv, w, h, cs->d_part);
+    return st ? st : gs_reduce(ctx, cs, &p, 1, ss);
 }
 
 spk_status spk_cuda_cgs2(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
@@ -248,10 +404,9 @@ spk_status spk_cuda_cgs2(spk_context *ctx, int64_t n, int k, const double *V, in
         memset(out, 0, (size_t)(2 * k + 1) * sizeof *out);
         return SPK_OK;
     }
-    const int kc = k < GS_CHUNK ? k : GS_CHUNK;
     const size_t count = (size_t)(2 * k + 1);
     if ((st = spk_cuda_small_reserve(ctx, cs, (int64_t)count)) ||
-        (st = spk_cuda_part_reserve(ctx, cs, (int64_t)SPK_CG_MAX_BLOCKS * (kc > 32 ? kc : 32))))
+        (st = spk_cuda_part_reserve(ctx, cs, (int64_t)SPK_CG_MAX_BLOCKS * (k > 32 ? k : 32))))
         return st;
     /* h_small may still be the source of gemv_n_sub's copy (its event), or hold nothing */
     if (cs->small_ev_live &&
@@ -260,7 +415,7 @@ spk_status spk_cuda_cgs2(spk_context *ctx, int64_t n, int k, const double *V, in
     double *h1 = cs->d_small, *h2 = cs->d_small + k, *ss = cs->d_small + 2 * k;
     if ((st = gs_dots(ctx, cs, n, k, V, ldv, w, NULL, h1)) ||
         (st = gs_dots(ctx, cs, n, k, V, ldv, w, h1, h2)) ||
-        (st = gs_pass<GS_SUB_NORM>(ctx, cs, n, k, 0, 1, V, ldv, w, h2, ss)) ||
+        (st = gs_sub_norm(ctx, cs, n, k, V, ldv, w, h2, ss)) ||
         (st = spk_cuda(ctx, cudaMemcpyAsync(cs->h_small, cs->d_small, count * sizeof(double),
                                             cudaMemcpyDeviceToHost, cs->stream),
                        "cgs2: reading h back")) ||

@@ -1219,12 +1219,22 @@ int main(int argc, char **argv)
                 test_cgs2(gemv_n[s], gemv_k[j]);
     test_cgs2(1000 + 97, 130);
     test_cgs2(300, 257);
+    /* the CUDA tile kernel of pass 2 takes k <= 32 in three register widths (8, 16, 32) and
+     * every threads-per-column split; k = 33 is the rows kernel's again */
+    static const int tile_k[] = {8, 9, 16, 17, 32, 33};
+    for (size_t j = 0; j < sizeof tile_k / sizeof tile_k[0]; j++) {
+        test_cgs2(1000 + 97, tile_k[j]);
+        test_cgs2(65537, tile_k[j]);
+    }
+    test_cgs2(300000, 32);                               /* several tiles per block */
     test_cgs2_args();
     if (dev == SPK_DEVICE_CPU)
         test_cpu_threads();
-    /* every row count per lane of the CUDA passes (SPK_GS_ROWS; the CPU ignores it), each
-     * also over 2^20 rows, where a warp takes several steps of the row loop */
+    /* every row count per lane of the CUDA rows kernel (SPK_GS_ROWS; the CPU ignores it),
+     * each also over 2^20 rows, where a warp takes several steps of the row loop; with
+     * SPK_GS_KERNEL=rows the rows kernel runs pass 2 too */
     static const char *const gs_rows[] = {"1", "2", "4"};
+    setenv("SPK_GS_KERNEL", "rows", 1);
     for (size_t r = 0; r < 3; r++) {
         setenv("SPK_GS_ROWS", gs_rows[r], 1);
         test_cgs2(1, 1);
@@ -1234,6 +1244,7 @@ int main(int argc, char **argv)
         test_cgs2(1 << 20, 3);
     }
     unsetenv("SPK_GS_ROWS");
+    unsetenv("SPK_GS_KERNEL");
     T_OK(ops->sync(ctx));
 
     spk_context_destroy(ctx);
