@@ -18,6 +18,20 @@
  * latency, small enough that 8 blocks fill an SM (2048 threads on Hopper). */
 #define SPK_CUDA_BLOCK 256
 
+/* Loads of matrix data (indices, values: ELL, COO, merge-path CSR), read once per SpMV: __ldg,
+ * or with -DCMAKE_CUDA_FLAGS=-DSPK_SPMV_STREAM_HINT the streaming (evict-first) load __ldcs, so
+ * that the streamed matrix does not push the gathered x out of L2. An A/B build switch, off by
+ * default. Measured on the H200 (bench_spmv, two interleaved runs each, us, off / on):
+ * powerlaw:4000000:4 HYB 186.2 / 162.9-163.0 (x is 32 MB: ncu showed HYB reading ~220 MB more
+ * than its bytes from DRAM), merge-path CSR 224.1 / 200.2; powerlaw:2000000:16 HYB 278.5 /
+ * 269.9-270.1; poisson3d:150 ELL 83.2-83.5 / 84.1-84.3 (1% slower where x is reused from L1).
+ * So the next step is the hint for the irregular formats only (docs/benchmarks.md). */
+#ifdef SPK_SPMV_STREAM_HINT
+#define SPK_LDM(p) __ldcs(p)
+#else
+#define SPK_LDM(p) __ldg(p)
+#endif
+
 /* Grid-stride kernels are launched with at most this many blocks per SM (4 waves of full
  * occupancy); more blocks only add scheduling cost, fewer leave SMs idle at the tail. */
 #define SPK_CUDA_GRID_PER_SM 32

@@ -26,14 +26,14 @@ static constexpr int SPK_ELL_UNROLL = 4;   /* a constant expression, as #pragma 
 __device__ __forceinline__ bool ell_col(const int32_t *__restrict__ Aj, int64_t slot, int64_t,
                                         int64_t &c)
 {
-    const int32_t j = __ldg(&Aj[slot]);
+    const int32_t j = SPK_LDM(&Aj[slot]);
     c = j;
     return j != SPK_ELL_PAD;
 }
 __device__ __forceinline__ bool ell_col(const int16_t *__restrict__ Ao, int64_t slot, int64_t i,
                                         int64_t &c)
 {
-    const int16_t o = __ldg(&Ao[slot]);
+    const int16_t o = SPK_LDM(&Ao[slot]);
     c = i + o;
     return o != SPK_ELL_PAD16;
 }
@@ -54,7 +54,7 @@ __device__ __forceinline__ double ell_row(int64_t i, int64_t nrows, int64_t widt
         const int64_t slot = k * nrows + i;            /* 64-bit: nrows * width may pass 2^31 */
         int64_t c;
         const bool real = ell_col(Aj, slot, i, c);
-        const double v = __ldg(&Ax[slot]);
+        const double v = SPK_LDM(&Ax[slot]);
         if (real)
             s += v * __ldg(&x[c]);
     }
