@@ -24,7 +24,7 @@
  * default. Measured on the H200 (bench_spmv, two interleaved runs each, us, off / on):
  * powerlaw:4000000:4 HYB 186.2 / 162.9-163.0 (x is 32 MB: ncu showed HYB reading ~220 MB more
  * than its bytes from DRAM), merge-path CSR 224.1 / 200.2; powerlaw:2000000:16 HYB 278.5 /
- * 269.9-270.1; poisson3d:150 ELL 83.2-83.5 / 84.1-84.3 (1% slower where x is reused from L1).
+ * 269.9-270.1; poisson3d:150 ELL 83.4 / 84.3 (1% slower where x is reused from L1).
  * So the next step is the hint for the irregular formats only (docs/benchmarks.md). */
 #ifdef SPK_SPMV_STREAM_HINT
 #define SPK_LDM(p) __ldcs(p)

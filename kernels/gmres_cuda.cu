@@ -271,7 +271,6 @@ static int gs_tile_kc(int k) { return k <= 8 ? 8 : k <= 16 ? 16 : 32; }
 
 /* Blocks of one resident wave of gs_tile_kernel with k columns (its shared memory grows with
  * k), from the occupancy API once per process and k. */
-
 static int64_t gs_tile_wave(const spk_cuda_state *cs, int k)
 {
     static std::atomic<int> occupancy[GS_TILE_K + 1];
@@ -322,7 +321,13 @@ static spk_status gs_launch(spk_context *ctx, spk_cuda_state *cs, const gs_plan 
     const unsigned nb = p->nb;
     cudaStream_t s = cs->stream;
     if (p->tile) {
-        static std::atomic<int> opted{0};              /* > 48 KB of dynamic shared memory */
+        /* > 48 KB of dynamic shared memory (k >= 23), asked for at the first tile launch. Known
+         * limits, to mend with a GPU run: the flag and gs_tile_wave's cache are per process,
+         * where cudaFuncSetAttribute is per device (a second context on another device would
+         * launch without it); a first cgs2 call with k >= 23 queries occupancy before this
+         * (GMRES starts at k = 1, test_vec too); GPUs whose opt-in limit is under 70 KB
+         * (before sm_80) are refused here instead of falling back to the rows kernel. */
+        static std::atomic<int> opted{0};
         if (!opted.load(std::memory_order_relaxed)) {
             spk_status st = spk_cuda(ctx, cudaFuncSetAttribute(gs_tile_kernel<32>,
                                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -350,7 +355,7 @@ static spk_status gs_launch(spk_context *ctx, spk_cuda_state *cs, const gs_plan 
         else
             gs_pass_kernel<MODE, 4><<<nb, SPK_CUDA_BLOCK, shmem, s>>>(n, k, j0, kc, V, ldv, w, h, part);
     }
-    return spk_cuda_launched(ctx, "gs_pass_kernel");
+    return spk_cuda_launched(ctx, p->tile ? "gs_tile_kernel" : "gs_pass_kernel");
 }
 
 /* res[0 .. ncol) = the column sums of the partials of a pass. */

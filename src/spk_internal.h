@@ -344,7 +344,7 @@ const spk_vec_ops *spk_vec_ops_cpu(void);
 const spk_vec_ops *spk_vec_ops_cuda(void);   /* a table answering NOT_COMPILED without CUDA */
 const spk_vec_ops *spk_vec_ops_for(spk_device dev);
 
-/* ---- host loops: when to fork, and sums in a fixed order (kernels/vec_cpu.c, bicg_cpu.c) ---
+/* ---- host loops: when to fork, and sums in a fixed order (vec_cpu.c, bicg_cpu.c, stats.c) --
  * OpenMP's reduction(+) adds the threads' partial sums in the order the threads finish, so a
  * sum of doubles over three threads or more changes in its last bits from run to run. The
  * host's floating-point sums cut [0, n) instead into spk_chunks(n) chunks, a count that

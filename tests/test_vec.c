@@ -1219,8 +1219,11 @@ int main(int argc, char **argv)
                 test_cgs2(gemv_n[s], gemv_k[j]);
     test_cgs2(1000 + 97, 130);
     test_cgs2(300, 257);
-    /* the CUDA tile kernel of pass 2 takes k <= 32 in three register widths (8, 16, 32) and
-     * every threads-per-column split; k = 33 is the rows kernel's again */
+    /* the CUDA tile kernel of pass 2 takes k <= 32 in three register widths (8, 16, 32),
+     * with threads per column that divide 256 or not; k = 33 is the rows kernel's again.
+     * The default kernels, whatever the caller's environment. */
+    unsetenv("SPK_GS_KERNEL");
+    unsetenv("SPK_GS_ROWS");
     static const int tile_k[] = {8, 9, 16, 17, 32, 33};
     for (size_t j = 0; j < sizeof tile_k / sizeof tile_k[0]; j++) {
         test_cgs2(1000 + 97, tile_k[j]);
