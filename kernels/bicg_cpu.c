@@ -32,21 +32,8 @@ static spk_status b_dots(spk_context *ctx, int64_t n, spk_bicg_scalars *S, int p
 {
     if (S->state != SPK_BICG_RUN)
         return SPK_OK;
-    double part[2][SPK_CHUNKS];
-    const int nc = spk_chunks(n);
-#pragma omp parallel for schedule(static) if (nc > 1)
-    for (int c = 0; c < nc; c++) {
-        const int64_t lo = spk_chunk_lo(n, nc, c), hi = spk_chunk_lo(n, nc, c + 1);
-        double xy = 0.0, xx = 0.0;
-#pragma omp simd reduction(+ : xy, xx) if (nc > 1)
-        for (int64_t i = lo; i < hi; i++) {
-            xy += x[i] * y[i];
-            xx += x[i] * x[i];
-        }
-        part[0][c] = xy;
-        part[1][c] = xx;
-    }
-    const double xy = spk_chunks_sum(part[0], nc), xx = spk_chunks_sum(part[1], nc);
+    double xy, xx;
+    spk_host_dot2(n, x, y, x, &xy, &xx);
     if (phase == SPK_BICG_ALPHA)
         spk_bicg_alpha(S, xy, xx);
     else

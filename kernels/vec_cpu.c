@@ -92,8 +92,8 @@ static spk_status v_nrm2(spk_context *ctx, int64_t n, const double *x, double *r
     return SPK_OK;
 }
 
-static spk_status v_dot2(spk_context *ctx, int64_t n, const double *x, const double *y,
-                         const double *z, double *r0, double *r1)
+void spk_host_dot2(int64_t n, const double *x, const double *y, const double *z, double *r0,
+                   double *r1)
 {
     double part[2][SPK_CHUNKS];
     const int nc = spk_chunks(n);
@@ -111,6 +111,12 @@ static spk_status v_dot2(spk_context *ctx, int64_t n, const double *x, const dou
     }
     *r0 = spk_chunks_sum(part[0], nc);
     *r1 = spk_chunks_sum(part[1], nc);
+}
+
+static spk_status v_dot2(spk_context *ctx, int64_t n, const double *x, const double *y,
+                         const double *z, double *r0, double *r1)
+{
+    spk_host_dot2(n, x, y, z, r0, r1);
     return SPK_OK;
 }
 

@@ -395,6 +395,11 @@ static inline double spk_chunks_sum(const double *part, int nc)
     return s;
 }
 
+/* x'y and x'z in one pass, each summed as above (kernels/vec_cpu.c: the CPU table's dot2, and
+ * BiCGStab's pair of dots with z = x). */
+void spk_host_dot2(int64_t n, const double *x, const double *y, const double *z, double *r0,
+                   double *r1);
+
 /* ---- CUDA context plumbing (src/cuda_ctx.cu; stubs in kernels/cuda_stub.c without CUDA) ------ */
 /* Probe for a usable GPU: 1 and a name, or 0 and the reason in `why`. */
 int spk_cuda_probe(char *name, size_t name_len, char *why, size_t why_len);
