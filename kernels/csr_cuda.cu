@@ -11,8 +11,10 @@
  *    then sums its tiles in order and writes y. The row kernels skip these rows, so a row of
  *    100k entries costs ~25 blocks working side by side instead of one warp walking it alone.
  *
- * Matrices with irregular rows (row-length cv > 1, or SPK_CSR_KERNEL=merge in the environment
- * at setup) run the merge-path kernel of csr_merge_cuda.cu instead of all three.
+ * Matrices with irregular rows (row-length cv > 1) run the row-block kernel of
+ * csr_adaptive_cuda.cu (CSR-Adaptive) instead of all three; SPK_CSR_KERNEL=vector|merge|adaptive
+ * in the environment at setup forces one (merge: the merge path of csr_merge_cuda.cu, kept
+ * for comparison).
  *
  * Everything is deterministic (no atomics). Row offsets are int64 (nnz may pass 2^31); column
  * indices int32. The kernels read the canonical CSR uploaded as is: no conversion.
@@ -63,8 +65,9 @@ typedef struct csr_dev {
     int64_t *long_tile_ptr;             /* nlong + 1: tiles of long row l                      */
     int64_t *tile_begin, *tile_end;     /* ntiles entry ranges                                 */
     double  *tile_part;                 /* ntiles partial sums (scratch, rewritten each SpMV)  */
-    int      merge;                     /* 1: merge path (csr_merge_cuda.cu) runs every SpMV   */
-    spk_csr_merge mp;                   /* its tiles; the lists above stay empty               */
+    int      kernel;                    /* SPK_CSR_VECTOR (the three above), _MERGE, _ADAPTIVE */
+    spk_csr_merge mp;                   /* merge path's tiles (the lists above stay empty)     */
+    spk_csr_adaptive ad;                /* row blocks (the lists above stay empty)             */
 } csr_dev;
 
 /* ---- CSR-scalar ------------------------------------------------------------------------------ */
@@ -198,8 +201,10 @@ static spk_status csr_spmv(spk_context *ctx, const void *state, double alpha, co
     spk_status st = spk_cuda_state_of(ctx, &cs);
     if (st || A->nrows == 0)                           /* never launch a zero-size grid */
         return st;
-    if (A->merge)
+    if (A->kernel == SPK_CSR_MERGE)
         return spk_csr_merge_spmv(ctx, &A->mp, A->rowptr, A->col, A->val, alpha, x, beta, y);
+    if (A->kernel == SPK_CSR_ADAPTIVE)
+        return spk_csr_adaptive_spmv(ctx, &A->ad, A->rowptr, A->col, A->val, alpha, x, beta, y);
     switch (A->group) {
     case 1:
         csr_scalar_kernel<<<spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
@@ -237,9 +242,9 @@ static spk_status csr_spmv_dot(spk_context *ctx, const void *state, const double
     spk_status st = spk_cuda_state_of(ctx, &cs);
     if (st)
         return st;
-    if (A->merge)                        /* the dot in its fix-up kernel (nrows 0: dot_sink) */
+    if (A->kernel == SPK_CSR_MERGE)      /* the dot in its fix-up kernel (nrows 0: dot_sink) */
         return spk_csr_merge_spmv_dot(ctx, &A->mp, A->rowptr, A->col, A->val, x, y, sink);
-    if (A->group == 1 || A->nlong > 0 || A->nrows == 0) {
+    if (A->kernel == SPK_CSR_ADAPTIVE || A->group == 1 || A->nlong > 0 || A->nrows == 0) {
         if ((st = csr_spmv(ctx, state, 1.0, x, 0.0, y)))
             return st;
         return spk_cuda_dot_sink(ctx, A->nrows, x, y, sink);
@@ -289,6 +294,7 @@ static void csr_destroy(void *state)
     (void)cudaFree(d->col);
     (void)cudaFree(d->val);
     spk_csr_merge_free(&d->mp);
+    spk_csr_adaptive_free(&d->ad);
     (void)cudaFree(d->long_rows);
     (void)cudaFree(d->long_tile_ptr);
     (void)cudaFree(d->tile_begin);
@@ -373,9 +379,11 @@ static spk_status csr_setup(spk_context *ctx, const spk_csr *A, void **state)
     d->ncols = A->ncols;
     d->nnz = A->nnz;
     csr_plan(A, d);
-    /* irregular rows (or SPK_CSR_KERNEL=merge): merge path instead of the row kernels */
-    if ((st = spk_csr_merge_choose(ctx, A, &d->merge)) ||
-        (st = d->merge ? spk_csr_merge_setup(ctx, A, &d->mp) : csr_long_rows(ctx, A, d)))
+    /* irregular rows (or SPK_CSR_KERNEL): row blocks or merge path instead of the row kernels */
+    if ((st = spk_csr_kernel_choose(ctx, A, &d->kernel)) ||
+        (st = d->kernel == SPK_CSR_MERGE      ? spk_csr_merge_setup(ctx, A, &d->mp)
+              : d->kernel == SPK_CSR_ADAPTIVE ? spk_csr_adaptive_setup(ctx, A, &d->ad)
+                                              : csr_long_rows(ctx, A, d)))
         goto fail;
     if ((st = spk_cuda_upload_new(ctx, &d->rowptr, A->rowptr,
                                   ((size_t)A->nrows + 1) * sizeof(int64_t), "CSR row offsets")) ||

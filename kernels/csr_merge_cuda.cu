@@ -1,5 +1,6 @@
-/* kernels/csr_merge_cuda.cu -- merge-path CSR SpMV, CSR's kernel for irregular rows (Merrill &
- * Garland, "Merge-based Parallel Sparse Matrix-Vector Multiplication", SC'16; CUB
+/* kernels/csr_merge_cuda.cu -- merge-path CSR SpMV, kept beside the row blocks
+ * (csr_adaptive_cuda.cu) for comparison, SPK_CSR_KERNEL=merge (Merrill & Garland,
+ * "Merge-based Parallel Sparse Matrix-Vector Multiplication", SC'16; CUB
  * agent_spmv_orig.cuh). The SpMV is read as a merge of two sorted lists, the row ends
  * Ap[1..n] and the nonzero indices 0..nnz-1: walking the merge, an index is "add a_ij x_j to
  * the open row" and a row end is "the open row is done". The path has n + nnz items; cutting
@@ -403,29 +404,34 @@ out:
 
 /* ---- the choice ------------------------------------------------------------------------------ */
 
-/* Merge path when the row lengths' standard deviation exceeds SPK_CSR_MERGE_CV times their
- * mean (the cv of spk_stats_compute / --explain). On the H200 (bench/results/2026-11-29-
- * nvidia-h200-spmv.txt) the matrices split into two groups with nothing between: cv <= 0.10
- * (the stencils, elasticity3d), where CSR-vector runs at 71-85% of copy bandwidth and merge
- * path can only add its scan and second launch; cv 2.1-2.2 (powerlaw), where it runs at
- * 29-31% and cuSPARSE's CSR at 41-43%. At cv > 1 the rows that share a warp routinely differ
- * in length by more than 2x, so CSR-vector's lanes idle. Where in (0.1, 2.1) the crossover
- * really lies is not measured: the 1 is the middle of the gap, not a fit. */
+/* Row blocks (csr_adaptive_cuda.cu) when the row lengths' standard deviation exceeds
+ * SPK_CSR_MERGE_CV times their mean (the cv of spk_stats_compute / --explain); the merge path
+ * only when asked (SPK_CSR_KERNEL=merge): on the power-law matrices the row blocks took 254 /
+ * 145 us where it took 299 / 224 (H200, fifth session). On the H200 (bench/results/) the
+ * matrices split into two groups with nothing between: cv <= 0.10 (the stencils,
+ * elasticity3d), where CSR-vector runs at 71-85% of copy bandwidth and a balancing kernel can
+ * only add its overhead; cv 2.1-2.2 (powerlaw), where CSR-vector runs at 29-31%. At cv > 1 the
+ * rows that share a warp routinely differ in length by more than 2x, so CSR-vector's lanes
+ * idle. Where in (0.1, 2.1) the crossover really lies is not measured: the 1 is the middle of
+ * the gap, not a fit. */
 #ifndef SPK_CSR_MERGE_CV
 #define SPK_CSR_MERGE_CV 1.0
 #endif
 
-spk_status spk_csr_merge_choose(spk_context *ctx, const spk_csr *A, int *use_merge)
+spk_status spk_csr_kernel_choose(spk_context *ctx, const spk_csr *A, int *kernel)
 {
-    *use_merge = 0;
+    *kernel = SPK_CSR_VECTOR;
     const char *env = getenv("SPK_CSR_KERNEL");
     if (env && *env && strcmp(env, "auto") != 0) {
-        if (strcmp(env, "merge") == 0 || strcmp(env, "vector") == 0) {
-            *use_merge = env[0] == 'm';
+        if (strcmp(env, "vector") == 0)
+            return SPK_OK;
+        if (strcmp(env, "merge") == 0 || strcmp(env, "adaptive") == 0) {
+            *kernel = env[0] == 'm' ? SPK_CSR_MERGE : SPK_CSR_ADAPTIVE;
             return SPK_OK;
         }
         return spk_fail(ctx, SPK_ERR_ARG,
-                        "SPK_CSR_KERNEL=%s: expected vector, merge or auto (or unset)", env);
+                        "SPK_CSR_KERNEL=%s: expected vector, merge, adaptive or auto (or unset)",
+                        env);
     }
     /* coefficient of variation of the row lengths, as spk_stats_compute reports it */
     const int64_t n = A->nrows;
@@ -437,6 +443,7 @@ spk_status spk_csr_merge_choose(spk_context *ctx, const spk_csr *A, int *use_mer
         const double dl = (double)(A->rowptr[i + 1] - A->rowptr[i]) - mean;
         ss += dl * dl;
     }
-    *use_merge = sqrt(ss / (double)n) > SPK_CSR_MERGE_CV * mean;
+    if (sqrt(ss / (double)n) > SPK_CSR_MERGE_CV * mean)
+        *kernel = SPK_CSR_ADAPTIVE;
     return SPK_OK;
 }

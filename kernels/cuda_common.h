@@ -72,6 +72,10 @@ typedef struct spk_cuda_state {
     int              max_threads_sm;
     size_t           l2_bytes;
     size_t           total_mem;
+    size_t           smem_optin;       /* shared memory a block may opt in to (bytes)          */
+    int              gs_tile_opt;      /* cgs2's tile kernel: 0 not asked yet, 1 opted in to its
+                                        * largest tile, -1 refused (the device's limit is lower) */
+    int              gs_tile_occ[33];  /* its blocks per SM for k = 0..32 columns (0: not asked) */
     cudaStream_t     stream;           /* every spk launch and copy of this context             */
     cublasHandle_t   blas;             /* bound to `stream`, host pointer mode                  */
     spk_cuda_scratch      *d_scratch;  /* device                                                */
@@ -256,7 +260,7 @@ spk_status spk_coo_dev_spmv(spk_context *ctx, const spk_coo_dev *A, double alpha
                             const double *x, double beta, double *y, int accumulate);
 
 /* Merge-path CSR SpMV (kernels/csr_merge_cuda.cu), the CSR backend's kernel for irregular
- * rows. Pattern data only (tile coordinates, rows shared by tiles), so value updates keep it;
+ * rows when SPK_CSR_KERNEL=merge. Pattern data only (tile coordinates, rows shared by tiles), so value updates keep it;
  * the matrix arrays are the backend's own (d_rowptr, d_col, d_val). */
 typedef struct spk_csr_merge {
     int64_t  nrows, ntiles, nfix;
@@ -277,9 +281,33 @@ spk_status spk_csr_merge_spmv_dot(spk_context *ctx, const spk_csr_merge *M,
                                   const int64_t *d_rowptr, const int32_t *d_col,
                                   const double *d_val, const double *x, double *y,
                                   const spk_dot_sink *sink);
-/* *use_merge: SPK_CSR_KERNEL=merge|vector if set (SPK_ERR_ARG for another value; "auto" or
- * empty: the rule), else 1 when the row lengths' cv exceeds SPK_CSR_MERGE_CV. */
-spk_status spk_csr_merge_choose(spk_context *ctx, const spk_csr *A, int *use_merge);
+
+/* Row-block CSR SpMV (kernels/csr_adaptive_cuda.cu, CSR-Adaptive), the CSR backend's default
+ * kernel for irregular rows. Pattern data only, like the merge path's. */
+typedef struct spk_csr_adaptive {
+    int64_t   nblk, nlong;
+    int       bits;                     /* bits per packed column index                        */
+    uint32_t *pcol;                     /* bit-packed column indices, padded past the end      */
+    uint16_t *rend;                     /* nrows: row end - its stream block's first nonzero    */
+    int64_t  *blk;                      /* 4 nblk: first row, end row or -1 - long row, nz range */
+    int64_t  *lfirst;                   /* nlong + 1: the long rows' first piece blocks        */
+    uint32_t *count;                    /* nlong: pieces done (the last one resets it to 0)    */
+    double   *part;                     /* one sum per piece (the grid's first blocks)         */
+} spk_csr_adaptive;
+spk_status spk_csr_adaptive_setup(spk_context *ctx, const spk_csr *A, spk_csr_adaptive *M);
+void spk_csr_adaptive_free(spk_csr_adaptive *M);                              /* NULL-safe */
+/* y = alpha*A*x + beta*y; beta == 0 does not read y. Deterministic (fixed-order sums). */
+spk_status spk_csr_adaptive_spmv(spk_context *ctx, const spk_csr_adaptive *M,
+                                 const int64_t *d_rowptr, const int32_t *d_col,
+                                 const double *d_val, double alpha, const double *x,
+                                 double beta, double *y);
+
+/* The CUDA CSR backend's kernels. */
+enum { SPK_CSR_VECTOR = 0, SPK_CSR_MERGE = 1, SPK_CSR_ADAPTIVE = 2 };
+/* *kernel: SPK_CSR_KERNEL=vector|merge|adaptive if set (SPK_ERR_ARG for another value; "auto"
+ * or empty: the rule), else SPK_CSR_ADAPTIVE when the row lengths' cv exceeds
+ * SPK_CSR_MERGE_CV, SPK_CSR_VECTOR otherwise. */
+spk_status spk_csr_kernel_choose(spk_context *ctx, const spk_csr *A, int *kernel);
 
 /* ---- device helpers ------------------------------------------------------------------------ */
 #ifdef __CUDACC__

@@ -269,12 +269,33 @@ typedef struct gs_plan {
 /* The register columns of the tile kernel for k columns. */
 static int gs_tile_kc(int k) { return k <= 8 ? 8 : k <= 16 ? 16 : 32; }
 
-/* Blocks of one resident wave of gs_tile_kernel with k columns (its shared memory grows with
- * k), from the occupancy API once per process and k. */
-static int64_t gs_tile_wave(const spk_cuda_state *cs, int k)
+/* Whether the tile kernel can run k columns on this context's device: up to 48 KB of
+ * dynamic shared memory (k <= 22) always; more only once the kernel has opted in to its
+ * largest tile (~70 KB, k = 32), which is asked once per context (cudaFuncSetAttribute holds
+ * for the current device, the context's) and refused where the device's opt-in limit is lower
+ * (GPUs before sm_80): cgs2 then runs pass 2 by the rows kernel. */
+static bool gs_tile_ready(spk_cuda_state *cs, int k)
 {
-    static std::atomic<int> occupancy[GS_TILE_K + 1];
-    int per_sm = occupancy[k].load(std::memory_order_relaxed);
+    const size_t need = gs_tile_smem(GS_TILE_K);
+    if (cs->gs_tile_opt == 0) {
+        if (need <= cs->smem_optin &&
+            cudaFuncSetAttribute(gs_tile_kernel<32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)need) == cudaSuccess)
+            cs->gs_tile_opt = 1;
+        else {
+            (void)cudaGetLastError();              /* not for the launch check to report */
+            cs->gs_tile_opt = -1;
+        }
+    }
+    return cs->gs_tile_opt > 0 || gs_tile_smem(k) <= 48 * 1024;
+}
+
+/* Blocks of one resident wave of gs_tile_kernel with k columns (its shared memory grows with
+ * k), from the occupancy API once per context and k, after gs_tile_ready (the opt-in changes
+ * what the query allows). */
+static int64_t gs_tile_wave(spk_cuda_state *cs, int k)
+{
+    int per_sm = cs->gs_tile_occ[k];
     if (per_sm <= 0) {
         const int kc = gs_tile_kc(k);
         const void *f = kc == 8 ? (const void *)gs_tile_kernel<8>
@@ -285,17 +306,18 @@ static int64_t gs_tile_wave(const spk_cuda_state *cs, int k)
             (void)cudaGetLastError();
             per_sm = 1;
         }
-        occupancy[k].store(per_sm, std::memory_order_relaxed);
+        cs->gs_tile_occ[k] = per_sm;
     }
     return (int64_t)cs->sm_count * per_sm;
 }
 
 template <int MODE>
-static gs_plan gs_plan_of(const spk_cuda_state *cs, int64_t n, int k)
+static gs_plan gs_plan_of(spk_cuda_state *cs, int64_t n, int k)
 {
     gs_plan p;
     const char *e = getenv("SPK_GS_KERNEL");
-    p.tile = MODE == GS_SUB_DOTS && k <= GS_TILE_K && !(e && strcmp(e, "rows") == 0);
+    p.tile = MODE == GS_SUB_DOTS && k <= GS_TILE_K && !(e && strcmp(e, "rows") == 0) &&
+             gs_tile_ready(cs, k);
     p.rows = p.tile ? 1 : gs_rows(n);
     const int64_t per_block = (int64_t)SPK_CUDA_BLOCK * p.rows;
     const int64_t want = (n + per_block - 1) / per_block;
@@ -321,22 +343,7 @@ static spk_status gs_launch(spk_context *ctx, spk_cuda_state *cs, const gs_plan 
     const unsigned nb = p->nb;
     cudaStream_t s = cs->stream;
     if (p->tile) {
-        /* > 48 KB of dynamic shared memory (k >= 23), asked for at the first tile launch. Known
-         * limits, to mend with a GPU run: the flag and gs_tile_wave's cache are per process,
-         * where cudaFuncSetAttribute is per device (a second context on another device would
-         * launch without it); a first cgs2 call with k >= 23 queries occupancy before this
-         * (GMRES starts at k = 1, test_vec too); GPUs whose opt-in limit is under 70 KB
-         * (before sm_80) are refused here instead of falling back to the rows kernel. */
-        static std::atomic<int> opted{0};
-        if (!opted.load(std::memory_order_relaxed)) {
-            spk_status st = spk_cuda(ctx, cudaFuncSetAttribute(gs_tile_kernel<32>,
-                                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                               (int)gs_tile_smem(GS_TILE_K)),
-                                     "cgs2: shared memory of the tile kernel");
-            if (st)
-                return st;
-            opted.store(1, std::memory_order_relaxed);
-        }
+        /* more than 48 KB of shared memory (k >= 23): opted in by gs_tile_ready */
         const size_t sm = gs_tile_smem(k);
         const int kc = gs_tile_kc(k);
         if (kc == 8)

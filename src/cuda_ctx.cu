@@ -267,6 +267,7 @@ extern "C" spk_status spk_cuda_init(spk_context *ctx)
     cs->max_threads_sm = prop.maxThreadsPerMultiProcessor;
     cs->l2_bytes = (size_t)prop.l2CacheSize;
     cs->total_mem = prop.totalGlobalMem;
+    cs->smem_optin = prop.sharedMemPerBlockOptin;
 
     /* A blocking stream (not cudaStreamNonBlocking): it stays ordered with the legacy default
      * stream, so a caller's plain cudaMemcpy on an spk vector sees the kernels before it. */

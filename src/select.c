@@ -7,7 +7,7 @@
  *   1. one long row holds a large share of nnz, or
  *      giant isolated rows over an ordinary bulk     -> coo (work split by nonzeros)
  *   2. rows nearly uniform, little padding           -> ell
- *   3. rows too long for ELL's guard (a long tail)   -> hyb (ELL bulk + COO tail)
+ *   3. rows too long for ELL's guard (a long tail)   -> csr (row blocks, CSR-Adaptive)
  *   4. short rows, uneven but not wildly             -> jds (ELL without the padding)
  *   5. anything else (moderate variation)            -> csr (CSR-vector)
  * CPU rule: csr, always (see cpu_reason below).
@@ -44,8 +44,11 @@
 #define SPK_SEL_COO_MAX_OVER_MEAN 100.0
 #define SPK_SEL_COO_P99_OVER_MEAN 2.0
 
-/* HYB when ELL would pad past its guard: exactly the case CUSP's ELL conversion refuses with
- * the advice to use HYB (Bell & Garland sec. 3.4: HYB for rows whose lengths vary a lot). */
+/* A long tail: ELL would pad past its guard, the case CUSP's ELL conversion refuses with the
+ * advice to use HYB (Bell & Garland sec. 3.4). Measured on the H200 (fifth session), CSR's
+ * row-block kernel (CUDA CSR picks it at row-length cv > 1) beats HYB there: powerlaw:2000000:16
+ * 254 against 279 us, powerlaw:4000000:4 145 against 186 (cuSPARSE's CSR 250 and 158). So the
+ * tail goes to csr; HYB stays a format to ask for. */
 #define SPK_SEL_HYB_MIN_FILL SPK_ELL_MAX_FILL
 
 /* JDS for short rows whose padding ELL should not pay (fill up to 2x): one thread per sorted
@@ -86,12 +89,12 @@ spk_format spk_select_shape(const spk_matrix_info *s, char *why, size_t len)
     }
     if (fill > SPK_SEL_HYB_MIN_FILL) {
         if (s->hyb_width >= 1) {
-            snprintf(why, len, "hyb: long tail (cv %.2f, max %lld = %.1fx mean, p95 %lld) would pad "
-                     "ELL %.1fx; ELL width %lld + %lld entries (%.0f%%) in COO", s->row_cv,
-                     (long long)s->row_max, fill, (long long)s->row_p95, fill,
-                     (long long)s->hyb_width, (long long)s->hyb_coo_nnz,
+            snprintf(why, len, "csr: long tail (cv %.2f, max %lld = %.1fx mean, p95 %lld) would pad "
+                     "ELL %.1fx; CSR row blocks balance it (measured ahead of hyb: ELL width "
+                     "%lld + %.0f%% in COO)", s->row_cv, (long long)s->row_max, fill,
+                     (long long)s->row_p95, fill, (long long)s->hyb_width,
                      100.0 * (double)s->hyb_coo_nnz / (double)s->nnz);
-            return SPK_FMT_HYB;
+            return SPK_FMT_CSR;
         }
         snprintf(why, len, "coo: too few rows reach HYB's ELL width (%lld of %lld non-empty, max "
                  "%lld = %.1fx mean): HYB would be all COO", (long long)(s->nrows - s->empty_rows),

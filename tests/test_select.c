@@ -225,7 +225,7 @@ static void test_choice(void)
     expect_lengths("long moderate 40..80", N, 80, len, SPK_FMT_CSR, "csr moderate cv");
     for (int i = 0; i < N; i++)
         len[i] = i % 10 == 0 ? 40 : 4;                  /* a tail: fill 5.3 */
-    expect_lengths("tail: 10% of rows 10x", N, 40, len, SPK_FMT_HYB, "hyb tail width 4 COO");
+    expect_lengths("tail: 10% of rows 10x", N, 40, len, SPK_FMT_CSR, "csr tail row blocks hyb width 4 COO");
     for (int i = 0; i < N; i++)
         len[i] = 5;
     len[1234] = 50000;                                  /* one row with half the nonzeros */
@@ -249,8 +249,8 @@ static void test_choice(void)
     expect_generated("elasticity3d:20", SPK_FMT_ELL, "ell max 81");
     expect_generated("elasticity3d:4", SPK_FMT_CSR, "csr moderate max 81");
     expect_generated("poisson3d27:5", SPK_FMT_JDS, "jds max 27");
-    expect_generated("powerlaw:20000:10", SPK_FMT_HYB, "hyb tail COO");
-    expect_generated("powerlaw:100000:4:3", SPK_FMT_HYB, "hyb tail");
+    expect_generated("powerlaw:20000:10", SPK_FMT_CSR, "csr tail row blocks COO");
+    expect_generated("powerlaw:100000:4:3", SPK_FMT_CSR, "csr tail hyb");
 
     /* power law is never ELL, whatever the seed and size */
     for (int s = 1; s <= 12; s++) {

@@ -348,7 +348,7 @@ static void check_spmv_dot(const char *be_name, const char *mname, const spk_spm
  * any, is put back). Other backends: nothing. */
 static void check_csr_kernels(const char *mname, const spk_spmv_backend *be, const spk_csr *A)
 {
-    static const char *const kernels[] = {"vector", "merge"};
+    static const char *const kernels[] = {"vector", "merge", "adaptive"};
     if (be->format != SPK_FMT_CSR || be->device != SPK_DEVICE_CUDA)
         return;
     const char *env = getenv("SPK_CSR_KERNEL");
@@ -695,6 +695,19 @@ int main(int argc, char **argv)
             len[i] = i % 7 == 3 ? 1792 - 1 : i % 5;
         csr_from_lengths(6000, 2000, len, 8, &A);
         check_matrix("6000x2000 tile-sized rows", &A);
+        free(len);
+    }
+    {
+        /* shapes for the CUDA CSR row blocks (768 nonzeros or rows a block, longer rows cut
+         * into pieces of 8192): rows of exactly a block and one past it, of one piece and one
+         * past it, a run of 2400 empty rows, a long row last */
+        const int64_t n = 9000;
+        int64_t *len = malloc((size_t)n * sizeof *len);
+        for (int64_t i = 0; i < n; i++)
+            len[i] = i == 5 ? 768 : i == 7 ? 769 : i == 9 ? 2049 : i == 11 ? 8192 : i == 13 ? 8193
+                   : i == 15 ? 16385 : (i >= 100 && i < 2500) ? 0 : i == n - 1 ? 3000 : i % 4;
+        csr_from_lengths(n, 20000, len, 9, &A);
+        check_matrix("9000x20000 block- and piece-sized rows", &A);
         free(len);
     }
 

@@ -1,0 +1,332 @@
+/* kernels/csr_adaptive_cuda.cu -- row-block CSR SpMV, the CUDA CSR backend's kernel for
+ * irregular rows (Greathouse & Daga, "Efficient sparse matrix-vector multiplication on GPUs
+ * using the CSR storage format", SC'14: CSR-Adaptive's CSR-Stream; Daga & Greathouse, HiPC'15:
+ * very long rows split across workgroups). The rows are cut at setup into blocks of
+ * consecutive rows holding at most NB = SPK_CSR_ADAPT_ITEMS x 256 nonzeros (and at most NB
+ * rows); one thread block per row block:
+ *
+ *  - stream block: its nonzeros are one contiguous range of the CSR arrays, so its 256
+ *    threads load them coalesced, SPK_CSR_ADAPT_ITEMS each with every load in flight together,
+ *    and leave the products a_ij x_j in shared memory beside the rows' offsets; then a group
+ *    of g lanes per row (g = 32 for one row, down to 1 for >= 256 rows) sums each row's
+ *    products in order and writes y, coalesced. No search, no scan, one launch.
+ *  - piece of a long row (more than NB nonzeros): the row is cut into pieces of at most
+ *    SPK_CSR_ADAPT_PIECE nonzeros, one block each; a block sums its piece (block tree) and
+ *    writes it to part[]; the last piece of the row to finish (counted by atomicInc, which
+ *    returns the counter to 0) adds the pieces in order and writes y. The pieces are the
+ *    first blocks of the grid, so the longest rows start first and never set the tail.
+ *
+ * Bytes: the stream blocks read the columns bit-packed (ceil(log2 ncols) bits each: 21 for
+ * 2M columns, 2.6 bytes instead of 4) and each row's end as a 16-bit offset in its block
+ * (2 bytes instead of 8); the values, 8 bytes a nonzero; 32 bytes of descriptor a block. The
+ * matrix arrays are loaded evict-first (__ldcs), so that the streamed matrix does not push x
+ * out of L2. Every sum has a fixed order (row entries in order, the shuffle tree of g, the
+ * block tree, the pieces in order), so the bits are the same on every call. The layout holds
+ * only pattern data: value updates keep it.
+ *
+ * Measured on the H200 (bench_spmv, 50 SpMVs, us; docs/benchmarks.md, fifth session), on
+ * powerlaw:2000000:16 / powerlaw:4000000:4, against merge path 299 / 224, HYB 279 / 186,
+ * cuSPARSE's CSR 250 / 158: NB = 768 / 1024 / 1536 / 2048 nonzeros a block 255.0 / 256.2 /
+ * 261.2 / 263.1 and 152.0 / 156.0 / 175.2 / 173.0; without evict-first (NB 1024) 258.2 /
+ * 175.4; a warp per row block instead of a thread block (no block barrier) 258-268 /
+ * 150-200; packed columns (NB 768) 254.4 / 144.6 against 254.9 / 151.6 unpacked. */
+#include "cuda_common.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Nonzeros per thread of a stream block: NB = 3 x 256 = 768 (measured best, above). */
+#define SPK_CSR_ADAPT_ITEMS 3
+#define SPK_CSR_ADAPT_NB (SPK_CSR_ADAPT_ITEMS * SPK_CUDA_BLOCK)
+/* Pieces of a long row: 32 loads per thread of a 256-thread block. */
+#define SPK_CSR_ADAPT_PIECE (32 * SPK_CUDA_BLOCK)
+
+/* ---- the kernel --------------------------------------------------------------------------- */
+
+__device__ __forceinline__ double ad_val(const double *p) { return __ldcs(p); }
+
+/* Column of nonzero j: the `bits`-bit field j of the packed stream. Every lane of the warp
+ * calls it with j = (the warp's first j) + lane, valid or not (the stream is padded past the
+ * last nonzero): a field ends at most one word after its start word, and that word is the next
+ * lane's start word whenever the field needs it, so it comes by a shuffle (lane 31 loads its
+ * own). -1 where !valid. */
+__device__ __forceinline__ int32_t ad_col(const uint32_t *__restrict__ pcol, int bits, int64_t j,
+                                          bool valid)
+{
+    const uint64_t bit = (uint64_t)j * (unsigned)bits;
+    const int64_t w = (int64_t)(bit >> 5);
+    const uint32_t lo = __ldcs(&pcol[w]);
+    uint32_t hi = __shfl_down_sync(SPK_FULL_MASK, lo, 1);
+    if ((threadIdx.x & 31) == 31)
+        hi = __ldcs(&pcol[w + 1]);
+    const uint32_t v = __funnelshift_r(lo, hi, (unsigned)(bit & 31));
+    return valid ? (int32_t)(bits >= 32 ? v : v & ((1u << bits) - 1u)) : -1;
+}
+
+/* blk: 4 int64 per block: first row, then (stream) one past the last row or (piece) -1 - the
+ * long row's index, then the block's first and one-past-last nonzero. lfirst: long row l's
+ * pieces are blocks lfirst[l] .. lfirst[l + 1] - 1 (the grid's first blocks, so part is
+ * indexed by block). rend: a stream-block row's end, from its block's first nonzero. The
+ * pieces read the int32 columns Aj (a warp's lanes there are not one run of j). */
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
+csr_adaptive_kernel(const int64_t *__restrict__ blk, const int64_t *__restrict__ lfirst,
+                    uint32_t *__restrict__ count, double *__restrict__ part,
+                    const uint16_t *__restrict__ rend, const int32_t *__restrict__ Aj, const uint32_t *__restrict__ pcol, int bits,
+                    const double *__restrict__ Ax, const double *__restrict__ x, double alpha,
+                    double beta, double *__restrict__ y)
+{
+    constexpr int ITEMS = SPK_CSR_ADAPT_ITEMS, NB = SPK_CSR_ADAPT_NB;
+    __shared__ double s_prod[NB];
+    __shared__ int s_ptr[NB + 1];
+    __shared__ bool s_last;
+    const int tid = threadIdx.x;
+    const int64_t b = blockIdx.x;
+    const int64_t r0 = __ldg(&blk[4 * b]), aux = __ldg(&blk[4 * b + 1]);
+    const int64_t e0 = __ldg(&blk[4 * b + 2]), e1 = __ldg(&blk[4 * b + 3]);
+
+    if (aux < 0) {                                      /* a piece of long row l (uniform) */
+        const int64_t l = -1 - aux;
+        double s[1] = {0.0};
+#pragma unroll ITEMS
+        for (int64_t j = e0 + tid; j < e1; j += SPK_CUDA_BLOCK)
+            s[0] += ad_val(&Ax[j]) * __ldg(&x[__ldcs(&Aj[j])]);
+        spk_block_sum<1>(s);
+        const int64_t f0 = __ldg(&lfirst[l]), f1 = __ldg(&lfirst[l + 1]);
+        if (f1 - f0 == 1) {
+            if (tid == 0)
+                y[r0] = spk_spmv_out(alpha, s[0], beta, y, r0);
+            return;
+        }
+        if (tid == 0) {
+            part[b] = s[0];
+            __threadfence();                 /* the partial is visible before the count says so */
+            s_last = atomicInc(&count[l], (unsigned)(f1 - f0 - 1)) == (unsigned)(f1 - f0 - 1);
+        }
+        __syncthreads();
+        if (s_last && tid == 0) {
+            __threadfence();
+            double t = 0.0;
+            for (int64_t p = f0; p < f1; p++)           /* in order: the same bits every call */
+                t += __ldcg(&part[p]);
+            y[r0] = spk_spmv_out(alpha, t, beta, y, r0);
+        }
+        return;
+    }
+
+    /* stream block: rows r0 .. aux - 1, nonzeros e0 .. e1 - 1 (at most NB of each) */
+    const int nr = (int)(aux - r0);
+    {
+        int32_t c[ITEMS];
+        double a[ITEMS];
+#pragma unroll
+        for (int k = 0; k < ITEMS; k++) {              /* the indices and values first ... */
+            const int64_t j = e0 + k * SPK_CUDA_BLOCK + tid;
+            c[k] = ad_col(pcol, bits, j, j < e1);
+            a[k] = j < e1 ? ad_val(&Ax[j]) : 0.0;
+        }
+#pragma unroll
+        for (int k = 0; k < ITEMS; k++)                /* ... then every gather in flight */
+            if (c[k] >= 0)
+                s_prod[k * SPK_CUDA_BLOCK + tid] = a[k] * __ldg(&x[c[k]]);
+        for (int i = tid; i <= nr; i += SPK_CUDA_BLOCK)
+            s_ptr[i] = i == 0 ? 0 : (int)__ldg(&rend[r0 + i - 1]);
+    }
+    __syncthreads();
+
+    /* g lanes per row, g the largest power of two <= 256 / nr, at most 32; the loop advances
+     * a whole warp at a time so that every lane reaches the shuffles */
+    int g = 32;
+    while (g > 1 && g * nr > SPK_CUDA_BLOCK)
+        g >>= 1;
+    const int lane = tid & (g - 1);
+    const int rows_per_pass = SPK_CUDA_BLOCK / g;
+    for (int base = (tid & ~31) / g; base < nr; base += rows_per_pass) {   /* warp-uniform */
+        const int q = base + (tid & 31) / g;
+        double s = 0.0;
+        if (q < nr)
+            for (int k = s_ptr[q] + lane; k < s_ptr[q + 1]; k += g)
+                s += s_prod[k];
+        for (int off = g / 2; off > 0; off >>= 1)
+            s += __shfl_down_sync(SPK_FULL_MASK, s, off, g);
+        if (lane == 0 && q < nr)
+            y[r0 + q] = spk_spmv_out(alpha, s, beta, y, r0 + q);
+    }
+}
+
+/* ---- launcher ------------------------------------------------------------------------------ */
+
+spk_status spk_csr_adaptive_spmv(spk_context *ctx, const spk_csr_adaptive *M,
+                                 const int64_t *d_rowptr, const int32_t *d_col,
+                                 const double *d_val, double alpha, const double *x,
+                                 double beta, double *y)
+{
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st || M->nblk == 0)                      /* no rows: never launch a zero-size grid */
+        return st;
+    csr_adaptive_kernel<<<(unsigned)M->nblk, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+        M->blk, M->lfirst, M->count, M->part, M->rend, d_col, M->pcol, M->bits, d_val, x, alpha,
+        beta, y);
+    return spk_cuda_launched(ctx, "csr_adaptive_kernel");
+}
+
+/* ---- setup (host) --------------------------------------------------------------------------- */
+
+void spk_csr_adaptive_free(spk_csr_adaptive *M)
+{
+    if (!M)
+        return;
+    (void)cudaFree(M->blk);
+    (void)cudaFree(M->lfirst);
+    (void)cudaFree(M->count);
+    (void)cudaFree(M->part);
+    (void)cudaFree(M->pcol);
+    (void)cudaFree(M->rend);
+    memset(M, 0, sizeof *M);
+}
+
+spk_status spk_csr_adaptive_setup(spk_context *ctx, const spk_csr *A, spk_csr_adaptive *M)
+{
+    memset(M, 0, sizeof *M);
+    const int64_t n = A->nrows, NB = SPK_CSR_ADAPT_NB, PIECE = SPK_CSR_ADAPT_PIECE;
+    const int64_t *Ap = A->rowptr;
+    if (n == 0)
+        return SPK_OK;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    /* count: the long rows' pieces, then the stream blocks (greedy over the rows in order) */
+    int64_t nlong = 0, npieces = 0, nstream = 0;
+    for (int64_t i = 0, rows = 0, nz = 0; i < n; i++) {
+        const int64_t len = Ap[i + 1] - Ap[i];
+        if (len > NB) {
+            nlong++;
+            npieces += (len + PIECE - 1) / PIECE;
+            nstream += rows > 0;
+            rows = nz = 0;
+            continue;
+        }
+        if (rows > 0 && (rows == NB || nz + len > NB)) {
+            nstream++;
+            rows = nz = 0;
+        }
+        rows++;
+        nz += len;
+        if (i == n - 1)
+            nstream++;
+    }
+    const int64_t nblk = npieces + nstream;
+    if (nblk > 0x7fffffff)
+        return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "csr-cuda row blocks: %lld blocks, more than "
+                        "a grid holds", (long long)nblk);
+    uint32_t *pw = NULL;
+    uint16_t *re = NULL;
+    int64_t *blk = (int64_t *)spk_malloc(ctx, 4 * (size_t)nblk, sizeof *blk);
+    int64_t *lfirst = (int64_t *)spk_malloc(ctx, (size_t)nlong + 1, sizeof *lfirst);
+    if (!blk || !lfirst) {
+        st = spk_fail(ctx, SPK_ERR_NOMEM, "csr-cuda row blocks: %lld blocks: out of host memory",
+                      (long long)nblk);
+        goto out;
+    }
+    {
+        int64_t p = 0, s = npieces, l = 0;
+        int64_t rstart = 0, rows = 0, nz = 0;
+        lfirst[0] = 0;
+#define SPK_AD_CLOSE()                                                                     \
+    do {                                                                                   \
+        blk[4 * s] = rstart;                                                               \
+        blk[4 * s + 1] = rstart + rows;                                                    \
+        blk[4 * s + 2] = Ap[rstart];                                                       \
+        blk[4 * s + 3] = Ap[rstart + rows];                                                \
+        s++;                                                                               \
+    } while (0)
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t len = Ap[i + 1] - Ap[i];
+            if (len > NB) {
+                if (rows > 0)
+                    SPK_AD_CLOSE();
+                rows = nz = 0;
+                for (int64_t q = Ap[i]; q < Ap[i + 1]; q += PIECE, p++) {
+                    blk[4 * p] = i;
+                    blk[4 * p + 1] = -1 - l;
+                    blk[4 * p + 2] = q;
+                    blk[4 * p + 3] = q + PIECE < Ap[i + 1] ? q + PIECE
+                                                                         : Ap[i + 1];
+                }
+                lfirst[++l] = p;
+                continue;
+            }
+            if (rows > 0 && (rows == NB || nz + len > NB)) {
+                SPK_AD_CLOSE();
+                rows = nz = 0;
+            }
+            if (rows == 0)
+                rstart = i;
+            rows++;
+            nz += len;
+        }
+        if (rows > 0)
+            SPK_AD_CLOSE();
+#undef SPK_AD_CLOSE
+        if (p != npieces || s != nblk || l != nlong) {
+            st = spk_fail(ctx, SPK_ERR_ARG, "csr-cuda row blocks: internal count mismatch");
+            goto out;
+        }
+    }
+    M->nblk = nblk;
+    M->nlong = nlong;
+    if ((st = spk_cuda_upload_new(ctx, &M->blk, blk, 4 * (size_t)nblk * sizeof *blk,
+                                  "CSR row-block descriptors")) ||
+        (st = spk_cuda_upload_new(ctx, &M->lfirst, lfirst, ((size_t)nlong + 1) * sizeof *lfirst,
+                                  "CSR row-block long-row pieces")))
+        goto out;
+    if (npieces > 0 &&
+        ((st = spk_cuda_malloc(ctx, &M->count, (size_t)nlong * sizeof(uint32_t),
+                               "CSR row-block piece counters")) ||
+         (st = spk_cuda_malloc(ctx, &M->part, (size_t)npieces * sizeof(double),
+                               "CSR row-block piece sums")) ||
+         (st = spk_cuda(ctx, cudaMemsetAsync(M->count, 0, (size_t)nlong * sizeof(uint32_t),
+                                             cs->stream), "CSR row-block piece counters"))))
+        goto out;
+    {
+        /* bit-packed columns, bits = those of ncols - 1, padded by a block past the end; and
+         * each row's end offset from its stream block's first nonzero (< 2^16) */
+        int bits = 1;
+        while (bits < 32 && ((int64_t)1 << bits) < A->ncols)
+            bits++;
+        const size_t words = (size_t)(((A->nnz + NB) * (int64_t)bits + 31) / 32 + 2);
+        pw = (uint32_t *)spk_calloc(ctx, words, sizeof *pw);
+        re = (uint16_t *)spk_calloc(ctx, (size_t)n, sizeof *re);
+        if (!pw || !re) {
+            st = spk_fail(ctx, SPK_ERR_NOMEM, "csr-cuda packed columns: out of host memory");
+            goto out;
+        }
+        for (int64_t j = 0; j < A->nnz; j++) {
+            const uint64_t bit = (uint64_t)j * (unsigned)bits, v = (uint32_t)A->colind[j];
+            const size_t w = (size_t)(bit >> 5);
+            const uint64_t two = v << (bit & 31);
+            pw[w] |= (uint32_t)two;
+            pw[w + 1] |= (uint32_t)(two >> 32);
+        }
+        for (int64_t b = npieces; b < nblk; b++)
+            for (int64_t i = blk[4 * b]; i < blk[4 * b + 1]; i++)
+                re[i] = (uint16_t)(Ap[i + 1] - blk[4 * b + 2]);
+        M->bits = bits;
+        if ((st = spk_cuda_upload_new(ctx, &M->pcol, pw, words * sizeof *pw,
+                                      "CSR packed column indices")) ||
+            (st = spk_cuda_upload_new(ctx, &M->rend, re, (size_t)n * sizeof *re,
+                                      "CSR row-block row ends")))
+            goto out;
+    }
+    /* The host arrays are freed below: wait until the copies out of them are done. */
+    st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "csr-cuda row-block upload");
+out:
+    spk_free(blk);
+    spk_free(lfirst);
+    spk_free(pw);
+    spk_free(re);
+    if (st)
+        spk_csr_adaptive_free(M);
+    return st;
+}
