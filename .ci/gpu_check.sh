@@ -3,8 +3,8 @@
 # build for the GPU, run the gpu-labelled tests, solve poisson3d:150 with every format,
 # and run compute-sanitizer memcheck and racecheck over every gpu test executable and one solve.
 # Usage: bash .ci/gpu_check.sh [LOGDIR]   (logs land in LOGDIR, default ./gpu-logs)
-# SAN_TIMEOUT (default 420): seconds allowed to each sanitizer run (a timeout fails the check);
-# SAN_JOBS (default 6): sanitizer runs side by side on the GPU (1: one at a time).
+# SAN_TIMEOUT (default 480): seconds allowed to each sanitizer run (a timeout fails the check);
+# SAN_JOBS (default 8): sanitizer runs side by side on the GPU (1: one at a time).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG=${1:-gpu-logs}
@@ -44,8 +44,8 @@ if command -v compute-sanitizer >/dev/null; then
   # test_robust_gpu ask for more device memory than the GPU has on purpose, and the sanitizer
   # reports each refused cudaMalloc as an API error. Logs: $LOG/<tool>_<name>.log.
   step "compute-sanitizer memcheck and racecheck"
-  SAN_TIMEOUT=${SAN_TIMEOUT:-420}
-  SAN_JOBS=${SAN_JOBS:-6}
+  SAN_TIMEOUT=${SAN_TIMEOUT:-480}
+  SAN_JOBS=${SAN_JOBS:-8}
   # SAN_ONLY="vec solvers": only those runs (a re-check after a change to them)
   SAN_RUNS=(
     "spmv:test_spmv --device gpu"
@@ -64,8 +64,8 @@ if command -v compute-sanitizer >/dev/null; then
     if [ "$tool" = racecheck ]; then
       extra=(--racecheck-report all)
       # racecheck makes every launch slower: test_robust_gpu injects every 64th allocation
-      # (beside five other runs this passed 450 s once GMRES's tile kernel came, fourth session;
-      # at every 256th no device allocation is reached, which the test counts as a failure)
+      # (429 s with all eight runs side by side, fifth session; at every 256th no device
+      # allocation is reached, which the test counts as a failure)
       [ "$name" = robust_gpu ] && more=(--stride 64)
     fi
     timeout -k 10 "$SAN_TIMEOUT" compute-sanitizer --tool "$tool" ${extra[@]+"${extra[@]}"} \
@@ -88,7 +88,8 @@ if command -v compute-sanitizer >/dev/null; then
   }
   # RACE_SKIP="name ..." leaves runs out of racecheck; SAN_TOOLS=racecheck runs one tool only.
   # racecheck of the whole test_api took 360-430 s alone before GMRES's tile kernel, more than
-  # 450 s with it (--quick is not yet timed on a GPU); the long racecheck runs start first.
+  # 450 s with it; --quick took 422 s beside the seven others (fifth session, SAN_JOBS=8:
+  # racecheck alone is ~8 minutes); the long racecheck runs start first.
   RACE_SKIP=${RACE_SKIP-""}
   SAN_TOOLS=${SAN_TOOLS:-racecheck memcheck}   # the long racecheck runs first
   for tool in $SAN_TOOLS; do
