@@ -72,8 +72,8 @@ coo_segmented_kernel(int64_t nnz, const int32_t *__restrict__ Ai, const int32_t 
         for (int64_t base = begin; base < end; base += 32) {
             const int64_t k = base + lane;
             const bool valid = k < end;
-            const int32_t r = valid ? SPK_LDM(&Ai[k]) : -1;
-            double v = valid ? SPK_LDM(&Ax[k]) * __ldg(&x[SPK_LDM(&Aj[k])]) : 0.0;
+            const int32_t r = valid ? spk_ldm<true>(&Ai[k]) : -1;
+            double v = valid ? spk_ldm<true>(&Ax[k]) * __ldg(&x[spk_ldm<true>(&Aj[k])]) : 0.0;
 
             /* Segmented inclusive scan: after the step with offset `off`, v holds the sum of
              * this lane's run over the last 2*off lanes (runs are contiguous in sorted rows). */

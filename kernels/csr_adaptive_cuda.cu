@@ -43,8 +43,6 @@
 
 /* ---- the kernel --------------------------------------------------------------------------- */
 
-__device__ __forceinline__ double ad_val(const double *p) { return __ldcs(p); }
-
 /* Column of nonzero j: the `bits`-bit field j of the packed stream. Every lane of the warp
  * calls it with j = (the warp's first j) + lane, valid or not (the stream is padded past the
  * last nonzero): a field ends at most one word after its start word, and that word is the next
@@ -55,10 +53,10 @@ __device__ __forceinline__ int32_t ad_col(const uint32_t *__restrict__ pcol, int
 {
     const uint64_t bit = (uint64_t)j * (unsigned)bits;
     const int64_t w = (int64_t)(bit >> 5);
-    const uint32_t lo = __ldcs(&pcol[w]);
+    const uint32_t lo = spk_ldm<true>(&pcol[w]);
     uint32_t hi = __shfl_down_sync(SPK_FULL_MASK, lo, 1);
     if ((threadIdx.x & 31) == 31)
-        hi = __ldcs(&pcol[w + 1]);
+        hi = spk_ldm<true>(&pcol[w + 1]);
     const uint32_t v = __funnelshift_r(lo, hi, (unsigned)(bit & 31));
     return valid ? (int32_t)(bits >= 32 ? v : v & ((1u << bits) - 1u)) : -1;
 }
@@ -89,7 +87,7 @@ csr_adaptive_kernel(const int64_t *__restrict__ blk, const int64_t *__restrict__
         double s[1] = {0.0};
 #pragma unroll ITEMS
         for (int64_t j = e0 + tid; j < e1; j += SPK_CUDA_BLOCK)
-            s[0] += ad_val(&Ax[j]) * __ldg(&x[__ldcs(&Aj[j])]);
+            s[0] += spk_ldm<true>(&Ax[j]) * __ldg(&x[spk_ldm<true>(&Aj[j])]);
         spk_block_sum<1>(s);
         const int64_t f0 = __ldg(&lfirst[l]), f1 = __ldg(&lfirst[l + 1]);
         if (f1 - f0 == 1) {
@@ -122,7 +120,7 @@ csr_adaptive_kernel(const int64_t *__restrict__ blk, const int64_t *__restrict__
         for (int k = 0; k < ITEMS; k++) {              /* the indices and values first ... */
             const int64_t j = e0 + k * SPK_CUDA_BLOCK + tid;
             c[k] = ad_col(pcol, bits, j, j < e1);
-            a[k] = j < e1 ? ad_val(&Ax[j]) : 0.0;
+            a[k] = j < e1 ? spk_ldm<true>(&Ax[j]) : 0.0;
         }
 #pragma unroll
         for (int k = 0; k < ITEMS; k++)                /* ... then every gather in flight */

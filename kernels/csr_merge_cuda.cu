@@ -134,7 +134,7 @@ csr_merge_kernel(int64_t ntiles, const int64_t *__restrict__ coord,
         if (nnt > 0) {                                        /* block-uniform */
 #pragma unroll
             for (int q = 0; q < SPK_CSR_MERGE_ITEMS; q++)
-                c[q] = SPK_LDM(&Aj[nz0 + min(tid + q * SPK_CUDA_BLOCK, nnt - 1)]);
+                c[q] = spk_ldm<true>(&Aj[nz0 + min(tid + q * SPK_CUDA_BLOCK, nnt - 1)]);
         }
         for (int k = tid; k < nrt; k += SPK_CUDA_BLOCK)
             re[k] = (int)(__ldg(&Ap[row0 + 1 + k]) - nz0);
@@ -142,7 +142,7 @@ csr_merge_kernel(int64_t ntiles, const int64_t *__restrict__ coord,
             double p[SPK_CSR_MERGE_ITEMS];
 #pragma unroll
             for (int q = 0; q < SPK_CSR_MERGE_ITEMS; q++)
-                p[q] = SPK_LDM(&Ax[nz0 + min(tid + q * SPK_CUDA_BLOCK, nnt - 1)]) * __ldg(&x[c[q]]);
+                p[q] = spk_ldm<true>(&Ax[nz0 + min(tid + q * SPK_CUDA_BLOCK, nnt - 1)]) * __ldg(&x[c[q]]);
 #pragma unroll
             for (int q = 0; q < SPK_CSR_MERGE_ITEMS; q++)
                 if (tid + q * SPK_CUDA_BLOCK < nnt)

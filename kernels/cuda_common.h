@@ -18,20 +18,6 @@
  * latency, small enough that 8 blocks fill an SM (2048 threads on Hopper). */
 #define SPK_CUDA_BLOCK 256
 
-/* Loads of matrix data (indices, values: ELL, COO, merge-path CSR), read once per SpMV: __ldg,
- * or with -DCMAKE_CUDA_FLAGS=-DSPK_SPMV_STREAM_HINT the streaming (evict-first) load __ldcs, so
- * that the streamed matrix does not push the gathered x out of L2. An A/B build switch, off by
- * default. Measured on the H200 (bench_spmv, two interleaved runs each, us, off / on):
- * powerlaw:4000000:4 HYB 186.2 / 162.9-163.0 (x is 32 MB: ncu showed HYB reading ~220 MB more
- * than its bytes from DRAM), merge-path CSR 224.1 / 200.2; powerlaw:2000000:16 HYB 278.5 /
- * 269.9-270.1; poisson3d:150 ELL 83.4 / 84.3 (1% slower where x is reused from L1).
- * So the next step is the hint for the irregular formats only (docs/benchmarks.md). */
-#ifdef SPK_SPMV_STREAM_HINT
-#define SPK_LDM(p) __ldcs(p)
-#else
-#define SPK_LDM(p) __ldg(p)
-#endif
-
 /* Grid-stride kernels are launched with at most this many blocks per SM (4 waves of full
  * occupancy); more blocks only add scheduling cost, fewer leave SMs idle at the tail. */
 #define SPK_CUDA_GRID_PER_SM 32
@@ -231,6 +217,7 @@ typedef struct spk_ell_dev {
     int32_t *col;                       /* width * nrows, column-major, SPK_ELL_PAD in padding */
     int16_t *off;                       /* or (col NULL): column - row, SPK_ELL_PAD16 padding  */
     double  *val;
+    int      stream;                    /* 1: loaded evict-first (HYB's part beside a tail)    */
 } spk_ell_dev;
 spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, spk_ell_dev *d);
 void spk_ell_dev_free(spk_ell_dev *d);
@@ -313,6 +300,21 @@ spk_status spk_csr_kernel_choose(spk_context *ctx, const spk_csr *A, int *kernel
 #ifdef __CUDACC__
 
 #define SPK_FULL_MASK 0xffffffffu
+
+/* Loads of matrix data (indices, values), read once per SpMV: __ldg, or with STREAM the
+ * streaming (evict-first) load __ldcs, so that the streamed matrix does not push the gathered
+ * x out of L2. Measured on the H200 (bench_spmv, two interleaved runs each, us, __ldg /
+ * __ldcs everywhere, fourth session): powerlaw:4000000:4 HYB 186.2 / 162.9-163.0 (x is 32 MB:
+ * ncu showed HYB reading ~220 MB more than its bytes from DRAM), merge-path CSR 224.1 / 200.2;
+ * powerlaw:2000000:16 HYB 278.5 / 269.9-270.1; poisson3d:150 ELL 83.4 / 84.3 (1% slower where
+ * x is reused from L1). So the irregular layouts stream -- COO, the merge path, CSR's row
+ * blocks, and HYB's ELL part when HYB has a tail (spk_ell_dev.stream) -- and plain ELL keeps
+ * __ldg. */
+template <bool STREAM, class T>
+__device__ __forceinline__ T spk_ldm(const T *p)
+{
+    return STREAM ? __ldcs(p) : __ldg(p);
+}
 
 /* The SpMV epilogue, the same expression as spk_csr_spmv_ref: beta == 0 never reads y. */
 __device__ __forceinline__ double spk_spmv_out(double alpha, double s, double beta,

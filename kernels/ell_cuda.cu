@@ -22,18 +22,21 @@
 static constexpr int SPK_ELL_UNROLL = 4;   /* a constant expression, as #pragma unroll needs */
 
 /* Column of slot `slot` in row i: the stored index (int32) or i plus the stored offset
- * (int16, the compact layout of spk_ell_dev). Padding: SPK_ELL_PAD, or SPK_ELL_PAD16. */
+ * (int16, the compact layout of spk_ell_dev). Padding: SPK_ELL_PAD, or SPK_ELL_PAD16.
+ * STREAM: the load is evict-first (spk_ldm). */
+template <bool STREAM>
 __device__ __forceinline__ bool ell_col(const int32_t *__restrict__ Aj, int64_t slot, int64_t,
                                         int64_t &c)
 {
-    const int32_t j = SPK_LDM(&Aj[slot]);
+    const int32_t j = spk_ldm<STREAM>(&Aj[slot]);
     c = j;
     return j != SPK_ELL_PAD;
 }
+template <bool STREAM>
 __device__ __forceinline__ bool ell_col(const int16_t *__restrict__ Ao, int64_t slot, int64_t i,
                                         int64_t &c)
 {
-    const int16_t o = SPK_LDM(&Ao[slot]);
+    const int16_t o = spk_ldm<STREAM>(&Ao[slot]);
     c = i + o;
     return o != SPK_ELL_PAD16;
 }
@@ -42,7 +45,7 @@ __device__ __forceinline__ bool ell_col(const int16_t *__restrict__ Ao, int64_t 
  * that the unrolled index and value loads carry no dependence on the test and all issue
  * ahead of the gathers; only the gather of x is conditional (no 0 * NaN from padding). The
  * slots are added in order k = 0, 1, ...: the CPU twin's sum, bit for bit, in either layout. */
-template <class Idx>
+template <class Idx, bool STREAM>
 __device__ __forceinline__ double ell_row(int64_t i, int64_t nrows, int64_t width,
                                           const Idx *__restrict__ Aj,
                                           const double *__restrict__ Ax,
@@ -53,15 +56,15 @@ __device__ __forceinline__ double ell_row(int64_t i, int64_t nrows, int64_t widt
     for (int64_t k = 0; k < width; k++) {
         const int64_t slot = k * nrows + i;            /* 64-bit: nrows * width may pass 2^31 */
         int64_t c;
-        const bool real = ell_col(Aj, slot, i, c);
-        const double v = SPK_LDM(&Ax[slot]);
+        const bool real = ell_col<STREAM>(Aj, slot, i, c);
+        const double v = spk_ldm<STREAM>(&Ax[slot]);
         if (real)
             s += v * __ldg(&x[c]);
     }
     return s;
 }
 
-template <class Idx>
+template <class Idx, bool STREAM>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 ell_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
            const double *__restrict__ Ax, const double *__restrict__ x, double alpha, double beta,
@@ -69,7 +72,7 @@ ell_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nrows;
          i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = spk_spmv_out(alpha, ell_row(i, nrows, width, Aj, Ax, x), beta, y, i);
+        y[i] = spk_spmv_out(alpha, ell_row<Idx, STREAM>(i, nrows, width, Aj, Ax, x), beta, y, i);
 }
 
 /* y = A x and sink->out = x'y in the same pass (CG's q = A p, p'q): x_i is a coalesced load
@@ -85,7 +88,7 @@ ell_dot_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
     double d[1] = {0.0};
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nrows;
          i += (int64_t)gridDim.x * blockDim.x) {
-        const double s = ell_row(i, nrows, width, Aj, Ax, x);
+        const double s = ell_row<Idx, false>(i, nrows, width, Aj, Ax, x);
         y[i] = s;
         d[0] += x[i] * s;
     }
@@ -147,12 +150,18 @@ spk_status spk_ell_dev_spmv(spk_context *ctx, const spk_ell_dev *A, double alpha
     if (st || A->nrows == 0)                           /* never launch a zero-size grid */
         return st;
     const unsigned grid = spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK);
-    if (A->off)
-        ell_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->width, A->off, A->val,
-                                                            x, alpha, beta, y);
+    if (A->off && A->stream)
+        ell_kernel<int16_t, true><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->width, A->off, A->val, x, alpha, beta, y);
+    else if (A->off)
+        ell_kernel<int16_t, false><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->width, A->off, A->val, x, alpha, beta, y);
+    else if (A->stream)
+        ell_kernel<int32_t, true><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->width, A->col, A->val, x, alpha, beta, y);
     else
-        ell_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->width, A->col, A->val,
-                                                            x, alpha, beta, y);
+        ell_kernel<int32_t, false><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->width, A->col, A->val, x, alpha, beta, y);
     return spk_cuda_launched(ctx, "ell_kernel");
 }
 
@@ -180,6 +189,7 @@ spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, spk_ell_de
     d->ncols = h->ncols;
     d->width = h->width;
     d->nnz = h->nnz;
+    d->stream = 0;
     d->col = NULL;
     d->off = NULL;
     d->val = NULL;

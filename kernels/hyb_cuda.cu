@@ -57,6 +57,7 @@ static spk_status hyb_setup(spk_context *ctx, const spk_csr *A, void **state)
     if (!(st = spk_ell_dev_upload(ctx, &h.ell, &d->ell)) &&
         !(st = spk_coo_dev_upload(ctx, &h.coo, &d->coo)))
         st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "hyb-cuda upload");
+    d->ell.stream = h.coo.nnz > 0;      /* a tail: the ELL part loads evict-first (spk_ldm) */
     d->h_ell_val = h.ell.val;                          /* kept for value updates */
     d->h_coo_val = h.coo.val;
     h.ell.val = h.coo.val = NULL;
