@@ -7,8 +7,9 @@
  *    CUDA state (spk_cuda_init again, after spk_cuda_fini), matrices from CSR arrays, COO
  *    triplets (with duplicates, so that value updates gather) and generators, spk_matrix_prepare
  *    in every format with an SpMV checked against the host reference (an arrow matrix takes
- *    CSR's long-row tiles), value updates from host memory and twice from device memory (the
- *    first one may allocate lazily), a matrix from device CSR arrays, solver objects for CG,
+ *    CSR's row blocks, its long row a piece of its own, and CSR-vector's long-row tiles),
+ *    value updates from host memory and twice from device memory (the first one may allocate
+ *    lazily), a matrix from device CSR arrays, solver objects for CG,
  *    BiCGStab and GMRES with and without Jacobi (solve, solve_device, refresh), GMRES(80) to
  *    grow the context's small buffers, and a one-shot spk_solve with a history.
  *    Every call must return SPK_OK, or SPK_ERR_CUDA (a device or pinned allocation: the message
@@ -142,7 +143,7 @@ static int null_after_failure(pass *P, const char *what, int is_null)
 
 static spk_csr lf10;                        /* LF10.mtx, 18 x 18 SPD, 82 entries              */
 static double *d_rp, *d_ci, *d_v;           /* its arrays in device memory (aux)             */
-#define ARROW_N 2000                        /* row 0 holds 2000 entries: CSR long-row tiles   */
+#define ARROW_N 2000                        /* row 0 holds 2000 entries: a long row for CSR   */
 #define ARROW_NNZ (4 * ARROW_N - 2)         /* triplets: each diagonal entry given as 2 halves */
 static int32_t arrow_row[ARROW_NNZ], arrow_col[ARROW_NNZ];
 static double arrow_val[ARROW_NNZ], arrow_scaled[ARROW_NNZ];
@@ -332,7 +333,8 @@ static void csr_pipeline(pass *P)
     spk_matrix_destroy(A);
 }
 
-/* The arrow matrix from COO triplets: CSR (long-row tiles) and HYB with SpMV checks, value
+/* The arrow matrix from COO triplets: CSR (CSR-vector's long-row tiles, forced by
+ * SPK_CSR_KERNEL, then the row blocks its cv picks), and HYB with SpMV checks, value
  * updates from host memory and twice from device memory (each compared entry by entry with the
  * scaled canonical values, then an SpMV of the refilled layout), and a one-shot solve. */
 static void coo_pipeline(pass *P)
@@ -345,6 +347,17 @@ static void coo_pipeline(pass *P)
     const int64_t nnz = A->csr.nnz;
     double *canon = malloc((size_t)nnz * sizeof *canon);
     memcpy(canon, A->csr.val, (size_t)nnz * sizeof *canon);
+    {
+        const char *env = getenv("SPK_CSR_KERNEL");
+        char *saved = env ? strdup(env) : NULL;
+        setenv("SPK_CSR_KERNEL", "vector", 1);
+        prepare_check(P, A, "arrow (CSR-vector)", SPK_FMT_CSR);
+        if (saved)
+            setenv("SPK_CSR_KERNEL", saved, 1);
+        else
+            unsetenv("SPK_CSR_KERNEL");
+        free(saved);
+    }
     prepare_check(P, A, "arrow", SPK_FMT_HYB);
     prepare_check(P, A, "arrow", SPK_FMT_CSR);
 
