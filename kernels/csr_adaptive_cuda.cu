@@ -294,19 +294,13 @@ spk_status spk_csr_adaptive_setup(spk_context *ctx, const spk_csr *A, spk_csr_ad
         while (bits < 32 && ((int64_t)1 << bits) < A->ncols)
             bits++;
         const size_t words = (size_t)(((A->nnz + NB) * (int64_t)bits + 31) / 32 + 2);
-        pw = (uint32_t *)spk_calloc(ctx, words, sizeof *pw);
+        pw = (uint32_t *)spk_malloc(ctx, words, sizeof *pw);
         re = (uint16_t *)spk_calloc(ctx, (size_t)n, sizeof *re);
         if (!pw || !re) {
             st = spk_fail(ctx, SPK_ERR_NOMEM, "csr-cuda packed columns: out of host memory");
             goto out;
         }
-        for (int64_t j = 0; j < A->nnz; j++) {
-            const uint64_t bit = (uint64_t)j * (unsigned)bits, v = (uint32_t)A->colind[j];
-            const size_t w = (size_t)(bit >> 5);
-            const uint64_t two = v << (bit & 31);
-            pw[w] |= (uint32_t)two;
-            pw[w + 1] |= (uint32_t)(two >> 32);
-        }
+        spk_pack_bits(A->colind, A->nnz, bits, pw, words);   /* OpenMP, src/csr.c */
         for (int64_t b = npieces; b < nblk; b++)
             for (int64_t i = blk[4 * b]; i < blk[4 * b + 1]; i++)
                 re[i] = (uint16_t)(Ap[i + 1] - blk[4 * b + 2]);

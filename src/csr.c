@@ -223,3 +223,27 @@ void spk_csr_diagonal(const spk_csr *A, double *d)
         d[i] = csr_find(A, i, (int32_t)i, &v) ? v : 0.0;
     }
 }
+
+void spk_pack_bits(const int32_t *v, int64_t n, int bits, uint32_t *out, size_t words)
+{
+    const int64_t groups = (n + 31) / 32;
+    const uint64_t mask = bits >= 32 ? 0xffffffffu : (1u << bits) - 1u;
+#pragma omp parallel for schedule(static) if (n > 32768)
+    for (int64_t g = 0; g < groups; g++) {
+        uint32_t *o = out + g * bits;
+        uint64_t acc = 0;
+        int have = 0, k = 0;
+        for (int64_t j = g * 32; j < g * 32 + 32; j++) {
+            acc |= (j < n ? (uint64_t)(uint32_t)v[j] & mask : 0) << have;
+            have += bits;
+            if (have >= 32) {                 /* 32 fields end exactly on word `bits` */
+                o[k++] = (uint32_t)acc;
+                acc >>= 32;
+                have -= 32;
+            }
+        }
+    }
+    const size_t used = (size_t)groups * (size_t)bits;
+    if (words > used)
+        memset(out + used, 0, (words - used) * sizeof *out);
+}

@@ -76,6 +76,11 @@ void spk_csr_spmv_ref(const spk_csr *A, double alpha, const double *x, double be
 int spk_csr_is_symmetric(const spk_csr *A);
 /* Diagonal into d (n = min(nrows, ncols)); missing entries are 0. */
 void spk_csr_diagonal(const spk_csr *A, double *d);
+/* Bit-pack: field j = the low `bits` bits (1..32) of v[j], at bits [j bits, (j + 1) bits) of
+ * the little-endian word stream out[0 .. words); words >= ((n + 31) / 32) * bits, every word past
+ * the last field is 0. Groups of 32 fields fill exactly `bits` words, so they are packed in
+ * parallel: the words do not depend on the thread count. (The CUDA CSR row blocks' columns.) */
+void spk_pack_bits(const int32_t *v, int64_t n, int bits, uint32_t *out, size_t words);
 
 /* ---- Matrix Market (src/mmio.c) ----------------------------------------------------------- */
 typedef enum { SPK_MM_COORDINATE, SPK_MM_ARRAY } spk_mm_format;

@@ -1,9 +1,13 @@
 /* tests/test_csr.c -- the canonical CSR: duplicates summed, symmetric expansion (through the
- * reader), unsorted input, empty rows, 0 x 0, 1 x 1, bad indices, and the public constructors. */
+ * reader), unsorted input, empty rows, 0 x 0, 1 x 1, bad indices, the public constructors, and
+ * the bit packing of the CUDA row blocks' columns. */
 #include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 static spk_context *ctx;
 
@@ -178,6 +182,65 @@ static void test_alloc_failure(void)
     T_CHECK(nomem >= 5 && ok >= 1, "every allocation site fails cleanly (%d NOMEM, %d ok)", nomem, ok);
 }
 
+/* spk_pack_bits against a bit-by-bit reference: every field read back as the CUDA kernel
+ * reads it (its start word and the next, shifted), the words past the last field zero, and
+ * the same words at 1 and 3 threads. */
+static void test_pack_bits(void)
+{
+    static const int bitss[] = {1, 5, 16, 21, 22, 31, 32};
+    static const int64_t ns[] = {0, 1, 31, 32, 33, 1000, 100003};
+    uint64_t s = 12345;
+    for (size_t b = 0; b < sizeof bitss / sizeof bitss[0]; b++)
+        for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+            const int bits = bitss[b];
+            const int64_t n = ns[t];
+            const size_t words = (size_t)((n + 64) * bits / 32 + 2);
+            int32_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+            uint32_t *ref = calloc(words, sizeof *ref), *got = malloc(words * sizeof *got);
+            uint32_t *again = malloc(words * sizeof *again);
+            const uint64_t mask = bits == 32 ? 0xffffffffu : (1u << bits) - 1u;
+            for (int64_t j = 0; j < n; j++) {
+                s = s * 6364136223846793005ull + 1442695040888963407ull;
+                v[j] = (int32_t)(uint32_t)((s >> 20) & mask & 0x7fffffffu);
+                if (j % 97 == 0)
+                    v[j] = (int32_t)(mask & 0x7fffffffu);              /* the largest field */
+                for (int k = 0; k < bits; k++)
+                    if (((uint32_t)v[j] >> k) & 1u) {
+                        const uint64_t bit = (uint64_t)j * bits + k;
+                        ref[bit >> 5] |= 1u << (bit & 31);
+                    }
+            }
+            memset(got, 0xab, words * sizeof *got);         /* the packer must clear the tail */
+#ifdef _OPENMP
+            const int saved = omp_get_max_threads();
+            omp_set_num_threads(1);
+#endif
+            spk_pack_bits(v, n, bits, got, words);
+#ifdef _OPENMP
+            omp_set_num_threads(3);
+#endif
+            spk_pack_bits(v, n, bits, again, words);
+#ifdef _OPENMP
+            omp_set_num_threads(saved);
+#endif
+            T_CHECK(memcmp(got, ref, words * sizeof *got) == 0, "pack %d bits x %lld: words differ "
+                    "from the bit-by-bit reference", bits, (long long)n);
+            T_CHECK(memcmp(got, again, words * sizeof *got) == 0, "pack %d bits x %lld: 1 and 3 "
+                    "threads differ", bits, (long long)n);
+            int bad = 0;
+            for (int64_t j = 0; j < n && !bad; j++) {
+                const uint64_t bit = (uint64_t)j * bits;
+                const uint64_t two = (uint64_t)got[bit >> 5] | (uint64_t)got[(bit >> 5) + 1] << 32;
+                bad = (uint32_t)((two >> (bit & 31)) & mask) != (uint32_t)v[j];
+            }
+            T_CHECK(!bad, "pack %d bits x %lld: a field does not read back", bits, (long long)n);
+            free(v);
+            free(ref);
+            free(got);
+            free(again);
+        }
+}
+
 int main(int argc, char **argv)
 {
     ctx = t_context(SPK_DEVICE_CPU);
@@ -188,6 +251,7 @@ int main(int argc, char **argv)
     test_symmetric_expansion();
     test_public_constructors();
     test_alloc_failure();
+    test_pack_bits();
     spk_context_destroy(ctx);
     return t_done("test_csr");
 }
