@@ -24,6 +24,19 @@
  * block tree, the pieces in order), so the bits are the same on every call. The layout holds
  * only pattern data: value updates keep it.
  *
+ * x: the gathers go to L2 only (__ldcg: x's L1 hit rate was 9%, and no L1 lines are filled for
+ * nothing). The x tile: a block's own rows' columns, x[r0 .. r0 + 255] -- where a diagonal
+ * lies -- are loaded coalesced into shared memory first (L2 hits, back before the columns
+ * come from DRAM) and the nonzeros whose column falls there read it from there; the product
+ * and its place in the sum do not change, so neither do the bits. A warp's 32 consecutive
+ * nonzeros hold about 32 / L diagonals of consecutive rows (L the mean row length): at L = 4
+ * the gather already brings them 4 to a 32-byte sector and the tile only adds its barrier; at
+ * L = 16 each diagonal costs a sector of its own, which the tile replaces by a quarter of one.
+ * So the tile is used when the stream blocks' rows hold >= 8 nonzeros on average (between
+ * the two measured points, not a fit). H200, sixth session, powerlaw:2000000:16 (L = 16) /
+ * powerlaw:4000000:4 (L = 4), us: __ldg 254.6 / 144.7; __ldcg 253.7 / 142.6; __ldcg + tile
+ * of 256 rows 247.2 / 145.2 (128: 247.3 / 145.4; 768: 247.8 / 149.8); cuSPARSE 249.9 / 158.0.
+ *
  * Measured on the H200 (bench_spmv, 50 SpMVs, us; docs/benchmarks.md, fifth session), on
  * powerlaw:2000000:16 / powerlaw:4000000:4, against merge path 299 / 224, HYB 279 / 186,
  * cuSPARSE's CSR 250 / 158: NB = 768 / 1024 / 1536 / 2048 nonzeros a block 255.0 / 256.2 /
@@ -40,6 +53,11 @@
 #define SPK_CSR_ADAPT_NB (SPK_CSR_ADAPT_ITEMS * SPK_CUDA_BLOCK)
 /* Pieces of a long row: 32 loads per thread of a 256-thread block. */
 #define SPK_CSR_ADAPT_PIECE (32 * SPK_CUDA_BLOCK)
+/* The x tile: a stream block's first SPK_CSR_ADAPT_TILE rows' own columns of x, staged in
+ * shared memory, when the stream blocks' rows hold at least SPK_CSR_ADAPT_TILE_LEN nonzeros
+ * on average (the header says why; 256 measured against 128 and 768). */
+#define SPK_CSR_ADAPT_TILE 256
+#define SPK_CSR_ADAPT_TILE_LEN 8
 
 /* ---- the kernel --------------------------------------------------------------------------- */
 
@@ -66,16 +84,20 @@ __device__ __forceinline__ int32_t ad_col(const uint32_t *__restrict__ pcol, int
  * pieces are blocks lfirst[l] .. lfirst[l + 1] - 1 (the grid's first blocks, so part is
  * indexed by block). rend: a stream-block row's end, from its block's first nonzero. The
  * pieces read the int32 columns Aj (a warp's lanes there are not one run of j). */
+template <int TS>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 csr_adaptive_kernel(const int64_t *__restrict__ blk, const int64_t *__restrict__ lfirst,
                     uint32_t *__restrict__ count, double *__restrict__ part,
-                    const uint16_t *__restrict__ rend, const int32_t *__restrict__ Aj, const uint32_t *__restrict__ pcol, int bits,
-                    const double *__restrict__ Ax, const double *__restrict__ x, double alpha,
-                    double beta, double *__restrict__ y)
+                    const uint16_t *__restrict__ rend, const int32_t *__restrict__ Aj,
+                    const uint32_t *__restrict__ pcol, int bits, const double *__restrict__ Ax,
+                    const double *__restrict__ x, int64_t ncols, double alpha, double beta,
+                    double *__restrict__ y)
 {
     constexpr int ITEMS = SPK_CSR_ADAPT_ITEMS, NB = SPK_CSR_ADAPT_NB;
+    constexpr int XT = (TS + SPK_CUDA_BLOCK - 1) / SPK_CUDA_BLOCK;    /* tile loads a thread */
     __shared__ double s_prod[NB];
     __shared__ int s_ptr[NB + 1];
+    __shared__ double s_x[TS > 0 ? TS : 1];
     __shared__ bool s_last;
     const int tid = threadIdx.x;
     const int64_t b = blockIdx.x;
@@ -114,6 +136,19 @@ csr_adaptive_kernel(const int64_t *__restrict__ blk, const int64_t *__restrict__
     /* stream block: rows r0 .. aux - 1, nonzeros e0 .. e1 - 1 (at most NB of each) */
     const int nr = (int)(aux - r0);
     {
+        /* the tile: x[r0 .. r0 + nt - 1], the block's own rows' columns, loaded coalesced
+         * before anything else (L2 hits, back before the columns come from DRAM) */
+        int nt = 0;
+        double xt[XT > 0 ? XT : 1];
+        if (TS > 0) {
+            nt = (int)(ncols - r0 < nr ? (ncols > r0 ? ncols - r0 : 0) : nr);
+            nt = nt < TS ? nt : TS;
+#pragma unroll
+            for (int k = 0; k < XT; k++) {
+                const int i = k * SPK_CUDA_BLOCK + tid;
+                xt[k] = i < nt ? __ldcg(&x[r0 + i]) : 0.0;
+            }
+        }
         int32_t c[ITEMS];
         double a[ITEMS];
 #pragma unroll
@@ -122,10 +157,20 @@ csr_adaptive_kernel(const int64_t *__restrict__ blk, const int64_t *__restrict__
             c[k] = ad_col(pcol, bits, j, j < e1);
             a[k] = j < e1 ? spk_ldm<true>(&Ax[j]) : 0.0;
         }
+        if (TS > 0) {
+#pragma unroll
+            for (int k = 0; k < XT; k++)
+                if (k * SPK_CUDA_BLOCK + tid < nt)
+                    s_x[k * SPK_CUDA_BLOCK + tid] = xt[k];
+            __syncthreads();
+        }
 #pragma unroll
         for (int k = 0; k < ITEMS; k++)                /* ... then every gather in flight */
-            if (c[k] >= 0)
-                s_prod[k * SPK_CUDA_BLOCK + tid] = a[k] * __ldg(&x[c[k]]);
+            if (c[k] >= 0) {
+                const unsigned u = (unsigned)((int64_t)c[k] - r0);
+                const double xv = TS > 0 && u < (unsigned)nt ? s_x[u] : __ldcg(&x[c[k]]);
+                s_prod[k * SPK_CUDA_BLOCK + tid] = a[k] * xv;
+            }
         for (int i = tid; i <= nr; i += SPK_CUDA_BLOCK)
             s_ptr[i] = i == 0 ? 0 : (int)__ldg(&rend[r0 + i - 1]);
     }
@@ -162,9 +207,15 @@ spk_status spk_csr_adaptive_spmv(spk_context *ctx, const spk_csr_adaptive *M,
     spk_status st = spk_cuda_state_of(ctx, &cs);
     if (st || M->nblk == 0)                      /* no rows: never launch a zero-size grid */
         return st;
-    csr_adaptive_kernel<<<(unsigned)M->nblk, SPK_CUDA_BLOCK, 0, cs->stream>>>(
-        M->blk, M->lfirst, M->count, M->part, M->rend, d_col, M->pcol, M->bits, d_val, x, alpha,
-        beta, y);
+#define SPK_AD_LAUNCH(TS)                                                                  \
+    csr_adaptive_kernel<TS><<<(unsigned)M->nblk, SPK_CUDA_BLOCK, 0, cs->stream>>>(            \
+        M->blk, M->lfirst, M->count, M->part, M->rend, d_col, M->pcol, M->bits, d_val, x,      \
+        M->ncols, alpha, beta, y)
+    if (M->tile)
+        SPK_AD_LAUNCH(SPK_CSR_ADAPT_TILE);
+    else
+        SPK_AD_LAUNCH(0);
+#undef SPK_AD_LAUNCH
     return spk_cuda_launched(ctx, "csr_adaptive_kernel");
 }
 
@@ -194,27 +245,10 @@ spk_status spk_csr_adaptive_setup(spk_context *ctx, const spk_csr *A, spk_csr_ad
     spk_status st = spk_cuda_state_of(ctx, &cs);
     if (st)
         return st;
-    /* count: the long rows' pieces, then the stream blocks (greedy over the rows in order) */
-    int64_t nlong = 0, npieces = 0, nstream = 0;
-    for (int64_t i = 0, rows = 0, nz = 0; i < n; i++) {
-        const int64_t len = Ap[i + 1] - Ap[i];
-        if (len > NB) {
-            nlong++;
-            npieces += (len + PIECE - 1) / PIECE;
-            nstream += rows > 0;
-            rows = nz = 0;
-            continue;
-        }
-        if (rows > 0 && (rows == NB || nz + len > NB)) {
-            nstream++;
-            rows = nz = 0;
-        }
-        rows++;
-        nz += len;
-        if (i == n - 1)
-            nstream++;
-    }
-    const int64_t nblk = npieces + nstream;
+    /* the partition (spk_row_blocks_walk, src/csr.c, checked by test_csr): count, then fill */
+    spk_row_blocks c, f;
+    spk_row_blocks_walk(Ap, n, NB, PIECE, 0, &c, NULL, NULL);
+    const int64_t nlong = c.nlong, npieces = c.npieces, nblk = c.npieces + c.nstream;
     if (nblk > 0x7fffffff)
         return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "csr-cuda row blocks: %lld blocks, more than "
                         "a grid holds", (long long)nblk);
@@ -227,53 +261,15 @@ spk_status spk_csr_adaptive_setup(spk_context *ctx, const spk_csr *A, spk_csr_ad
                       (long long)nblk);
         goto out;
     }
-    {
-        int64_t p = 0, s = npieces, l = 0;
-        int64_t rstart = 0, rows = 0, nz = 0;
-        lfirst[0] = 0;
-#define SPK_AD_CLOSE()                                                                     \
-    do {                                                                                   \
-        blk[4 * s] = rstart;                                                               \
-        blk[4 * s + 1] = rstart + rows;                                                    \
-        blk[4 * s + 2] = Ap[rstart];                                                       \
-        blk[4 * s + 3] = Ap[rstart + rows];                                                \
-        s++;                                                                               \
-    } while (0)
-        for (int64_t i = 0; i < n; i++) {
-            const int64_t len = Ap[i + 1] - Ap[i];
-            if (len > NB) {
-                if (rows > 0)
-                    SPK_AD_CLOSE();
-                rows = nz = 0;
-                for (int64_t q = Ap[i]; q < Ap[i + 1]; q += PIECE, p++) {
-                    blk[4 * p] = i;
-                    blk[4 * p + 1] = -1 - l;
-                    blk[4 * p + 2] = q;
-                    blk[4 * p + 3] = q + PIECE < Ap[i + 1] ? q + PIECE
-                                                                         : Ap[i + 1];
-                }
-                lfirst[++l] = p;
-                continue;
-            }
-            if (rows > 0 && (rows == NB || nz + len > NB)) {
-                SPK_AD_CLOSE();
-                rows = nz = 0;
-            }
-            if (rows == 0)
-                rstart = i;
-            rows++;
-            nz += len;
-        }
-        if (rows > 0)
-            SPK_AD_CLOSE();
-#undef SPK_AD_CLOSE
-        if (p != npieces || s != nblk || l != nlong) {
-            st = spk_fail(ctx, SPK_ERR_ARG, "csr-cuda row blocks: internal count mismatch");
-            goto out;
-        }
+    spk_row_blocks_walk(Ap, n, NB, PIECE, npieces, &f, blk, lfirst);
+    if (memcmp(&c, &f, sizeof c) != 0) {
+        st = spk_fail(ctx, SPK_ERR_ARG, "csr-cuda row blocks: internal count mismatch");
+        goto out;
     }
     M->nblk = nblk;
     M->nlong = nlong;
+    M->ncols = A->ncols;
+    M->tile = c.stream_nnz >= SPK_CSR_ADAPT_TILE_LEN * c.stream_rows ? SPK_CSR_ADAPT_TILE : 0;
     if ((st = spk_cuda_upload_new(ctx, &M->blk, blk, 4 * (size_t)nblk * sizeof *blk,
                                   "CSR row-block descriptors")) ||
         (st = spk_cuda_upload_new(ctx, &M->lfirst, lfirst, ((size_t)nlong + 1) * sizeof *lfirst,

@@ -23,6 +23,8 @@
  * written once (read when beta != 0); with long rows, two more launches and 8 bytes per tile. */
 #include "cuda_common.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Lanes per row. K = the largest power of two <= w / SPK_CSR_LANE_ENTRIES, 1..32, where w is
@@ -259,6 +261,53 @@ static spk_status csr_spmv_dot(spk_context *ctx, const void *state, const double
     return spk_cuda_launched(ctx, "csr_vector_kernel (with dot)");
 }
 
+/* ---- the choice ------------------------------------------------------------------------------ */
+
+/* Row blocks (csr_adaptive_cuda.cu) when the row lengths' standard deviation exceeds
+ * SPK_CSR_MERGE_CV times their mean (the cv of spk_stats_compute / --explain); the merge path
+ * only when asked (SPK_CSR_KERNEL=merge): on the power-law matrices the row blocks took 254 /
+ * 145 us where it took 299 / 224 (H200, fifth session). On the H200 (bench/results/) the
+ * matrices split into two groups with nothing between: cv <= 0.10 (the stencils,
+ * elasticity3d), where CSR-vector runs at 71-85% of copy bandwidth and a balancing kernel can
+ * only add its overhead; cv 2.1-2.2 (powerlaw), where CSR-vector runs at 29-31%. At cv > 1 the
+ * rows that share a warp routinely differ in length by more than 2x, so CSR-vector's lanes
+ * idle. Where in (0.1, 2.1) the crossover really lies is not measured: the 1 is the middle of
+ * the gap, not a fit. *kernel: SPK_CSR_KERNEL=vector|merge|adaptive if set (SPK_ERR_ARG for
+ * another value; "auto" or empty: the rule). */
+#ifndef SPK_CSR_MERGE_CV
+#define SPK_CSR_MERGE_CV 1.0
+#endif
+
+static spk_status csr_kernel_choose(spk_context *ctx, const spk_csr *A, int *kernel)
+{
+    *kernel = SPK_CSR_VECTOR;
+    const char *env = getenv("SPK_CSR_KERNEL");
+    if (env && *env && strcmp(env, "auto") != 0) {
+        if (strcmp(env, "vector") == 0)
+            return SPK_OK;
+        if (strcmp(env, "merge") == 0 || strcmp(env, "adaptive") == 0) {
+            *kernel = env[0] == 'm' ? SPK_CSR_MERGE : SPK_CSR_ADAPTIVE;
+            return SPK_OK;
+        }
+        return spk_fail(ctx, SPK_ERR_ARG,
+                        "SPK_CSR_KERNEL=%s: expected vector, merge, adaptive or auto (or unset)",
+                        env);
+    }
+    /* coefficient of variation of the row lengths, as spk_stats_compute reports it */
+    const int64_t n = A->nrows;
+    if (n == 0 || A->nnz == 0)
+        return SPK_OK;
+    const double mean = (double)A->nnz / (double)n;
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double dl = (double)(A->rowptr[i + 1] - A->rowptr[i]) - mean;
+        ss += dl * dl;
+    }
+    if (sqrt(ss / (double)n) > SPK_CSR_MERGE_CV * mean)
+        *kernel = SPK_CSR_ADAPTIVE;
+    return SPK_OK;
+}
+
 /* ---- setup ----------------------------------------------------------------------------------- */
 
 /* Choose K and the long-row threshold from the row lengths (see SPK_CSR_LANE_ENTRIES and
@@ -380,7 +429,7 @@ static spk_status csr_setup(spk_context *ctx, const spk_csr *A, void **state)
     d->nnz = A->nnz;
     csr_plan(A, d);
     /* irregular rows (or SPK_CSR_KERNEL): row blocks or merge path instead of the row kernels */
-    if ((st = spk_csr_kernel_choose(ctx, A, &d->kernel)) ||
+    if ((st = csr_kernel_choose(ctx, A, &d->kernel)) ||
         (st = d->kernel == SPK_CSR_MERGE      ? spk_csr_merge_setup(ctx, A, &d->mp)
               : d->kernel == SPK_CSR_ADAPTIVE ? spk_csr_adaptive_setup(ctx, A, &d->ad)
                                               : csr_long_rows(ctx, A, d)))

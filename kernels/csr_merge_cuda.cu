@@ -35,8 +35,6 @@
  * A second launch (the fix-up) whenever a row crosses a tile edge, which is almost always. */
 #include "cuda_common.h"
 
-#include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* ---- the tile kernel --------------------------------------------------------------------- */
@@ -400,50 +398,4 @@ out:
     if (st)
         spk_csr_merge_free(M);
     return st;
-}
-
-/* ---- the choice ------------------------------------------------------------------------------ */
-
-/* Row blocks (csr_adaptive_cuda.cu) when the row lengths' standard deviation exceeds
- * SPK_CSR_MERGE_CV times their mean (the cv of spk_stats_compute / --explain); the merge path
- * only when asked (SPK_CSR_KERNEL=merge): on the power-law matrices the row blocks took 254 /
- * 145 us where it took 299 / 224 (H200, fifth session). On the H200 (bench/results/) the
- * matrices split into two groups with nothing between: cv <= 0.10 (the stencils,
- * elasticity3d), where CSR-vector runs at 71-85% of copy bandwidth and a balancing kernel can
- * only add its overhead; cv 2.1-2.2 (powerlaw), where CSR-vector runs at 29-31%. At cv > 1 the
- * rows that share a warp routinely differ in length by more than 2x, so CSR-vector's lanes
- * idle. Where in (0.1, 2.1) the crossover really lies is not measured: the 1 is the middle of
- * the gap, not a fit. */
-#ifndef SPK_CSR_MERGE_CV
-#define SPK_CSR_MERGE_CV 1.0
-#endif
-
-spk_status spk_csr_kernel_choose(spk_context *ctx, const spk_csr *A, int *kernel)
-{
-    *kernel = SPK_CSR_VECTOR;
-    const char *env = getenv("SPK_CSR_KERNEL");
-    if (env && *env && strcmp(env, "auto") != 0) {
-        if (strcmp(env, "vector") == 0)
-            return SPK_OK;
-        if (strcmp(env, "merge") == 0 || strcmp(env, "adaptive") == 0) {
-            *kernel = env[0] == 'm' ? SPK_CSR_MERGE : SPK_CSR_ADAPTIVE;
-            return SPK_OK;
-        }
-        return spk_fail(ctx, SPK_ERR_ARG,
-                        "SPK_CSR_KERNEL=%s: expected vector, merge, adaptive or auto (or unset)",
-                        env);
-    }
-    /* coefficient of variation of the row lengths, as spk_stats_compute reports it */
-    const int64_t n = A->nrows;
-    if (n == 0 || A->nnz == 0)
-        return SPK_OK;
-    const double mean = (double)A->nnz / (double)n;
-    double ss = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        const double dl = (double)(A->rowptr[i + 1] - A->rowptr[i]) - mean;
-        ss += dl * dl;
-    }
-    if (sqrt(ss / (double)n) > SPK_CSR_MERGE_CV * mean)
-        *kernel = SPK_CSR_ADAPTIVE;
-    return SPK_OK;
 }

@@ -272,7 +272,8 @@ spk_status spk_csr_merge_spmv_dot(spk_context *ctx, const spk_csr_merge *M,
 /* Row-block CSR SpMV (kernels/csr_adaptive_cuda.cu, CSR-Adaptive), the CSR backend's default
  * kernel for irregular rows. Pattern data only, like the merge path's. */
 typedef struct spk_csr_adaptive {
-    int64_t   nblk, nlong;
+    int64_t   nblk, nlong, ncols;
+    int       tile;
     int       bits;                     /* bits per packed column index                        */
     uint32_t *pcol;                     /* bit-packed column indices, padded past the end      */
     uint16_t *rend;                     /* nrows: row end - its stream block's first nonzero    */
@@ -291,10 +292,6 @@ spk_status spk_csr_adaptive_spmv(spk_context *ctx, const spk_csr_adaptive *M,
 
 /* The CUDA CSR backend's kernels. */
 enum { SPK_CSR_VECTOR = 0, SPK_CSR_MERGE = 1, SPK_CSR_ADAPTIVE = 2 };
-/* *kernel: SPK_CSR_KERNEL=vector|merge|adaptive if set (SPK_ERR_ARG for another value; "auto"
- * or empty: the rule), else SPK_CSR_ADAPTIVE when the row lengths' cv exceeds
- * SPK_CSR_MERGE_CV, SPK_CSR_VECTOR otherwise. */
-spk_status spk_csr_kernel_choose(spk_context *ctx, const spk_csr *A, int *kernel);
 
 /* ---- device helpers ------------------------------------------------------------------------ */
 #ifdef __CUDACC__

@@ -247,3 +247,53 @@ void spk_pack_bits(const int32_t *v, int64_t n, int bits, uint32_t *out, size_t 
     if (words > used)
         memset(out + used, 0, (words - used) * sizeof *out);
 }
+
+/* A stream block of rows r0 .. r1 - 1 (spk_row_blocks_walk). */
+static void close_stream(const int64_t *rowptr, int64_t r0, int64_t r1, int64_t b,
+                         spk_row_blocks *c, int64_t *blk)
+{
+    if (r1 == r0)
+        return;
+    if (blk) {
+        blk[4 * b] = r0;
+        blk[4 * b + 1] = r1;
+        blk[4 * b + 2] = rowptr[r0];
+        blk[4 * b + 3] = rowptr[r1];
+    }
+    c->nstream++;
+    c->stream_rows += r1 - r0;
+    c->stream_nnz += rowptr[r1] - rowptr[r0];
+}
+
+void spk_row_blocks_walk(const int64_t *rowptr, int64_t n, int64_t nb, int64_t piece,
+                         int64_t stream0, spk_row_blocks *c, int64_t *blk, int64_t *lfirst)
+{
+    memset(c, 0, sizeof *c);
+    if (blk)
+        lfirst[0] = 0;
+    int64_t r0 = 0;                                   /* the open stream block's first row */
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t len = rowptr[i + 1] - rowptr[i];
+        if (len > nb) {                               /* long: close the block, cut pieces */
+            close_stream(rowptr, r0, i, stream0 + c->nstream, c, blk);
+            for (int64_t q = rowptr[i]; q < rowptr[i + 1]; q += piece, c->npieces++)
+                if (blk) {
+                    int64_t *d = blk + 4 * c->npieces;
+                    d[0] = i;
+                    d[1] = -1 - c->nlong;
+                    d[2] = q;
+                    d[3] = rowptr[i + 1] - q > piece ? q + piece : rowptr[i + 1];
+                }
+            c->nlong++;
+            if (blk)
+                lfirst[c->nlong] = c->npieces;
+            r0 = i + 1;
+            continue;
+        }
+        if (i - r0 == nb || rowptr[i + 1] - rowptr[r0] > nb) {   /* row i does not fit */
+            close_stream(rowptr, r0, i, stream0 + c->nstream, c, blk);
+            r0 = i;
+        }
+    }
+    close_stream(rowptr, r0, n, stream0 + c->nstream, c, blk);
+}

@@ -241,6 +241,77 @@ static void test_pack_bits(void)
         }
 }
 
+/* spk_row_blocks_walk, the CUDA row blocks' partition, against its contract on row-length
+ * patterns with blocks full by rows, full by nonzeros, long rows of one piece and of several
+ * (a piece's exact size and one past it), empty rows and long rows first and last: the blocks
+ * cover every row once, in order; each stream block keeps both bounds and could not have
+ * taken its next row; the pieces cut each long row in order; counting alone gives the same
+ * counts. Small bounds (nb 6, piece 10) make every case a few rows long. */
+static void test_row_blocks(void)
+{
+    enum { NB = 6, PIECE = 10 };
+    static const int64_t pats[][16] = {
+        {0, 1, 2, 3, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0, 0, 1},     /* fill by nonzeros, empty runs */
+        {7, 1, 1, 1, 1, 1, 1, 1, 1, 10, 11, 20, 21, 6, 6, 7},   /* long first and last       */
+        {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},       /* full by rows only          */
+        {6, 6, 5, 1, 3, 3, 2, 4, 30, 31, 2, 2, 2, 0, 6, 1},     /* exact fits, 3 and 4 pieces */
+    };
+    const int64_t np = (int64_t)(sizeof pats / sizeof pats[0]), n = 16;
+    for (int64_t t = 0; t < np; t++) {
+        int64_t rowptr[17] = {0};
+        for (int64_t i = 0; i < n; i++)
+            rowptr[i + 1] = rowptr[i] + pats[t][i];
+        spk_row_blocks c, f;
+        spk_row_blocks_walk(rowptr, n, NB, PIECE, 0, &c, NULL, NULL);
+        const int64_t nblk = c.npieces + c.nstream;
+        int64_t *blk = malloc((size_t)(4 * nblk + 4) * sizeof *blk);
+        int64_t *lfirst = malloc((size_t)(c.nlong + 1) * sizeof *lfirst);
+        spk_row_blocks_walk(rowptr, n, NB, PIECE, c.npieces, &f, blk, lfirst);
+        T_CHECK(memcmp(&c, &f, sizeof c) == 0, "row blocks %lld: counting and filling disagree",
+                (long long)t);
+        int64_t next = 0, nlong = 0, rows = 0, nnz = 0, bad = 0;
+        int64_t s = c.npieces;                         /* the next stream block              */
+        while (next < n && !bad) {
+            const int64_t len = rowptr[next + 1] - rowptr[next];
+            if (len > NB) {                            /* long: its pieces, in order         */
+                bad |= lfirst[nlong + 1] - lfirst[nlong] != (len + PIECE - 1) / PIECE;
+                for (int64_t p = lfirst[nlong]; p < lfirst[nlong + 1] && !bad; p++) {
+                    const int64_t *d = blk + 4 * p;
+                    const int64_t q = rowptr[next] + (p - lfirst[nlong]) * PIECE;
+                    bad |= d[0] != next || d[1] != -1 - nlong || d[2] != q ||
+                           d[3] != (q + PIECE < rowptr[next + 1] ? q + PIECE : rowptr[next + 1]);
+                }
+                nlong++;
+                next++;
+                continue;
+            }
+            const int64_t *d = blk + 4 * s++;          /* a stream block starts here         */
+            bad |= s > nblk || d[0] != next || d[1] <= d[0] || d[1] - d[0] > NB ||
+                   d[2] != rowptr[d[0]] || d[3] != rowptr[d[1]] || d[3] - d[2] > NB;
+            for (int64_t i = d[0]; i < d[1] && !bad; i++)
+                bad |= rowptr[i + 1] - rowptr[i] > NB;
+            if (!bad && d[1] < n)                      /* closed only when it had to be      */
+                bad |= !(rowptr[d[1] + 1] - rowptr[d[1]] > NB || d[1] - d[0] == NB ||
+                         rowptr[d[1] + 1] - d[2] > NB);
+            rows += d[1] - d[0];
+            nnz += d[3] - d[2];
+            if (!bad)
+                next = d[1];
+        }
+        T_CHECK(!bad, "row blocks %lld: a block breaks the partition's contract (before row "
+                "%lld)", (long long)t, (long long)next);
+        T_CHECK(s == nblk && nlong == c.nlong && lfirst[0] == 0 && lfirst[c.nlong] == c.npieces,
+                "row blocks %lld: %lld blocks walked of %lld, %lld long rows of %lld",
+                (long long)t, (long long)s, (long long)nblk, (long long)nlong,
+                (long long)c.nlong);
+        T_CHECK(rows == c.stream_rows && nnz == c.stream_nnz, "row blocks %lld: stream rows "
+                "%lld / %lld, nonzeros %lld / %lld", (long long)t, (long long)rows,
+                (long long)c.stream_rows, (long long)nnz, (long long)c.stream_nnz);
+        free(blk);
+        free(lfirst);
+    }
+}
+
 int main(int argc, char **argv)
 {
     ctx = t_context(SPK_DEVICE_CPU);
@@ -252,6 +323,7 @@ int main(int argc, char **argv)
     test_public_constructors();
     test_alloc_failure();
     test_pack_bits();
+    test_row_blocks();
     spk_context_destroy(ctx);
     return t_done("test_csr");
 }
