@@ -19,6 +19,7 @@
 #include "cuda_common.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -280,6 +281,91 @@ spk_status spk_cuda_fetch_wait(spk_context *ctx, int slot)
         return st;
     memcpy(cs->fetch_dst[slot], cs->h_scratch->fetch[slot], cs->fetch_bytes[slot]);
     cs->fetch_dst[slot] = NULL;
+    return SPK_OK;
+}
+
+/* ---- iterations as a CUDA graph --------------------------------------------------------- */
+
+/* A small system's iteration is a few launches of a few microseconds each, so queuing them one
+ * by one from the host costs more than running them. SPK_CUDA_GRAPH_STEPS iterations are
+ * captured once per solve (stream capture, relaxed mode, so that a cached occupancy query or
+ * a first-call attribute set in a step stays legal) and replayed by one cudaGraphLaunch each.
+ * The captured arguments are the solve's own: the step queues the same launches with the same
+ * pointers every iteration, its scalars living on the device. A capture that fails (a Debug
+ * build's sync after every launch, an API the capture refuses) leaves the solve on plain
+ * launches: a captured step never runs, so nothing is lost or run twice. SPK_CUDA_GRAPH=0
+ * turns graphs off (for comparison). */
+#define SPK_CUDA_GRAPH_STEPS 8
+
+typedef struct spk_cuda_graph {
+    cudaGraphExec_t exec;
+    int             off;                 /* capture failed or graphs are off: plain launches  */
+} spk_cuda_graph;
+
+void spk_cuda_graph_free(void *graph)
+{
+    spk_cuda_graph *g = (spk_cuda_graph *)graph;
+    if (!g)
+        return;
+    if (g->exec)
+        (void)cudaGraphExecDestroy(g->exec);     /* freed once its launches have run */
+    free(g);
+}
+
+/* Capture SPK_CUDA_GRAPH_STEPS steps into g->exec; g->off on failure, with the error state
+ * cleared. */
+static void graph_capture(spk_cuda_state *cs, spk_cuda_graph *g, spk_status (*step)(void *),
+                          void *self)
+{
+    cudaGraph_t graph = NULL;
+    if (cudaStreamBeginCapture(cs->stream, cudaStreamCaptureModeRelaxed) == cudaSuccess) {
+        spk_status st = SPK_OK;
+        for (int i = 0; i < SPK_CUDA_GRAPH_STEPS && !st; i++)
+            st = step(self);
+        const cudaError_t e = cudaStreamEndCapture(cs->stream, &graph);
+        if (!st && e == cudaSuccess && graph &&
+            cudaGraphInstantiate(&g->exec, graph, 0) != cudaSuccess)
+            g->exec = NULL;
+        if (graph)
+            (void)cudaGraphDestroy(graph);
+    }
+    if (!g->exec) {
+        (void)cudaGetLastError();
+        g->off = 1;
+    }
+}
+
+spk_status spk_cuda_steps(spk_context *ctx, void **graph, spk_status (*step)(void *), void *self,
+                          int64_t count)
+{
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    int64_t i = 0;
+    /* a graph for runs of at least two captures' worth: a short solve does not pay the
+     * capture (tens of microseconds) */
+    if (count >= 2 * SPK_CUDA_GRAPH_STEPS) {
+        spk_cuda_graph *g = (spk_cuda_graph *)*graph;
+        if (!g) {
+            const char *env = getenv("SPK_CUDA_GRAPH");
+            if (!(g = (spk_cuda_graph *)calloc(1, sizeof *g)))
+                return spk_fail(ctx, SPK_ERR_NOMEM, "CUDA graph of the iteration: out of host "
+                                "memory");
+            *graph = g;
+            if (env && strcmp(env, "0") == 0)
+                g->off = 1;
+            else
+                graph_capture(cs, g, step, self);
+        }
+        for (; !g->off && i + SPK_CUDA_GRAPH_STEPS <= count; i += SPK_CUDA_GRAPH_STEPS)
+            if ((st = spk_cuda(ctx, cudaGraphLaunch(g->exec, cs->stream), "launch of the "
+                               "iteration's CUDA graph")))
+                return st;
+    }
+    for (; i < count; i++)
+        if ((st = step(self)))
+            return st;
     return SPK_OK;
 }
 

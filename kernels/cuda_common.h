@@ -199,6 +199,10 @@ spk_status spk_cuda_cg_xp(spk_context *ctx, int64_t n, spk_cg_scalars *S, double
 spk_status spk_cuda_fetch(spk_context *ctx, const void *dev, size_t bytes, int slot, void *host);
 spk_status spk_cuda_fetch_wait(spk_context *ctx, int slot);
 spk_status spk_cuda_put(spk_context *ctx, const void *host, size_t bytes, void *dev);
+/* spk_vec_ops.steps / graph_free (kernels/cg_cuda.cu). */
+spk_status spk_cuda_steps(spk_context *ctx, void **graph, spk_status (*step)(void *), void *self,
+                          int64_t count);
+void spk_cuda_graph_free(void *graph);
 /* GMRES's CGS2 in three passes (kernels/gmres_cuda.cu), the vec-ops table's cgs2. */
 spk_status spk_cuda_cgs2(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
                          double *w, double *out);

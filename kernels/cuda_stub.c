@@ -208,6 +208,7 @@ static const spk_vec_ops stub_ops = {
     SPK_DEVICE_CUDA, s_alloc, s_free, s_xfer, s_xfer, s_xfer, s_fill, s_dot, s_nrm2, s_dot2,
     s_axpy, s_axpby, s_scal, s_pmul, s_invert, s_cg_update, s_xpay, s_bicg_p, s_gemv_t,
     s_gemv_n_sub, s_cgs2, s_sync, s_dot_sink, s_cg_r, s_cg_xp, s_fetch, s_fetch_wait, s_put,
+    NULL, NULL,
 };
 
 const spk_vec_ops *spk_vec_ops_cuda(void) { return &stub_ops; }

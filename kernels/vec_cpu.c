@@ -378,6 +378,7 @@ static const spk_vec_ops cpu_ops = {
     SPK_DEVICE_CPU, v_alloc, v_free, v_copy, v_copy, v_copy, v_fill, v_dot, v_nrm2, v_dot2,
     v_axpy, v_axpby, v_scal, v_pmul, v_invert, v_cg_update, v_xpay, v_bicg_p, v_gemv_t,
     v_gemv_n_sub, v_cgs2, v_sync, v_dot_sink, v_cg_r, v_cg_xp, v_fetch, v_fetch_wait, v_put,
+    NULL, NULL,                         /* steps, graph_free: solvers/batch.c calls step itself */
 };
 
 const spk_vec_ops *spk_vec_ops_cpu(void) { return &cpu_ops; }

@@ -537,7 +537,7 @@ static const spk_vec_ops cuda_ops = {
     SPK_DEVICE_CUDA, c_alloc, c_free, c_upload, c_download, c_copy, c_fill, c_dot, c_nrm2,
     c_dot2, c_axpy, c_axpby, c_scal, c_pmul, c_invert, c_cg_update, c_xpay, c_bicg_p, c_gemv_t,
     c_gemv_n_sub, spk_cuda_cgs2, c_sync, spk_cuda_dot_sink, spk_cuda_cg_r, spk_cuda_cg_xp, spk_cuda_fetch,
-    spk_cuda_fetch_wait, spk_cuda_put,
+    spk_cuda_fetch_wait, spk_cuda_put, spk_cuda_steps, spk_cuda_graph_free,
 };
 
 extern "C" const spk_vec_ops *spk_vec_ops_cuda(void) { return &cuda_ops; }

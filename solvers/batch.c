@@ -18,17 +18,23 @@ spk_status spk_batch_run(spk_krylov *k, const spk_batch_method *m, int64_t first
     int64_t launched = 0, batch = cpu ? 1 : first_batch, it_prev = 0;
     int fifo[2], nfifo = 0, next = 0, done = 0;
     double t_prev = spk_now();
-    spk_status st;
+    void *graph = NULL;                   /* ops->steps' captured iterations, for this solve  */
+    spk_status st = SPK_OK;
     *last = -1;
     for (;;) {
         if (!done && launched < k->maxiter) {
             int64_t nb = k->maxiter - launched < batch ? k->maxiter - launched : batch;
-            for (int64_t j = 0; j < nb; j++)
-                if ((st = m->step(m->self)))
-                    return st;            /* a read-back in flight only lands in pinned scratch */
+            /* on an error, a read-back in flight only lands in pinned scratch */
+            if (ops->steps && !cpu)
+                st = ops->steps(k->ctx, &graph, m->step, m->self, nb);
+            else
+                for (int64_t j = 0; j < nb && !st; j++)
+                    st = m->step(m->self);
+            if (st)
+                break;
             launched += nb;
             if ((st = ops->fetch(k->ctx, m->dev_block, m->bytes, next, m->host[next])))
-                return st;
+                break;
             fifo[nfifo++] = next;
             next ^= 1;
         }
@@ -41,7 +47,7 @@ spk_status spk_batch_run(spk_krylov *k, const spk_batch_method *m, int64_t first
         nfifo--;
         int64_t it = 0;
         if ((st = ops->fetch_wait(k->ctx, s)) || (st = m->take(m->self, s, &it, &done)))
-            return st;
+            break;
         *last = s;
         if (!cpu && it > it_prev) {
             double t = spk_now(), per_it = (t - t_prev) / (double)(it - it_prev);
@@ -51,5 +57,7 @@ spk_status spk_batch_run(spk_krylov *k, const spk_batch_method *m, int64_t first
             it_prev = it;
         }
     }
-    return SPK_OK;
+    if (ops->graph_free)
+        ops->graph_free(graph);
+    return st;
 }

@@ -360,6 +360,13 @@ typedef struct spk_vec_ops {
     spk_status (*fetch_wait)(spk_context *ctx, int slot);
     /* Copy `bytes` of host memory into device memory and wait (the scalars' first state). */
     spk_status (*put)(spk_context *ctx, const void *host, size_t bytes, void *dev);
+    /* Queue `count` calls of step(self), each of which queues the same launches with the same
+     * arguments (an iteration whose scalars live on the device). *graph is the caller's cache,
+     * NULL at first, released by graph_free. CUDA: a run of steps captured once into a CUDA
+     * graph and replayed. NULL (the CPU): the caller calls step itself. */
+    spk_status (*steps)(spk_context *ctx, void **graph, spk_status (*step)(void *), void *self,
+                        int64_t count);
+    void (*graph_free)(void *graph);                                          /* NULL-safe */
 } spk_vec_ops;
 
 const spk_vec_ops *spk_vec_ops_cpu(void);

@@ -2,7 +2,8 @@
  * --device: real nonsymmetric matrices in every format with and without Jacobi, constructed
  * breakdowns and singular systems (each must give its documented reason and never a NaN),
  * GMRES restart edge cases (m = 1, m = n, m > n, convergence in fewer than m steps), the
- * residual history, and method AUTO. Every convergence claim is checked against the true
+ * residual history, CG and BiCGStab with and without the GPU's CUDA-graph replay, and method
+ * AUTO. Every convergence claim is checked against the true
  * residual ||b - A x|| / ||b|| recomputed on the host from the canonical CSR. --quick (for
  * compute-sanitizer) runs the real nonsymmetric inputs on cage8 and pores_1 only, leaves out
  * e05r0100 with its supplied right-hand side (thousands of iterations each) and method AUTO
@@ -464,6 +465,94 @@ static void test_history(void)
     spk_matrix_destroy(A);
 }
 
+/* The GPU queues CG's and BiCGStab's iterations as a replayed CUDA graph (kernels/cg_cuda.cu)
+ * unless SPK_CUDA_GRAPH=0: both ways must give the same reason, iteration count, history and
+ * x, to the bit -- converging mid-batch, and stopping at a maxiter that leaves a remainder
+ * after whole graphs. (On the CPU the variable changes nothing and the same must hold.) */
+static void test_graph_replay(void)
+{
+    static const struct {
+        const char *file;
+        spk_method  m;
+        spk_precond pc;             /* orsirr_1: BiCGStab + Jacobi breaks down (the top)  */
+        double      rtol;
+        int64_t     maxiter;
+    } cases[] = {
+        {"bcsstk09.mtx", SPK_METHOD_CG, SPK_PRECOND_JACOBI, 1e-10, 0},
+        {"bcsstk09.mtx", SPK_METHOD_CG, SPK_PRECOND_JACOBI, 1e-14, 37},
+        {"orsirr_1.mtx", SPK_METHOD_BICGSTAB, SPK_PRECOND_NONE, 1e-8, 0},
+        {"orsirr_1.mtx", SPK_METHOD_BICGSTAB, SPK_PRECOND_NONE, 1e-14, 53},
+    };
+    const char *env = getenv("SPK_CUDA_GRAPH");
+    char *saved = env ? strdup(env) : NULL;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        spk_matrix *A = NULL;
+        if (spk_matrix_read_mtx(ctx, t_input(cases[c].file), &A) != SPK_OK) {
+            T_CHECK(0, "read %s: %s", cases[c].file, spk_last_error(ctx));
+            continue;
+        }
+        spk_matrix_info info;
+        spk_matrix_get_info(A, &info);
+        const size_t n = (size_t)info.nrows;
+        double *b = ones_rhs(A), *x[2] = {calloc(n, sizeof(double)), calloc(n, sizeof(double))};
+        spk_result res[2];
+        spk_status st[2];
+        for (int g = 0; g < 2; g++) {             /* g = 0: graphs as configured; 1: off */
+            if (g == 1)
+                setenv("SPK_CUDA_GRAPH", "0", 1);
+            else if (saved)
+                setenv("SPK_CUDA_GRAPH", saved, 1);
+            else
+                unsetenv("SPK_CUDA_GRAPH");
+            spk_options o;
+            opts(&o, cases[c].m, cases[c].pc, SPK_FMT_CSR, cases[c].rtol, 30);
+            o.history = 1;
+            if (cases[c].maxiter)
+                o.maxiter = cases[c].maxiter;
+            st[g] = spk_solve(ctx, A, b, x[g], &o, &res[g]);
+            T_CHECK(st[g] == SPK_OK, "graph %s %s (graphs %s): %s", cases[c].file,
+                    mname(cases[c].m), g ? "off" : "on", spk_last_error(ctx));
+        }
+        if (st[0] == SPK_OK && st[1] == SPK_OK) {
+            int same_hist = res[0].history_len == res[1].history_len;
+            for (int64_t h = 0; same_hist && h < res[0].history_len; h++)
+                same_hist = memcmp(&res[0].history[h].rnorm, &res[1].history[h].rnorm,
+                                   sizeof(double)) == 0;
+            T_CHECK(res[0].reason == res[1].reason && res[0].iterations == res[1].iterations &&
+                        same_hist && memcmp(x[0], x[1], n * sizeof(double)) == 0,
+                    "graph %s %s: with graphs %s after %lld, without %s after %lld (history "
+                    "%s, x %s)", cases[c].file, mname(cases[c].m),
+                    spk_reason_str(res[0].reason), (long long)res[0].iterations,
+                    spk_reason_str(res[1].reason), (long long)res[1].iterations,
+                    same_hist ? "same" : "differs",
+                    memcmp(x[0], x[1], n * sizeof(double)) ? "differs" : "same");
+            if (cases[c].maxiter)
+                T_CHECK(res[0].reason == SPK_DIVERGED_MAXIT &&
+                            res[0].iterations == cases[c].maxiter,
+                        "graph %s %s: %s after %lld, want MAXIT after %lld", cases[c].file,
+                        mname(cases[c].m), spk_reason_str(res[0].reason),
+                        (long long)res[0].iterations, (long long)cases[c].maxiter);
+            else
+                T_CHECK(res[0].reason == SPK_CONVERGED_RTOL && res[0].iterations > 32,
+                        "graph %s %s: %s after %lld (want convergence past the first batches)",
+                        cases[c].file, mname(cases[c].m), spk_reason_str(res[0].reason),
+                        (long long)res[0].iterations);
+        }
+        for (int g = 0; g < 2; g++) {
+            if (st[g] == SPK_OK)
+                spk_result_free(&res[g]);
+            free(x[g]);
+        }
+        free(b);
+        spk_matrix_destroy(A);
+    }
+    if (saved)
+        setenv("SPK_CUDA_GRAPH", saved, 1);
+    else
+        unsetenv("SPK_CUDA_GRAPH");
+    free(saved);
+}
+
 /* method AUTO: CG for an SPD input, BiCGStab for a nonsymmetric one */
 static void test_auto(void)
 {
@@ -502,6 +591,7 @@ int main(int argc, char **argv)
     test_other_reasons();
     test_gmres_restart();
     test_history();
+    test_graph_replay();
     test_limits();
     if (!quick) {
         test_auto();
