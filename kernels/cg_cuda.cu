@@ -297,42 +297,37 @@ spk_status spk_cuda_fetch_wait(spk_context *ctx, int slot)
  * turns graphs off (for comparison). */
 #define SPK_CUDA_GRAPH_STEPS 8
 
-typedef struct spk_cuda_graph {
-    cudaGraphExec_t exec;
-    int             off;                 /* capture failed or graphs are off: plain launches  */
-} spk_cuda_graph;
+/* *graph: NULL before the first run long enough, then the captured cudaGraphExec_t or
+ * &graph_off (capture failed or graphs are off: plain launches). No allocation of ours. */
+static char graph_off;
 
 void spk_cuda_graph_free(void *graph)
 {
-    spk_cuda_graph *g = (spk_cuda_graph *)graph;
-    if (!g)
-        return;
-    if (g->exec)
-        (void)cudaGraphExecDestroy(g->exec);     /* freed once its launches have run */
-    free(g);
+    if (graph && graph != (void *)&graph_off)
+        (void)cudaGraphExecDestroy((cudaGraphExec_t)graph);   /* freed once its launches ran */
 }
 
-/* Capture SPK_CUDA_GRAPH_STEPS steps into g->exec; g->off on failure, with the error state
+/* SPK_CUDA_GRAPH_STEPS steps captured and instantiated, or &graph_off with the error state
  * cleared. */
-static void graph_capture(spk_cuda_state *cs, spk_cuda_graph *g, spk_status (*step)(void *),
-                          void *self)
+static void *graph_capture(spk_cuda_state *cs, spk_status (*step)(void *), void *self)
 {
     cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
     if (cudaStreamBeginCapture(cs->stream, cudaStreamCaptureModeRelaxed) == cudaSuccess) {
         spk_status st = SPK_OK;
         for (int i = 0; i < SPK_CUDA_GRAPH_STEPS && !st; i++)
             st = step(self);
         const cudaError_t e = cudaStreamEndCapture(cs->stream, &graph);
-        if (!st && e == cudaSuccess && graph &&
-            cudaGraphInstantiate(&g->exec, graph, 0) != cudaSuccess)
-            g->exec = NULL;
+        if (st || e != cudaSuccess || !graph || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
+            exec = NULL;
         if (graph)
             (void)cudaGraphDestroy(graph);
     }
-    if (!g->exec) {
+    if (!exec) {
         (void)cudaGetLastError();
-        g->off = 1;
+        return &graph_off;
     }
+    return (void *)exec;
 }
 
 spk_status spk_cuda_steps(spk_context *ctx, void **graph, spk_status (*step)(void *), void *self,
@@ -346,21 +341,15 @@ spk_status spk_cuda_steps(spk_context *ctx, void **graph, spk_status (*step)(voi
     /* a graph for runs of at least two captures' worth: a short solve does not pay the
      * capture (tens of microseconds) */
     if (count >= 2 * SPK_CUDA_GRAPH_STEPS) {
-        spk_cuda_graph *g = (spk_cuda_graph *)*graph;
-        if (!g) {
+        if (!*graph) {
             const char *env = getenv("SPK_CUDA_GRAPH");
-            if (!(g = (spk_cuda_graph *)calloc(1, sizeof *g)))
-                return spk_fail(ctx, SPK_ERR_NOMEM, "CUDA graph of the iteration: out of host "
-                                "memory");
-            *graph = g;
-            if (env && strcmp(env, "0") == 0)
-                g->off = 1;
-            else
-                graph_capture(cs, g, step, self);
+            *graph = env && strcmp(env, "0") == 0 ? (void *)&graph_off
+                                                  : graph_capture(cs, step, self);
         }
-        for (; !g->off && i + SPK_CUDA_GRAPH_STEPS <= count; i += SPK_CUDA_GRAPH_STEPS)
-            if ((st = spk_cuda(ctx, cudaGraphLaunch(g->exec, cs->stream), "launch of the "
-                               "iteration's CUDA graph")))
+        for (; *graph != (void *)&graph_off && i + SPK_CUDA_GRAPH_STEPS <= count;
+             i += SPK_CUDA_GRAPH_STEPS)
+            if ((st = spk_cuda(ctx, cudaGraphLaunch((cudaGraphExec_t)*graph, cs->stream),
+                               "launch of the iteration's CUDA graph")))
                 return st;
     }
     for (; i < count; i++)

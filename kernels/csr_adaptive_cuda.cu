@@ -269,7 +269,7 @@ spk_status spk_csr_adaptive_setup(spk_context *ctx, const spk_csr *A, spk_csr_ad
     M->nblk = nblk;
     M->nlong = nlong;
     M->ncols = A->ncols;
-    M->tile = c.stream_nnz >= SPK_CSR_ADAPT_TILE_LEN * c.stream_rows ? SPK_CSR_ADAPT_TILE : 0;
+    M->tile = c.stream_nnz >= SPK_CSR_ADAPT_TILE_LEN * c.stream_rows;
     if ((st = spk_cuda_upload_new(ctx, &M->blk, blk, 4 * (size_t)nblk * sizeof *blk,
                                   "CSR row-block descriptors")) ||
         (st = spk_cuda_upload_new(ctx, &M->lfirst, lfirst, ((size_t)nlong + 1) * sizeof *lfirst,

@@ -277,7 +277,7 @@ spk_status spk_csr_merge_spmv_dot(spk_context *ctx, const spk_csr_merge *M,
  * kernel for irregular rows. Pattern data only, like the merge path's. */
 typedef struct spk_csr_adaptive {
     int64_t   nblk, nlong, ncols;
-    int       tile;
+    int       tile;                     /* 1: stream blocks stage their own columns of x       */
     int       bits;                     /* bits per packed column index                        */
     uint32_t *pcol;                     /* bit-packed column indices, padded past the end      */
     uint16_t *rend;                     /* nrows: row end - its stream block's first nonzero    */
