@@ -182,6 +182,48 @@ static void test_alloc_failure(void)
     T_CHECK(nomem >= 5 && ok >= 1, "every allocation site fails cleanly (%d NOMEM, %d ok)", nomem, ok);
 }
 
+/* Large allocations (2 MiB and more) are 2 MiB-aligned for transparent huge pages on Linux;
+ * spk_calloc's are zero after a block of the same size was filled with garbage and freed
+ * (glibc hands such blocks back to the kernel, so this catches a missing clear only with an
+ * allocator that reuses them). */
+static void test_large_alloc(void)
+{
+    const size_t big = ((size_t)3 << 20) + 24, huge = (size_t)2 << 20;
+    unsetenv("SPK_HUGEPAGES");
+    for (int round = 0; round < 3; round++) {
+        unsigned char *g = spk_malloc(ctx, big, 1);
+        T_CHECK(g != NULL, "large spk_malloc");
+        if (!g)
+            return;
+#ifdef __linux__
+        T_CHECK((uintptr_t)g % huge == 0, "a %zu-byte spk_malloc is 2 MiB-aligned (%p)", big, (void *)g);
+#endif
+        memset(g, 0xA5, big);
+        spk_free(g);
+        double *z = spk_calloc(ctx, big / sizeof *z, sizeof *z);
+        T_CHECK(z != NULL, "large spk_calloc");
+        if (!z)
+            return;
+#ifdef __linux__
+        T_CHECK((uintptr_t)z % huge == 0, "a large spk_calloc is 2 MiB-aligned (%p)", (void *)z);
+#endif
+        size_t nonzero = 0;
+        for (size_t i = 0; i < big / sizeof *z; i++)
+            nonzero += z[i] != 0.0;
+        T_CHECK(nonzero == 0, "round %d: %zu of the large spk_calloc's doubles are not zero", round,
+                nonzero);
+        spk_free(z);
+    }
+    /* the counted-allocation contract holds on the large path too */
+    ctx->alloc_count = 0;
+    ctx->fail_alloc_at = 1;
+    void *first = spk_malloc(ctx, big, 1), *second = spk_calloc(ctx, big, 1);
+    ctx->fail_alloc_at = 0;
+    T_CHECK(first == NULL && second != NULL, "fail_alloc_at 1 fails the first large allocation only");
+    spk_free(first);
+    spk_free(second);
+}
+
 /* spk_pack_bits against a bit-by-bit reference: every field read back as the CUDA kernel
  * reads it (its start word and the next, shifted), the words past the last field zero, and
  * the same words at 1 and 3 threads. */
@@ -322,6 +364,7 @@ int main(int argc, char **argv)
     test_symmetric_expansion();
     test_public_constructors();
     test_alloc_failure();
+    test_large_alloc();
     test_pack_bits();
     test_row_blocks();
     spk_context_destroy(ctx);
