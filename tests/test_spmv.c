@@ -2,7 +2,8 @@
  * reference, on the shapes that break kernels first (0 x 0, 1 x 1, n x 0, empty rows, all
  * zero, one dense row, tall and wide, sizes off the block sizes, seeded random, generated, and
  * every real matrix of inputs/). Outputs are pre-filled with NaN, so an entry a kernel forgets
- * to write fails; y = A x and y = a A x + b y are both checked to 1e-12 relative.
+ * to write fails; y = A x and y = a A x + b y are both checked to 1e-12 relative, and where a
+ * backend fuses the SpMV with the dot (spmv_dot: CUDA CSR and ELL), y, x'y and skip too.
  * On the CPU run also: every format converts back to exactly the original CSR, its *_bytes
  * equals the analytic spk_matrix_info.bytes[], and ELL without its fill guard still computes. */
 #include "util.h"
@@ -117,6 +118,7 @@ static double *host_random(int64_t n, uint64_t seed)
     double *v = malloc(((size_t)n + 1) * sizeof *v);
     for (int64_t i = 0; i < n; i++)
         v[i] = t_randu(&seed);
+    v[n] = 0.0;                          /* the spare slot (n may be 0): nothing uninitialized */
     return v;
 }
 
@@ -398,8 +400,10 @@ static void check_backends(const char *mname, const spk_csr *A, const spk_matrix
         }
         T_CHECK(st == SPK_OK, "%s setup on %s: %s: %s", be->name, mname, spk_status_str(st),
                 spk_last_error(ctx));
-        if (st == SPK_OK)
+        if (st == SPK_OK) {
             check_products(be->name, mname, be, state, A);
+            check_spmv_dot(be->name, mname, be, state, A);     /* backends that have one */
+        }
         be->destroy(state);
         check_csr_kernels(mname, be, A);
     }
