@@ -89,7 +89,9 @@ if command -v compute-sanitizer >/dev/null; then
   # RACE_SKIP="name ..." leaves runs out of racecheck; SAN_TOOLS=racecheck runs one tool only.
   # racecheck of the whole test_api took 360-430 s alone before GMRES's tile kernel, more than
   # 450 s with it; --quick took 422 s beside the seven others (fifth session, SAN_JOBS=8:
-  # racecheck alone is ~8 minutes); the long racecheck runs start first.
+  # racecheck alone is ~8 minutes); the long racecheck runs start first. test_krylov --quick:
+  # 254 s alone (seventh session). Within one 600 s call, RACE_SKIP=" api krylov robust_gpu "
+  # and then SAN_TOOLS=racecheck SAN_ONLY="api krylov robust_gpu" split the work in two.
   RACE_SKIP=${RACE_SKIP-""}
   SAN_TOOLS=${SAN_TOOLS:-racecheck memcheck}   # the long racecheck runs first
   for tool in $SAN_TOOLS; do
