@@ -43,8 +43,8 @@ static int alloc_should_fail(spk_context *ctx)
 /* Large arrays (a matrix's values and indices, the solver's vectors) are aligned to 2 MiB and
  * advised for transparent huge pages, as NumPy does for its own arrays of 4 MiB and more: where
  * the kernel's THP mode is "madvise" (Debian's default) a plain malloc gets 4 KiB pages, and a
- * CPU SpMV that streams tens of megabytes while gathering x then walks the page tables every
- * 4 KiB of each stream. SPK_HUGEPAGES=0 turns the advice off. */
+ * CPU SpMV streaming tens of megabytes then misses the TLB every 4 KiB of each stream (about
+ * -4% per CPU CG iteration with the advice: docs/benchmarks.md). SPK_HUGEPAGES=0 turns it off. */
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
 #define SPK_HUGE_ALIGN ((size_t)2 << 20)
 
@@ -61,7 +61,10 @@ static void *huge_alloc(size_t bytes)
     void *p = NULL;
     if (posix_memalign(&p, SPK_HUGE_ALIGN, bytes))
         return NULL;
-    (void)madvise(p, bytes, MADV_HUGEPAGE); /* advice: a kernel without THP just says no */
+    /* whole huge pages only: a tail of the array shorter than 2 MiB keeps 4 KiB pages, so
+     * an array of 2 MiB + 8 bytes does not take two huge pages. Advice: a kernel without THP
+     * just says no. */
+    (void)madvise(p, bytes & ~(SPK_HUGE_ALIGN - 1), MADV_HUGEPAGE);
     return p;
 }
 #else

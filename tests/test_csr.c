@@ -186,6 +186,32 @@ static void test_alloc_failure(void)
  * spk_calloc's are zero after a block of the same size was filled with garbage and freed
  * (glibc hands such blocks back to the kernel, so this catches a missing clear only with an
  * allocator that reuses them). */
+#ifdef __linux__
+/* Is the mapping that holds address a advised for huge pages ("hg" in its VmFlags)? 1 yes,
+ * 0 no, -1 not found. *end: where that mapping ends. */
+static int advised_huge(uintptr_t a, uintptr_t *end)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    int in = 0, got = -1;
+    while (got < 0 && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char c;
+        if (sscanf(line, "%lx-%lx %c", &lo, &hi, &c) == 3) {   /* a mapping's first line */
+            in = a >= lo && a < hi;
+            if (in)
+                *end = (uintptr_t)hi;
+        } else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            got = strstr(line, " hg") != NULL;
+        }
+    }
+    fclose(f);
+    return got;
+}
+#endif
+
 static void test_large_alloc(void)
 {
     const size_t big = ((size_t)3 << 20) + 24, huge = (size_t)2 << 20;
@@ -214,6 +240,28 @@ static void test_large_alloc(void)
                 nonzero);
         spk_free(z);
     }
+#ifdef __linux__
+    /* the advice covers the whole huge pages of the array, not its tail: 3 MiB + 24 bytes is
+     * one advised 2 MiB page and 4 KiB pages after it (where the kernel has THP at all) */
+    FILE *thp = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (thp) {
+        fclose(thp);
+        unsigned char *a = spk_malloc(ctx, big, 1);
+        uintptr_t end = 0, tail_end = 0;
+        int head = a ? advised_huge((uintptr_t)a, &end) : -1;
+        int tail = a ? advised_huge((uintptr_t)a + huge + 4096, &tail_end) : -1;
+        T_CHECK(head == 1 && end == (uintptr_t)a + huge && tail == 0,
+                "advice on the first 2 MiB only: head %d (mapping ends at +%ld), tail %d", head,
+                a ? (long)(end - (uintptr_t)a) : 0L, tail);
+        spk_free(a);
+        setenv("SPK_HUGEPAGES", "0", 1);
+        a = spk_malloc(ctx, big, 1);
+        head = a ? advised_huge((uintptr_t)a, &end) : -1;
+        T_CHECK(head == 0, "SPK_HUGEPAGES=0: no advice (%d)", head);
+        spk_free(a);
+        unsetenv("SPK_HUGEPAGES");
+    }
+#endif
     /* the counted-allocation contract holds on the large path too */
     ctx->alloc_count = 0;
     ctx->fail_alloc_at = 1;
