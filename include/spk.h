@@ -9,11 +9,11 @@
  *  - Handles are opaque. The caller owns what it creates and destroys it; destroy functions are
  *    NULL-safe. Host arrays passed in are copied unless the function says otherwise.
  *  - Thread safety: a context and everything made from it belong to one thread at a time. Two
- *    threads may use two contexts concurrently; the library keeps no global mutable state.
- *  - The library never prints and never exits. It reads two environment variables, tuning
- *    knobs for benchmarks and tests: SPK_BATCH_US (GPU work between two read-backs of CG's and
- *    BiCGStab's scalars, in microseconds) and SPK_CSR_KERNEL (vector|merge: force a CUDA CSR
- *    kernel).
+ *    threads may use two contexts concurrently; the library keeps no global mutable state
+ *    beyond two atomic per-process caches of CUDA kernel occupancy (one GPU model a process).
+ *  - The library never prints and never exits. It reads seven environment variables, tuning
+ *    knobs for benchmarks and tests (SPK_BATCH_US, SPK_CUDA_GRAPH, SPK_CSR_KERNEL,
+ *    SPK_ELL_INDEX, SPK_GS_ROWS, SPK_GS_KERNEL, SPK_HUGEPAGES): docs/api.md says what each does.
  */
 #ifndef SPK_H
 #define SPK_H

@@ -514,21 +514,23 @@ static int print_table(void)
         closedir(d);
     qsort(names, (size_t)n, sizeof *names, cmp_str);
     printf("| matrix | rows x cols | nnz | mean | max | cv | ELL fill | HYB K + COO | CSR | COO | "
-           "ELL | HYB | JDS | auto (gpu) |\n");
-    printf("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
+           "ELL | HYB | JDS | shape rule (gpu) | auto (gpu) |\n");
+    printf("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|\n");
     for (int k = 0; k < n; k++) {
         spk_csr A;
         spk_matrix_info in;
         t_read_csr(ctx, names[k], &A);
         spk_stats_compute(&A, &in);
         spk_format f = spk_select_format(&in, SPK_DEVICE_CUDA, NULL, 0);
+        spk_format shape = spk_select_shape(&in, NULL, 0);
         printf("| %s | %lld x %lld | %lld | %.1f | %lld | %.2f | %.2f%s | %lld + %lld | %zu | %zu | "
-               "%zu | %zu | %zu | %s |\n",
+               "%zu | %zu | %zu | %s | %s |\n",
                names[k], (long long)in.nrows, (long long)in.ncols, (long long)in.nnz, in.row_mean,
                (long long)in.row_max, in.row_cv, in.ell_fill,
                in.ell_fill > SPK_ELL_MAX_FILL ? " (refused)" : "", (long long)in.hyb_width,
                (long long)in.hyb_coo_nnz, in.bytes[SPK_FMT_CSR], in.bytes[SPK_FMT_COO],
-               in.bytes[SPK_FMT_ELL], in.bytes[SPK_FMT_HYB], in.bytes[SPK_FMT_JDS], spk_format_str(f));
+               in.bytes[SPK_FMT_ELL], in.bytes[SPK_FMT_HYB], in.bytes[SPK_FMT_JDS],
+               spk_format_str(shape), spk_format_str(f));
         spk_csr_free(&A);
         free(names[k]);
     }
