@@ -16,9 +16,11 @@ SciPy: scipy.sparse.linalg.cg(A, b, rtol=1e-8, atol=0) in a fresh process, per i
        call's wall time / iterations (counted by callback; SciPy's own work is the same: one
        matvec per iteration plus the initial residual).
 
-Each trial runs spk then SciPy, each in its own process, so both see the same machine load;
---trials of them, reported as the minimum (the run least disturbed by other processes) and the
-median. Three settings: the default (spk's OpenMP on every core; SciPy's matvec is single
+Each trial runs spk and SciPy, each in its own process, back to back (spk first in odd
+trials, SciPy first in even ones, so that a machine slowing down or speeding up favours
+neither), so both see the same machine load; --trials of them, reported as the minimum (the
+run least disturbed by other processes), the median, and the median of the trials' own
+ratios (SciPy / spk within one trial: a load that changes between trials cancels). Three settings: the default (spk's OpenMP on every core; SciPy's matvec is single
 threaded, its BLAS may use every core); the default with OMP_WAIT_POLICY=passive (GNU OpenMP's
 idle threads sleep instead of spinning: on a machine loaded by other processes a spinning thread
 takes the core its partner needs, and every parallel region then waits a scheduler time slice);
@@ -220,15 +222,17 @@ def main():
         spk_t, sci_t, spk_last, sci_last = [], [], None, None
         load0 = os.getloadavg()[0]
         busy = []
-        for _ in range(a.trials):
-            if a.wait_idle > 0:
-                busy.append(wait_idle(a.wait_idle, 0.10))
-            spk_last = run(spk_cmd, env)
-            if a.wait_idle > 0:
-                busy.append(wait_idle(a.wait_idle, 0.10))
-            sci_last = run(sci_cmd, env)
+        for trial in range(a.trials):
+            for side in ((0, 1) if trial % 2 == 0 else (1, 0)):
+                if a.wait_idle > 0:
+                    busy.append(wait_idle(a.wait_idle, 0.10))
+                if side == 0:
+                    spk_last = run(spk_cmd, env)
+                else:
+                    sci_last = run(sci_cmd, env)
             spk_t.append(spk_last["per_iter_s"])
             sci_t.append(sci_last["per_iter_s"])
+        paired = [q / p for p, q in zip(spk_t, sci_t)]
         load1 = os.getloadavg()[0]
         r = {
             "threads": label,
@@ -241,6 +245,8 @@ def main():
             "scipy_ms_min": 1e3 * min(sci_t), "scipy_ms_median": 1e3 * statistics.median(sci_t),
             "speedup_min": min(sci_t) / min(spk_t),
             "speedup_median": statistics.median(sci_t) / statistics.median(spk_t),
+            "speedup_paired_median": statistics.median(paired),
+            "speedup_paired_min": min(paired), "speedup_paired_max": max(paired),
             "spk_ms_all": [1e3 * t for t in spk_t], "scipy_ms_all": [1e3 * t for t in sci_t],
             "load_before": load0, "load_after": load1,
             "busy_before_runs": [b for b in busy if b is not None],
@@ -254,23 +260,27 @@ def main():
             "results": results}
     print("%s, %d cores, %s; %d trials (min / median per iteration)" %
           (info["cpu"], info["cores"], info["date"], a.trials))
-    print("%-16s %6s %6s %18s %18s %16s %9s" % ("threads", "spk it", "SciPy", "spk ms/it",
-                                                "SciPy ms/it", "SciPy/spk", "load"))
+    print("%-16s %6s %6s %18s %18s %16s %22s %9s" % (
+        "threads", "spk it", "SciPy", "spk ms/it", "SciPy ms/it", "SciPy/spk",
+        "paired: median (range)", "load"))
     for r in results:
-        print("%-16s %6d %6d %8.2f / %7.2f %8.2f / %7.2f %7.2f / %6.2f %4.1f-%4.1f" %
+        print("%-16s %6d %6d %8.2f / %7.2f %8.2f / %7.2f %7.2f / %6.2f %6.2f (%.2f-%.2f) %4.1f-%4.1f" %
               (r["threads"], r["spk_iterations"], r["scipy_iterations"], r["spk_ms_min"],
                r["spk_ms_median"], r["scipy_ms_min"], r["scipy_ms_median"], r["speedup_min"],
-               r["speedup_median"], r["load_before"], r["load_after"]))
+               r["speedup_median"], r["speedup_paired_median"], r["speedup_paired_min"],
+               r["speedup_paired_max"], r["load_before"], r["load_after"]))
     if a.markdown:
         print()
         print("| threads | iterations spk / SciPy | spk ms/it (min, median) | SciPy ms/it (min, median)"
-              " | SciPy / spk (min, median) | load avg |")
-        print("|---|---|---|---|---|---|")
+              " | SciPy / spk (min, median) | per-trial SciPy / spk: median (range) | load avg |")
+        print("|---|---|---|---|---|---|---|")
         for r in results:
-            print("| %s | %d / %d | %.2f, %.2f | %.2f, %.2f | **%.2fx**, %.2fx | %.1f-%.1f |" %
+            print("| %s | %d / %d | %.2f, %.2f | %.2f, %.2f | **%.2fx**, %.2fx | %.2fx (%.2f-%.2f) "
+                  "| %.1f-%.1f |" %
                   (r["threads"], r["spk_iterations"], r["scipy_iterations"], r["spk_ms_min"],
                    r["spk_ms_median"], r["scipy_ms_min"], r["scipy_ms_median"], r["speedup_min"],
-                   r["speedup_median"], r["load_before"], r["load_after"]))
+                   r["speedup_median"], r["speedup_paired_median"], r["speedup_paired_min"],
+                   r["speedup_paired_max"], r["load_before"], r["load_after"]))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(info, f, indent=2)
