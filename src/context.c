@@ -72,6 +72,20 @@ static int huge_wanted(size_t bytes) { (void)bytes; return 0; }
 static void *huge_alloc(size_t bytes) { return malloc(bytes); }
 #endif
 
+/* The large calloc's zeroing, by every thread, each its contiguous share as the kernels' static
+ * schedules split an array: on a NUMA machine each page then lands, at this first touch, by
+ * the threads that will use it (what calloc's lazily zeroed pages gave before). */
+static void zero_shared(unsigned char *p, size_t bytes)
+{
+    const size_t block = (size_t)64 << 10;
+    const int64_t nb = (int64_t)((bytes + block - 1) / block);
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < nb; b++) {
+        const size_t off = (size_t)b * block;
+        memset(p + off, 0, bytes - off < block ? bytes - off : block);
+    }
+}
+
 void *spk_malloc(spk_context *ctx, size_t n, size_t size)
 {
     if (size && n > SIZE_MAX / size)
@@ -92,7 +106,9 @@ void *spk_calloc(spk_context *ctx, size_t n, size_t size)
     if (!huge_wanted(bytes))
         return calloc(n ? n : 1, size ? size : 1);
     void *p = huge_alloc(bytes);
-    return p ? memset(p, 0, bytes) : NULL;
+    if (p)
+        zero_shared(p, bytes);
+    return p;
 }
 
 void spk_free(void *p) { free(p); }
