@@ -308,20 +308,35 @@ void spk_cuda_graph_free(void *graph)
 }
 
 /* SPK_CUDA_GRAPH_STEPS steps captured and instantiated, or &graph_off with the error state
- * cleared. */
+ * cleared. The capture runs on the context's non-blocking `capture` stream, standing in for
+ * `stream` (and cuBLAS's) while the steps queue their launches: while a blocking stream is
+ * being captured the legacy default stream is unusable in the whole process, so another
+ * thread's plain cudaMemcpy (or spk's own download of updated values, on another context)
+ * would fail, and break this capture too. Kernel nodes keep no stream: the graph is launched
+ * on `stream`, in order with everything else. */
 static void *graph_capture(spk_cuda_state *cs, spk_status (*step)(void *), void *self)
 {
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
-    if (cudaStreamBeginCapture(cs->stream, cudaStreamCaptureModeRelaxed) == cudaSuccess) {
-        spk_status st = SPK_OK;
-        for (int i = 0; i < SPK_CUDA_GRAPH_STEPS && !st; i++)
-            st = step(self);
-        const cudaError_t e = cudaStreamEndCapture(cs->stream, &graph);
-        if (st || e != cudaSuccess || !graph || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
-            exec = NULL;
-        if (graph)
-            (void)cudaGraphDestroy(graph);
+    if (!cs->capture &&
+        cudaStreamCreateWithFlags(&cs->capture, cudaStreamNonBlocking) != cudaSuccess)
+        cs->capture = NULL;
+    const cudaStream_t own = cs->stream;
+    if (cs->capture && cublasSetStream(cs->blas, cs->capture) == CUBLAS_STATUS_SUCCESS) {
+        cs->stream = cs->capture;
+        if (cudaStreamBeginCapture(cs->stream, cudaStreamCaptureModeRelaxed) == cudaSuccess) {
+            spk_status st = SPK_OK;
+            for (int i = 0; i < SPK_CUDA_GRAPH_STEPS && !st; i++)
+                st = step(self);
+            const cudaError_t e = cudaStreamEndCapture(cs->stream, &graph);
+            if (st || e != cudaSuccess || !graph ||
+                cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
+                exec = NULL;
+            if (graph)
+                (void)cudaGraphDestroy(graph);
+        }
+        cs->stream = own;
+        (void)cublasSetStream(cs->blas, own);   /* a valid handle stores it; it cannot fail */
     }
     if (!exec) {
         (void)cudaGetLastError();

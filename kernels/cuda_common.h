@@ -63,6 +63,9 @@ typedef struct spk_cuda_state {
                                         * largest tile, -1 refused (the device's limit is lower) */
     int              gs_tile_occ[33];  /* its blocks per SM for k = 0..32 columns (0: not asked) */
     cudaStream_t     stream;           /* every spk launch and copy of this context             */
+    cudaStream_t     capture;          /* non-blocking, made at the first CUDA-graph capture:
+                                        * `stream` stands in for it while the steps are queued
+                                        * into the graph (kernels/cg_cuda.cu)                   */
     cublasHandle_t   blas;             /* bound to `stream`, host pointer mode                  */
     spk_cuda_scratch      *d_scratch;  /* device                                                */
     spk_cuda_host_scratch *h_scratch;  /* pinned host                                           */

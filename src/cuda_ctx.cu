@@ -340,6 +340,8 @@ extern "C" void spk_cuda_fini(spk_context *ctx)
             (void)cudaEventDestroy(cs->fetch_ev[e]);
     if (cs->stream)
         (void)cudaStreamDestroy(cs->stream);
+    if (cs->capture)
+        (void)cudaStreamDestroy(cs->capture);
     (void)cudaGetLastError();            /* leave no stale error for the next context */
     spk_free(cs);
     ctx->cuda = NULL;

@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 static spk_context *ctx;
 static spk_device dev;
@@ -925,6 +928,119 @@ static void test_history(void)
     fem_free(&F);
 }
 
+/* Two contexts in two threads, which docs/api.md supports. Thread A solves with CG over and
+ * over; on the GPU each solve captures its iterations into a CUDA graph once. Thread B, on its
+ * own context, meanwhile updates a matrix's values on its GPU and reads them back
+ * (spk_matrix_csr: a plain cudaMemcpy on the legacy default stream), over and over. Every
+ * call of both must succeed (a capture on a blocking stream makes the legacy stream unusable
+ * process-wide: B's reads then failed), B must read back what it wrote, and A's solves must
+ * give the bits of a solve made alone. */
+static void test_two_threads(void)
+{
+#ifdef _OPENMP
+    enum { MAX_ROUNDS = 200000 };
+    const int SOLVES = quick ? 3 : 40;              /* racecheck: each launch is slow */
+    spk_context *ca = NULL, *cb = NULL;
+    spk_matrix *A = NULL, *B = NULL;
+    spk_solver *S = NULL;
+    spk_options o;
+    spk_options_default(&o);
+    o.method = SPK_METHOD_CG;
+    o.rtol = 1e-10;
+    int ok = spk_context_create(&ca, dev) == SPK_OK && spk_context_create(&cb, dev) == SPK_OK &&
+             spk_matrix_generate(ca, "poisson3d:24", &A) == SPK_OK &&
+             spk_matrix_generate(cb, "poisson2d:40", &B) == SPK_OK &&
+             spk_matrix_prepare(cb, B, SPK_FMT_CSR) == SPK_OK &&
+             spk_solver_create(ca, A, &o, &S) == SPK_OK;
+    T_CHECK(ok, "two threads: setup: %s / %s", ca ? spk_last_error(ca) : "-",
+            cb ? spk_last_error(cb) : "-");
+    spk_matrix_info ia = {0}, ib = {0};
+    if (ok)
+        ok = spk_matrix_get_info(A, &ia) == SPK_OK && spk_matrix_get_info(B, &ib) == SPK_OK;
+    const int64_t n = ia.nrows, nnz = ib.nnz;
+    double *b = ok ? rhs(n, 21) : NULL, *x0 = calloc((size_t)n + 1, sizeof *x0),
+           *x = calloc((size_t)n + 1, sizeof *x), *vals = malloc(((size_t)nnz + 1) * sizeof *vals);
+    spk_result r0;
+    memset(&r0, 0, sizeof r0);
+    if (ok)
+        ok = spk_solver_solve(S, b, x0, &r0) == SPK_OK && r0.reason > 0 && r0.iterations >= 40;
+    T_CHECK(ok, "two threads: the solve alone: %s after %lld iterations (%s)",
+            spk_reason_str(r0.reason), (long long)r0.iterations, spk_last_error(ca));
+    const double *base = NULL;
+    if (ok) {
+        const int64_t *rp;
+        const int32_t *ci;
+        ok = spk_matrix_csr(B, &rp, &ci, &base) == SPK_OK;
+        if (ok)
+            memcpy(vals, base, (size_t)nnz * sizeof *vals);   /* the values' scale, kept */
+    }
+    int threads = 0, a_failed = 0, a_differs = 0, done = 0;
+    long rounds = 0, b_failed = 0, b_differs = 0;
+    char a_msg[256] = "", b_msg[256] = "";
+    if (ok) {
+#pragma omp parallel num_threads(2)
+        {
+#pragma omp single
+            threads = omp_get_num_threads();
+            if (threads == 2 && omp_get_thread_num() == 0) {            /* A: solves */
+                for (int k = 0; k < SOLVES; k++) {
+                    spk_result r;
+                    memset(x, 0, (size_t)n * sizeof *x);
+                    if (spk_solver_solve(S, b, x, &r) != SPK_OK) {
+                        a_failed++;
+                        snprintf(a_msg, sizeof a_msg, "%s", spk_last_error(ca));
+                    } else if (r.iterations != r0.iterations ||
+                               memcmp(x, x0, (size_t)n * sizeof *x) != 0) {
+                        a_differs++;
+                    }
+                }
+#pragma omp atomic write
+                done = 1;
+            } else if (threads == 2) {                                   /* B: update, read */
+                for (int stop = 0; !stop && rounds < MAX_ROUNDS; rounds++) {
+                    for (int64_t k = 0; k < nnz; k++)
+                        vals[k] = vals[k] * 1.0000001;   /* new values, the same signs */
+                    const double *got;
+                    const int64_t *rp;
+                    const int32_t *ci;
+                    spk_status su = spk_matrix_update_values(cb, B, nnz, vals, 0), sr = SPK_OK;
+                    if (su == SPK_OK)
+                        sr = spk_matrix_csr(B, &rp, &ci, &got);     /* no context: no message */
+                    if (su != SPK_OK || sr != SPK_OK) {
+                        if (!b_failed++)
+                            snprintf(b_msg, sizeof b_msg, "%s: %s %s", su ? "the update" :
+                                     "spk_matrix_csr's read-back", spk_status_str(su ? su : sr),
+                                     su ? spk_last_error(cb) : "");
+                    } else if (memcmp(got, vals, (size_t)nnz * sizeof *got) != 0) {
+                        b_differs++;
+                    }
+#pragma omp atomic read
+                    stop = done;
+                }
+            }
+        }
+    }
+    if (ok) {
+        T_CHECK(threads == 2, "two threads: OpenMP gave %d", threads);
+        T_CHECK(a_failed == 0 && a_differs == 0, "two threads: A's %d solves: %d failed (%s), %d "
+                "differ from the solve alone", SOLVES, a_failed, a_msg, a_differs);
+        T_CHECK(rounds >= 10 && b_failed == 0 && b_differs == 0, "two threads: B's %ld rounds of "
+                "update + read-back: %ld failed (first: %s), %ld read back other values", rounds,
+                b_failed, b_msg, b_differs);
+    }
+    spk_result_free(&r0);
+    spk_solver_destroy(S);
+    spk_matrix_destroy(A);
+    spk_matrix_destroy(B);
+    spk_context_destroy(ca);
+    spk_context_destroy(cb);
+    free(b);
+    free(x0);
+    free(x);
+    free(vals);
+#endif
+}
+
 int main(int argc, char **argv)
 {
     dev = t_device_from_args(argc, argv);
@@ -951,6 +1067,7 @@ int main(int argc, char **argv)
     test_no_alloc(SPK_METHOD_GMRES, SPK_FMT_ELL);
     test_device_vectors();
     test_history();
+    test_two_threads();
     spk_context_destroy(ctx);
     return t_done("test_api");
 }
