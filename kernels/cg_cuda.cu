@@ -291,10 +291,10 @@ spk_status spk_cuda_fetch_wait(spk_context *ctx, int slot)
  * captured once per solve (stream capture, relaxed mode, so that a cached occupancy query or
  * a first-call attribute set in a step stays legal) and replayed by one cudaGraphLaunch each.
  * The captured arguments are the solve's own: the step queues the same launches with the same
- * pointers every iteration, its scalars living on the device. A capture that fails (a Debug
- * build's sync after every launch, an API the capture refuses) leaves the solve on plain
- * launches: a captured step never runs, so nothing is lost or run twice. SPK_CUDA_GRAPH=0
- * turns graphs off (for comparison). */
+ * pointers every iteration, its scalars living on the device. A capture that fails (an API
+ * the capture refuses; a Debug build's sync after each launch is skipped while capturing)
+ * leaves the solve on plain launches: a captured step never runs, so nothing is lost or run
+ * twice. SPK_CUDA_GRAPH=0 turns graphs off (for comparison). */
 #define SPK_CUDA_GRAPH_STEPS 8
 
 /* *graph: NULL before the first run long enough, then the captured cudaGraphExec_t or
@@ -358,8 +358,12 @@ spk_status spk_cuda_steps(spk_context *ctx, void **graph, spk_status (*step)(voi
     if (count >= 2 * SPK_CUDA_GRAPH_STEPS) {
         if (!*graph) {
             const char *env = getenv("SPK_CUDA_GRAPH");
+            char msg[sizeof ctx->msg];
+            memcpy(msg, ctx->msg, sizeof msg);
             *graph = env && strcmp(env, "0") == 0 ? (void *)&graph_off
                                                   : graph_capture(cs, step, self);
+            if (*graph == (void *)&graph_off)   /* a refused capture is no failure of the solve: */
+                memcpy(ctx->msg, msg, sizeof msg);   /* spk_last_error keeps what it said */
         }
         for (; *graph != (void *)&graph_off && i + SPK_CUDA_GRAPH_STEPS <= count;
              i += SPK_CUDA_GRAPH_STEPS)

@@ -41,9 +41,15 @@ spk_status spk_cuda_launched(spk_context *ctx, const char *kernel)
 {
     spk_status st = spk_cuda(ctx, cudaPeekAtLastError(), "launch of %s", kernel);
 #if !defined(NDEBUG) || defined(SPK_CUDA_SYNC_CHECK)
-    if (st == SPK_OK && ctx && ctx->cuda)
-        st = spk_cuda(ctx, cudaStreamSynchronize(((spk_cuda_state *)ctx->cuda)->stream),
-                      "%s (checked by a stream sync after the launch)", kernel);
+    /* not while the stream is being captured into a CUDA graph (a sync there would end the
+     * capture): the graph's launches are checked as they run */
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (st == SPK_OK && ctx && ctx->cuda) {
+        cudaStream_t s = ((spk_cuda_state *)ctx->cuda)->stream;
+        if (cudaStreamIsCapturing(s, &cap) != cudaSuccess || cap == cudaStreamCaptureStatusNone)
+            st = spk_cuda(ctx, cudaStreamSynchronize(s),
+                          "%s (checked by a stream sync after the launch)", kernel);
+    }
 #endif
     return st;
 }
