@@ -308,7 +308,7 @@ SPK_API spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_
 SPK_API spk_status spk_solver_solve(spk_solver *S, const double *b, double *x, spk_result *res);
 /* The same with b and x already on the context's device (cudaMalloc'ed memory of its GPU; on a
  * CPU context, host arrays): no transfer of b or x. A NaN/Inf in b or x0 is found through
- * their norms (SPK_ERR_ARG). */
+ * their norms (SPK_ERR_ARG; d_x is then left as it was). */
 SPK_API spk_status spk_solver_solve_device(spk_solver *S, const double *d_b, double *d_x,
                                            spk_result *res);
 /* After spk_matrix_update_values: rebuild the Jacobi diagonal from A's new values in place
@@ -328,8 +328,9 @@ SPK_API void spk_solver_destroy(spk_solver *S);
 /* One-shot: spk_solver_create, spk_solver_solve, spk_solver_destroy.
  * Solve A x = b on the context's device. *res is overwritten (a history held by a previous
  * result must be released with spk_result_free first, or it leaks). b and x are host arrays of length n (A square).
- * With opt->use_x0, x is the initial guess, else it is overwritten from zero.
- * Returns a status (did the call fail); res->reason says whether the solve converged.
+ * opt NULL: spk_options_default. With opt->use_x0, x is the initial guess, else it is
+ * overwritten from zero. Returns a status (did the call fail); res->reason says whether the
+ * solve converged.
  * SPK_ERR_ARG (NULL, non-square, NaN/Inf in b, bad option), SPK_ERR_UNSUPPORTED (Jacobi with a
  * zero or negative diagonal... see message), SPK_ERR_NOMEM, SPK_ERR_CUDA. */
 SPK_API spk_status spk_solve(spk_context *ctx, spk_matrix *A, const double *b, double *x,

@@ -206,7 +206,9 @@ static spk_status gm_after_cycle(gm *w, const double *b, const double *x, double
     double thr = spk_stop_threshold(k->opt, res->bnorm);
     spk_reason truth = spk_stop_check(k->opt, res->bnorm, *beta);
     if (truth == SPK_DIVERGED_NANORINF || (conv && truth != SPK_REASON_NONE)) {
-        res->reason = conv ? implicit : truth;       /* both agree: converged         */
+        /* both agree: converged; or the true residual is NaN/Inf (x overflowed), whatever
+         * the implicit one says */
+        res->reason = truth == SPK_DIVERGED_NANORINF ? truth : implicit;
         return SPK_OK;
     }
     if (conv && *beta > GMRES_MISMATCH_FACTOR * thr) {

@@ -229,8 +229,8 @@ static spk_status run_method(spk_krylov *k, method_fn fn, const double *d_b, dou
 
 /* The solve proper, on device vectors holding b and the initial x; host_x (or NULL) receives x.
  * t0: when the call began, for setup_s. */
-static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, double *host_x,
-                             spk_result *res, double t0)
+static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, int zero_x,
+                             double *host_x, spk_result *res, double t0)
 {
     spk_krylov *k = &S->k;
     spk_context *ctx = S->ctx;
@@ -249,6 +249,8 @@ static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, doub
     if (!st && !isfinite(res->bnorm))
         st = spk_fail(ctx, SPK_ERR_ARG, "solve: ||b|| = %g: b holds NaN or Inf, or overflows",
                       res->bnorm);
+    if (!st && zero_x)                               /* x = 0 only once b passed      */
+        st = ops->fill(ctx, n, 0.0, d_x);
     if (!st)
         st = ops->sync(ctx);
     if (st)
@@ -296,9 +298,9 @@ spk_status spk_solver_solve(spk_solver *S, const double *b, double *x, spk_resul
     if ((st = spk_krylov_vec(&S->k, SPK_WS_B, n, &d_b)) ||
         (st = spk_krylov_vec(&S->k, SPK_WS_X, n, &d_x)) ||
         (st = S->ops->upload(S->ctx, n, b, d_b)) ||
-        (st = S->opt.use_x0 ? S->ops->upload(S->ctx, n, x, d_x) : S->ops->fill(S->ctx, n, 0.0, d_x)))
+        (S->opt.use_x0 && (st = S->ops->upload(S->ctx, n, x, d_x))))
         return st;
-    return solver_run(S, d_b, d_x, x, res, t0);
+    return solver_run(S, d_b, d_x, !S->opt.use_x0, x, res, t0);
 }
 
 spk_status spk_solver_solve_device(spk_solver *S, const double *d_b, double *d_x, spk_result *res)
@@ -320,15 +322,18 @@ spk_status spk_solver_solve_device(spk_solver *S, const double *d_b, double *d_x
         if (!isfinite(xn))
             return spk_fail(S->ctx, SPK_ERR_ARG, "spk_solver_solve_device: ||x0|| = %g: the "
                             "initial guess holds NaN or Inf", xn);
-    } else if ((st = S->ops->fill(S->ctx, n, 0.0, d_x))) {
-        return st;
     }
-    return solver_run(S, d_b, d_x, NULL, res, t0);
+    return solver_run(S, d_b, d_x, !S->opt.use_x0, NULL, res, t0);   /* a refused b: x kept */
 }
 
 spk_status spk_solve(spk_context *ctx, spk_matrix *A, const double *b, double *x,
                      const spk_options *opt, spk_result *res)
 {
+    spk_options defaults;
+    if (!opt) {                                      /* as spk_solver_create: the defaults */
+        spk_options_default(&defaults);
+        opt = &defaults;
+    }
     spk_status st = check_setup(ctx, "spk_solve", A, opt);
     if (st)
         return st;

@@ -726,6 +726,16 @@ static void test_solver_use(spk_method method, spk_format fmt)
     spk_matrix *B = fem_matrix(&F);
     spk_result rb;
     T_CHECK(spk_solve(ctx, B, b, x1, &opt, &rb) == SPK_OK, "%s", spk_last_error(ctx));
+    if (fmt == SPK_FMT_CSR && method == SPK_METHOD_CG) {   /* opt NULL: the defaults */
+        spk_result rn;
+        double *xn = calloc((size_t)n, sizeof *xn);
+        T_CHECK(spk_solve(ctx, B, b, xn, NULL, &rn) == SPK_OK && rn.reason > 0 &&
+                    rn.method == SPK_METHOD_CG,
+                "spk_solve with NULL options: %s, %s", spk_reason_str(rn.reason),
+                spk_last_error(ctx));
+        spk_result_free(&rn);
+        free(xn);
+    }
     /* COO (and HYB's tail) on the GPU add rows that cross a tile with atomics: not bitwise
      * repeatable, so the iterates may part at rounding level */
     const double tol =
@@ -818,10 +828,16 @@ static void test_device_vectors(void)
     ops->download(ctx, n, d_x, xd);
     T_CHECK(t_rel_diff(xd, x, n) <= 1e-12, "device solve differs from host solve by %.3g",
             t_rel_diff(xd, x, n));
-    /* a NaN in a device b is found through its norm */
+    /* a NaN in a device b is found through its norm, and x is left as it was */
     double nan = NAN;
     ops->upload(ctx, 1, &nan, d_b);
     T_CHECK(spk_solver_solve_device(S, d_b, d_x, &res) == SPK_ERR_ARG, "NaN in device b");
+    double *kept = calloc((size_t)n, sizeof *kept);
+    ops->download(ctx, n, d_x, kept);
+    ops->sync(ctx);
+    T_CHECK(memcmp(kept, xd, (size_t)n * sizeof *kept) == 0,
+            "a solve refused for its b must leave the device x as it was");
+    free(kept);
     ops->upload(ctx, n, b, d_b);
 
     /* values from device memory */
