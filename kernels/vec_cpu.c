@@ -78,9 +78,15 @@ static spk_status v_nrm2(spk_context *ctx, int64_t n, const double *x, double *r
         return SPK_OK;
     }
     double amax = 0.0;
-    for (int64_t i = 0; i < n; i++)
-        if (!(fabs(x[i]) <= amax))       /* NaN propagates into amax */
-            amax = fabs(x[i]);
+    for (int64_t i = 0; i < n; i++) {
+        const double a = fabs(x[i]);
+        if (isnan(a)) {                  /* wherever it is: a later entry must not hide it */
+            *r = a;
+            return SPK_OK;
+        }
+        if (a > amax)
+            amax = a;
+    }
     if (!isfinite(amax) || amax == 0.0) {
         *r = amax;
         return SPK_OK;

@@ -29,8 +29,6 @@
 /* A happy breakdown whose implicit residual misses the test (rtol at or below rounding) is
  * HAPPY_BREAKDOWN when ||b - A x|| <= this * ||b||; otherwise GMRES restarts. */
 #define GMRES_HAPPY_RESID (1.0e4 * DBL_EPSILON)
-/* Implicit residual "converged" but the true one above this many thresholds: MISMATCH. */
-#define GMRES_MISMATCH_FACTOR 10.0
 
 typedef struct gm {
     spk_krylov *k;
@@ -211,7 +209,7 @@ static spk_status gm_after_cycle(gm *w, const double *b, const double *x, double
         res->reason = truth == SPK_DIVERGED_NANORINF ? truth : implicit;
         return SPK_OK;
     }
-    if (conv && *beta > GMRES_MISMATCH_FACTOR * thr) {
+    if (conv && *beta > SPK_MISMATCH_FACTOR * thr) {
         res->reason = SPK_DIVERGED_TRUE_RESIDUAL_MISMATCH;
         return SPK_OK;
     }

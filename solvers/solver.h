@@ -61,6 +61,9 @@ double spk_stop_threshold(const spk_options *opt, double bnorm);
 /* Converged reason for rnorm against the threshold (RTOL or ATOL, whichever held), or
  * SPK_REASON_NONE when not converged, or SPK_DIVERGED_NANORINF when rnorm is NaN / Inf. */
 spk_reason spk_stop_check(const spk_options *opt, double bnorm, double rnorm);
+/* A recursive (or implicit) residual that passed while the true one ||b - A x|| is above this
+ * many thresholds: the recursion has lost touch with A x (DIVERGED_TRUE_RESIDUAL_MISMATCH). */
+#define SPK_MISMATCH_FACTOR 10.0
 /* Record iteration `it` (history when asked, monitor callback every k). */
 spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnorm);
 /* The GPU work one batch of device-scalar iterations aims at (CG, BiCGStab): the read-back

@@ -212,7 +212,12 @@ static spk_status solver_ready(spk_solver *S, spk_result *res)
     return st;
 }
 
-/* Run the method on the device vectors and fill the true residual ||b - A x||. */
+/* Run the method on the device vectors and fill the true residual ||b - A x||. A convergence
+ * the true residual does not bear out is not reported: NaN/Inf in it (x overflowed) is
+ * DIVERGED_NANORINF, more than SPK_MISMATCH_FACTOR thresholds is
+ * DIVERGED_TRUE_RESIDUAL_MISMATCH (CG's and BiCGStab's recursive r drifts from b - A x when
+ * rtol is below what the conditioning allows, and r'r underflows on a matrix scaled near
+ * 1e-160; GMRES checks the same at each restart). */
 static spk_status run_method(spk_krylov *k, method_fn fn, const double *d_b, double *d_x)
 {
     spk_status st = fn(k, d_b, d_x);
@@ -223,7 +228,14 @@ static spk_status run_method(spk_krylov *k, method_fn fn, const double *d_b, dou
     if (!(st = spk_krylov_vec(k, SPK_WS_R, k->n, &d_r)) && !(st = spk_apply_A(k, d_x, d_r)) &&
         !(st = ops->axpby(k->ctx, k->n, 1.0, d_b, -1.0, d_r)))
         st = ops->nrm2(k->ctx, k->n, d_r, &tr);
-    k->res->true_rnorm = tr;
+    spk_result *res = k->res;
+    res->true_rnorm = tr;
+    if (!st && (res->reason == SPK_CONVERGED_RTOL || res->reason == SPK_CONVERGED_ATOL)) {
+        if (!isfinite(tr))
+            res->reason = SPK_DIVERGED_NANORINF;
+        else if (tr > SPK_MISMATCH_FACTOR * spk_stop_threshold(k->opt, res->bnorm))
+            res->reason = SPK_DIVERGED_TRUE_RESIDUAL_MISMATCH;
+    }
     return st;
 }
 

@@ -6,7 +6,10 @@
 # message, nothing left), a failed run (bad -b) leaves an existing x.mtx byte for byte, a file
 # size limit hit while writing (RLIMIT_FSIZE with SIGXFSZ ignored: write() fails with EFBIG, as
 # on a full disk) exits 3 and removes the temporary, and SIGKILL mid-solve or mid-write never
-# exposes a partial file under the final name.
+# exposes a partial file under the final name. Also: -o through a symbolic link writes its
+# target and keeps the link, a FIFO or a device node is written in place, never replaced; a history
+# that cannot be written still lets the non-convergence be said; an x holding NaN/Inf is not
+# written (exit 1); --json stays valid for a non-UTF-8 file name and NaN/Inf history rows.
 set -u
 SOLVE=$1
 IN=$2
@@ -77,6 +80,55 @@ run bash -c 'trap "" XFSZ; ulimit -f 1; exec "$@"' _ "$SOLVE" -A poisson2d:100 -
 check "a history past the file size limit exits 3 (rc=$rc)" test "$rc" -eq 3
 check "a history past the file size limit leaves no file" test ! -e "$T/h.csv"
 check "file size failures leave no temporary" no_tmp "$T"
+
+# --- -o through a symbolic link, into a FIFO and onto a device: written, never replaced -------
+printf 'old\n' >"$T/target.mtx"
+ln -s target.mtx "$T/link.mtx"
+run "$SOLVE" -A "$A" --device cpu --quiet -o "$T/link.mtx"
+check "-o onto a symlink exits 0 (rc=$rc: $err)" test "$rc" -eq 0
+check "-o onto a symlink keeps the link" test -L "$T/link.mtx"
+check "-o onto a symlink writes its target" complete_vector "$T/target.mtx" 18
+check "-o onto a symlink leaves no temporary" no_tmp "$T"
+mkfifo "$T/fifo" 2>/dev/null && {
+  timeout 20 cat "$T/fifo" >"$T/from_fifo" &     # a solve that replaced the FIFO never opens it
+  reader=$!
+  run "$SOLVE" -A "$A" --device cpu --quiet -o "$T/fifo"
+  wait "$reader"
+  check "-o into a FIFO exits 0 (rc=$rc: $err)" test "$rc" -eq 0
+  check "-o into a FIFO keeps the FIFO" test -p "$T/fifo"
+  check "-o into a FIFO sends the whole solution" complete_vector "$T/from_fifo" 18
+}
+# a device node of our own (as root: mknod), never the system's /dev/null, which a solve that
+# replaced its target would destroy
+if mknod "$T/null" c 1 3 2>/dev/null; then
+  run "$SOLVE" -A "$A" --device cpu --quiet -o "$T/null" --history "$T/null"
+  check "-o and --history onto a device node exit 0 (rc=$rc: $err)" test "$rc" -eq 0
+  check "the device node is still one" test -c "$T/null"
+fi
+
+# --- a history that cannot be written does not hide the non-convergence ---------------------------
+run "$SOLVE" -A "$A" --device cpu --quiet --maxiter 2 --history "$T"
+check "--history onto a directory exits 3 (rc=$rc)" test "$rc" -eq 3
+check "... and still says the solve did not converge ($err)" grep -q "did not converge" "$T/err"
+
+# --- x with NaN/Inf is not written (exit 1: the solve diverged), and says why --------------------
+printf '%%%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1e-300\n2 2 1e-300\n' >"$T/sing.mtx"
+printf '%%%%MatrixMarket matrix array real general\n2 1\n1e10\n1\n' >"$T/sing_b.mtx"
+run "$SOLVE" -A "$T/sing.mtx" -b "$T/sing_b.mtx" --method cg --device cpu --quiet -o "$T/xs.mtx"
+check "a solve whose x overflows exits 1 (rc=$rc)" test "$rc" -eq 1
+check "... is not reported converged ($err)" grep -q "DIVERGED_NANORINF" "$T/err"
+check "... and x is not written, with a message" test ! -e "$T/xs.mtx" -a -n "$(grep 'not writing' "$T/err")"
+
+# --- --json stays valid JSON for a file name that is not UTF-8, and for NaN/Inf history rows ----
+cp "$A" "$T/"$'\xff'"name.mtx"
+run "$SOLVE" -A "$T/"$'\xff'"name.mtx" --device cpu --json
+if command -v python3 >/dev/null; then
+  python3 -c 'import json,sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$T/out" 2>"$T/py"
+  check "--json with a non-UTF-8 file name is valid UTF-8 JSON ($(cat "$T/py"))" test $? -eq 0
+  run "$SOLVE" -A "$T/sing.mtx" -b "$T/sing_b.mtx" --method cg --device cpu --json --history "$T/hj.csv"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert all(h["rnorm"] is None or h["rnorm"] >= 0 for h in d["history"])' "$T/out" 2>"$T/py"
+  check "--json history rows: null, never a negative norm, for NaN/Inf ($(cat "$T/py"))" test $? -eq 0
+fi
 
 # --- SIGKILL mid-solve: no output, the old x.mtx intact -----------------------------------------
 "$SOLVE" -A poisson3d:80 --device cpu --method cg --rtol 0 --maxiter 100000 --monitor-every 1 \

@@ -194,6 +194,19 @@ static void test_nrm2_range(void)
                 scales[k], r);
         ops->free(ctx, d);
     }
+    /* a NaN anywhere gives NaN, an Inf (and no NaN) Inf: the "b holds NaN" checks rely on it */
+    static const double nan_first[4] = {NAN, 0, 0, 0}, nan_mid[3] = {1, NAN, 0},
+                        inf_nan[2] = {INFINITY, NAN}, inf_zero[3] = {0, -INFINITY, 0};
+    const struct { const double *v; int n, want_nan; const char *what; } cases[] = {
+        {nan_first, 4, 1, "(NaN, 0, 0, 0)"}, {nan_mid, 3, 1, "(1, NaN, 0)"},
+        {inf_nan, 2, 1, "(Inf, NaN)"}, {inf_zero, 3, 0, "(0, -Inf, 0)"}};
+    for (int k = 0; k < 4; k++) {
+        double r = 0.0, *d = d_new(cases[k].n, cases[k].v);
+        T_OK(ops->nrm2(ctx, cases[k].n, d, &r));
+        T_CHECK(cases[k].want_nan ? isnan(r) : isinf(r) && r > 0, "nrm2 of %s: %g",
+                cases[k].what, r);
+        ops->free(ctx, d);
+    }
 }
 
 /* The element-wise ops against the same expression on the host. Differences come only from

@@ -3,6 +3,7 @@
  *
  * Exit codes: 0 converged, 1 did not converge (reason printed), 2 bad usage or bad input,
  * 3 device or system failure. */
+#define _XOPEN_SOURCE 700 /* realpath, beside the build's _POSIX_C_SOURCE */
 #include "spk.h"
 
 #include <errno.h>
@@ -10,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -201,70 +204,116 @@ static void monitor_line(void *user, int64_t it, double rnorm, double rel, doubl
     fprintf(stderr, "  it %8lld  ||r|| %.6e  rel %.6e  %8.3f s\n", (long long)it, rnorm, rel, seconds);
 }
 
-/* ---- output files: written to a temporary name, then renamed, so that a failed run never
- * leaves a truncated result behind. ---- */
-static FILE *open_tmp(const char *path, char *tmp, size_t len)
+/* ---- output files: a regular file is written to a temporary name beside it, then renamed,
+ * so that a failed run never leaves a truncated result behind. A symbolic link is followed
+ * (its target is replaced the same way; the link stays); a FIFO, a device or anything else
+ * that is not a regular file (/dev/stdout, /dev/null) is written in place, never replaced. ---- */
+typedef struct out_file {
+    char path[PATH_MAX + 64];          /* where to write: the target, or the path itself     */
+    char tmp[PATH_MAX + 96];           /* the temporary name, or "" to write in place        */
+} out_file;
+
+static void out_plan(const char *path, out_file *o)
 {
-    snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
-    return fopen(tmp, "w");
+    struct stat st;
+    char real[PATH_MAX];
+    snprintf(o->path, sizeof o->path, "%s", path);
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && realpath(path, real))
+        snprintf(o->path, sizeof o->path, "%s", real);   /* a link: its target, resolved   */
+    if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode))
+        o->tmp[0] = '\0';                                /* a FIFO or device: in place      */
+    else if (lstat(o->path, &st) == 0 && S_ISLNK(st.st_mode))
+        o->tmp[0] = '\0';                                /* a dangling link: through it     */
+    else
+        snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", o->path, (long)getpid());
 }
 
-static int close_tmp(FILE *f, const char *tmp, const char *path)
+static const char *out_name(const out_file *o) { return o->tmp[0] ? o->tmp : o->path; }
+
+/* After the write: rename the temporary into place (or remove it when the write failed). */
+static int out_finish(const out_file *o, int ok, char *why, size_t len)
 {
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        remove(tmp);
+    if (!o->tmp[0])
+        return ok ? 0 : -1;
+    if (ok && rename(o->tmp, o->path) == 0)
+        return 0;
+    if (ok)
+        snprintf(why, len, "rename %s -> %s: %s", o->tmp, o->path, strerror(errno));
+    remove(o->tmp);
+    return -1;
+}
+
+static int write_history(const char *path, const spk_result *res, char *why, size_t len)
+{
+    out_file o;
+    out_plan(path, &o);
+    FILE *f = fopen(out_name(&o), "w");
+    if (!f) {
+        snprintf(why, len, "%s: %s", out_name(&o), strerror(errno));
         return -1;
     }
-    return 0;
-}
-
-static int write_history(const char *path, const spk_result *res)
-{
-    char tmp[4096];
-    FILE *f = open_tmp(path, tmp, sizeof tmp);
-    if (!f)
-        return -1;
     fprintf(f, "iteration,cycle,residual_norm,relative_residual,seconds\n");
     for (int64_t i = 0; i < res->history_len; i++) {
         const spk_history_entry *e = &res->history[i];
         fprintf(f, "%lld,%lld,%.17g,%.17g,%.9f\n", (long long)e->it, (long long)e->cycle, e->rnorm,
                 e->rel, e->seconds);
     }
-    return close_tmp(f, tmp, path);
+    int ok = !ferror(f);
+    ok &= fclose(f) == 0;
+    if (!ok)
+        snprintf(why, len, "%s: %s", out_name(&o), strerror(errno));
+    return out_finish(&o, ok, why, len);
 }
 
 /* 0, or -1 with the reason in why */
 static int write_solution(spk_context *ctx, const char *path, const double *x, int64_t n,
                           char *why, size_t len)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    if (spk_vector_write_mtx(ctx, tmp, x, n, "solution written by spk solve") != SPK_OK) {
+    out_file o;
+    out_plan(path, &o);
+    int ok = spk_vector_write_mtx(ctx, out_name(&o), x, n, "solution written by spk solve") == SPK_OK;
+    if (!ok)
         snprintf(why, len, "%s", spk_last_error(ctx));
-        remove(tmp);
-        return -1;
-    }
-    if (rename(tmp, path) != 0) {
-        snprintf(why, len, "rename %s -> %s: %s", tmp, path, strerror(errno));
-        remove(tmp);
-        return -1;
-    }
-    return 0;
+    return out_finish(&o, ok, why, len);
 }
 
 /* ---- JSON ---- */
-static void json_str(FILE *f, const char *key, const char *s, int comma)
+/* Length of the well-formed UTF-8 sequence at s (1-4), or 0 where s does not start one. */
+static int utf8_len(const unsigned char *s)
 {
+    int n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3
+          : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    if ((n == 2 && s[0] < 0xC2) ||                                  /* overlong             */
+        (n == 3 && ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0))) ||
+        (n == 4 && ((s[0] == 0xF0 && s[1] < 0x90) || s[0] > 0xF4 ||
+                    (s[0] == 0xF4 && s[1] >= 0x90))))               /* overlong, > U+10FFFF */
+        return 0;
+    return n;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped; a byte that is not part
+ * of well-formed UTF-8 (a file name in another encoding) becomes U+FFFD, so the output stays
+ * valid JSON. */
+static void json_str(FILE *f, const char *key, const char *str, int comma)
+{
+    const unsigned char *s = (const unsigned char *)str;
     fprintf(f, "  \"%s\": \"", key);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", *s);
-        else
-            fputc(*s, f);
+    while (*s) {
+        int n = utf8_len(s);
+        if (n == 0) {
+            fputs("\\ufffd", f);
+            s++;
+        } else if (*s == '"' || *s == '\\') {
+            fprintf(f, "\\%c", *s++);
+        } else if (*s < 0x20) {
+            fprintf(f, "\\u%04x", *s++);
+        } else {
+            fwrite(s, 1, (size_t)n, f);
+            s += n;
+        }
     }
     fprintf(f, "\"%s\n", comma ? "," : "");
 }
@@ -328,9 +377,14 @@ static void print_json(const report *r)
         fprintf(f, "  \"history\": [\n");
         for (int64_t i = 0; i < res->history_len; i++) {
             const spk_history_entry *e = &res->history[i];
-            fprintf(f, "    {\"it\": %lld, \"cycle\": %lld, \"rnorm\": %.17g, \"rel\": %.17g, \"seconds\": %.9f}%s\n",
-                    (long long)e->it, (long long)e->cycle, isfinite(e->rnorm) ? e->rnorm : -1.0,
-                    isfinite(e->rel) ? e->rel : -1.0, e->seconds, i + 1 < res->history_len ? "," : "");
+            char rn[32] = "null", rl[32] = "null";          /* JSON has no NaN or Inf */
+            if (isfinite(e->rnorm))
+                snprintf(rn, sizeof rn, "%.17g", e->rnorm);
+            if (isfinite(e->rel))
+                snprintf(rl, sizeof rl, "%.17g", e->rel);
+            fprintf(f, "    {\"it\": %lld, \"cycle\": %lld, \"rnorm\": %s, \"rel\": %s, \"seconds\": %.9f}%s\n",
+                    (long long)e->it, (long long)e->cycle, rn, rl, e->seconds,
+                    i + 1 < res->history_len ? "," : "");
         }
         fprintf(f, "  ]\n");
     }
@@ -488,13 +542,21 @@ int main(int argc, char **argv)
             if (!(fabs(x[i] - 1.0) <= r.err_inf))
                 r.err_inf = fabs(x[i] - 1.0);
     }
-    int code = r.res.reason > 0 ? EXIT_CONVERGED : EXIT_NOT_CONVERGED;
-    if (c.history && write_history(c.history, &r.res) != 0) {
-        fprintf(stderr, "solve: cannot write the history to %s: %s\n", c.history, strerror(errno));
+    const int converged = r.res.reason > 0;
+    int code = converged ? EXIT_CONVERGED : EXIT_NOT_CONVERGED;
+    char why[2 * sizeof(((out_file *)0)->tmp) + 512];
+    if (c.history && write_history(c.history, &r.res, why, sizeof why) != 0) {
+        fprintf(stderr, "solve: cannot write the history to %s: %s\n", c.history, why);
         code = EXIT_SYSTEM;
     }
-    char why[4400];
-    if (c.out && write_solution(ctx, c.out, x, n, why, sizeof why) != 0) {
+    int64_t bad = -1;                    /* a NaN/Inf in x (a diverged solve): not written */
+    for (int64_t i = 0; c.out && bad < 0 && i < n; i++)
+        if (!isfinite(x[i]))
+            bad = i;
+    if (bad >= 0) {
+        fprintf(stderr, "solve: not writing the solution to %s: x(%lld) = %g\n", c.out,
+                (long long)bad + 1, x[bad]);
+    } else if (c.out && write_solution(ctx, c.out, x, n, why, sizeof why) != 0) {
         fprintf(stderr, "solve: cannot write the solution to %s: %s\n", c.out, why);
         code = EXIT_SYSTEM;
     }
@@ -502,7 +564,7 @@ int main(int argc, char **argv)
         print_json(&r);
     else if (!c.quiet)
         print_summary(ctx, &r);
-    if (code == EXIT_NOT_CONVERGED)
+    if (!converged)
         fprintf(stderr, "solve: did not converge: %s after %lld iterations (true relative residual %.3e)\n",
                 spk_reason_str(r.res.reason), (long long)r.res.iterations, r.res.true_rel);
 
