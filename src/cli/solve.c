@@ -435,8 +435,11 @@ static void print_summary(spk_context *ctx, const report *r)
            res->true_rel, res->bnorm, c->opt.rtol);
     if (r->have_err)
         printf("error     max |x - 1| = %.3e (b = A * ones)\n", r->err_inf);
-    printf("time      read %.3f s, setup %.3f s, solve %.3f s (%.2f us per iteration)\n", r->read_s,
-           res->setup_s, res->solve_s, 1e6 * res->per_iter_s);
+    printf("time      read %.3f s, setup %.3f s, solve %.3f s", r->read_s, res->setup_s,
+           res->solve_s);
+    if (res->iterations > 0)
+        printf(" (%.2f us per iteration)", 1e6 * res->per_iter_s);
+    printf("\n");
     (void)ctx;
 }
 
