@@ -59,9 +59,12 @@ static const spk_format spk_formats[] = {SPK_FMT_CSR, SPK_FMT_COO, SPK_FMT_ELL, 
                                          SPK_FMT_JDS};
 #define N_SPK (sizeof spk_formats / sizeof spk_formats[0])
 
-typedef enum { CUSP_CSR, CUSP_COO, CUSP_SELL } cusp_kind;
-static const char *const cusp_names[] = {"csr-default", "coo-alg1", "sell32"};
-#define N_CUSP 3
+/* cuSPARSE's layouts and SpMV algorithms: CSR with the default algorithm (ALG1) and with
+ * ALG2 (merge-based, deterministic), COO with ALG1 and ALG2 (deterministic), sliced ELL. */
+typedef enum { CUSP_CSR, CUSP_CSR2, CUSP_COO, CUSP_COO2, CUSP_SELL } cusp_kind;
+static const char *const cusp_names[] = {"csr-default", "csr-alg2", "coo-alg1", "coo-alg2",
+                                         "sell32"};
+#define N_CUSP 5
 
 typedef enum { ROW_OK, ROW_REFUSED, ROW_SKIPPED, ROW_ERROR } row_state;
 
@@ -79,6 +82,9 @@ typedef struct mresult {
     int64_t  nrows, ncols, nnz;
     double   load_s;                 /* generation or reading, wall clock                      */
     double   floor_bytes, floor_us;
+    double   ell_bytes;              /* what spk's CUDA ELL moves: rows x width slots of 10 bytes
+                                      * (int16 offsets; 12 where a column is 32768 or more from
+                                      * its row), x and y once                                  */
     row      rows[N_SPK + N_CUSP];
     int      nrows_out;
     spk_format auto_fmt;
@@ -388,7 +394,8 @@ static void cusp_measure(bench *B, mrun *R, row *r, const char *what, cusp_mat &
 
 static void run_cusparse(bench *B, mrun *R, const char *mname, cusp_kind kind, row *r)
 {
-    static const cusparseSpMVAlg_t algs[] = {CUSPARSE_SPMV_ALG_DEFAULT, CUSPARSE_SPMV_COO_ALG1,
+    static const cusparseSpMVAlg_t algs[] = {CUSPARSE_SPMV_ALG_DEFAULT, CUSPARSE_SPMV_CSR_ALG2,
+                                             CUSPARSE_SPMV_COO_ALG1, CUSPARSE_SPMV_COO_ALG2,
                                              CUSPARSE_SPMV_SELL_ALG1};
     const spk_csr *A = R->A;
     r->impl = "cusparse";
@@ -416,9 +423,9 @@ static void run_cusparse(bench *B, mrun *R, const char *mname, cusp_kind kind, r
         return s == CUSPARSE_STATUS_SUCCESS;
     };
     double t0 = bench_now();
-    cusparseStatus_t cs = kind == CUSP_CSR   ? cusp_csr(A, &m)
-                          : kind == CUSP_COO ? cusp_coo(A, &m)
-                                             : cusp_sell(A, &m, &fill);
+    cusparseStatus_t cs = kind == CUSP_CSR || kind == CUSP_CSR2   ? cusp_csr(A, &m)
+                          : kind == CUSP_COO || kind == CUSP_COO2 ? cusp_coo(A, &m)
+                                                                  : cusp_sell(A, &m, &fill);
     bench_cusparse(cusparseCreateDnVec(&vx, A->ncols, R->d_x, CUDA_R_64F), "cusparseCreateDnVec x");
     bench_cusparse(cusparseCreateDnVec(&vy, A->nrows, R->d_y, CUDA_R_64F), "cusparseCreateDnVec y");
     size_t bytes = 0;
@@ -471,6 +478,14 @@ static void run_matrix(bench *B, const char *spec, mresult *out)
     out->floor_bytes = 12.0 * (double)A->nnz + 8.0 * (double)(A->nrows + 1) +
                        8.0 * (double)A->ncols + 8.0 * (double)A->nrows;
     out->floor_us = out->floor_bytes / (B->copy_gbs * 1e9) * 1e6;
+    int64_t width = 0, far = 0;
+    for (int64_t i = 0; i < A->nrows; i++) {
+        width = A->rowptr[i + 1] - A->rowptr[i] > width ? A->rowptr[i + 1] - A->rowptr[i] : width;
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+            far = llabs((long long)(A->colind[p] - i)) > far ? llabs((long long)(A->colind[p] - i)) : far;
+    }
+    out->ell_bytes = (double)A->nrows * (double)width * (far <= 32767 ? 10.0 : 12.0) +
+                     8.0 * (double)A->ncols + 8.0 * (double)A->nrows;
 
     R.x = (double *)bench_malloc((size_t)A->ncols, sizeof(double));
     R.yref = (double *)bench_malloc((size_t)A->nrows, sizeof(double));
@@ -630,7 +645,8 @@ static void write_json(const char *path, const bench *B, const char *gpu, const 
                    "\"load_s\": ", r->generated ? "true" : "false", (long long)r->nrows,
                 (long long)r->ncols, (long long)r->nnz);
         bench_json_num(f, r->load_s);
-        fprintf(f, ",\n     \"floor_bytes\": %.0f, \"floor_us\": ", r->floor_bytes);
+        fprintf(f, ",\n     \"floor_bytes\": %.0f, \"ell_bytes\": %.0f, \"floor_us\": ",
+                r->floor_bytes, r->ell_bytes);
         bench_json_num(f, r->floor_us);
         fprintf(f, ", \"auto\": \"%s\", \"auto_reason\": ", spk_format_str(r->auto_fmt));
         bench_json_str(f, r->auto_reason);

@@ -193,7 +193,7 @@ static double bench_time_us(cudaStream_t stream, int warmup, int reps, F launch)
 
 /* Device-to-device copy bandwidth in GB/s (1e9 bytes), counting the bytes read plus the bytes
  * written (2 x `bytes` per copy), median of `reps` cudaMemcpyAsync calls after `warmup`. The
- * buffers are far larger than the 60 MB L2 of an H100/H200, so this is DRAM bandwidth: the
+ * buffers are far larger than the 50 MB L2 of an H100/H200, so this is DRAM bandwidth: the
  * same yardstick as the issue's 4.25 TB/s. */
 static double bench_copy_bandwidth(cudaStream_t stream, size_t bytes, int warmup, int reps)
 {
