@@ -316,8 +316,9 @@ static int simulate(run *r, int64_t S)
     printf("time: %.3g s in solves (%.3g ms per step), %.3g s in M (u + dt f)\n", r->t_solve,
            solve_ms, r->t_rhs);
     printf("value update + Jacobi refresh (%lld values): %.3g ms (best of %d repeats; the first "
-           "update %.3g ms, with the making of its buffers on the GPU)\n", (long long)m->nnz,
-           upd_ms, UPDATE_REPEATS, 1e3 * r->t_update_first);
+           "update %.3g ms%s)\n", (long long)m->nnz, upd_ms, UPDATE_REPEATS,
+           1e3 * r->t_update_first, spk_context_device(r->ctx) == SPK_DEVICE_CUDA
+                                        ? ", with the making of its buffers on the GPU" : "");
     const double copy_s = copy_seconds(r);
     if (copy_s >= 0) {
         const double copy_ms = 1e3 * copy_s;
@@ -339,6 +340,15 @@ int main(int argc, char **argv)
     int64_t S = 0;
     for (int a = 1; a < argc; a++) {
         const char *v = a + 1 < argc ? argv[a + 1] : NULL;
+        if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
+            printf("usage: heat [--device cpu|gpu|auto] [--n N] [--steps S]\n"
+                   "  --n N       N x N squares of the unit square, 2..4096 (default 32)\n"
+                   "  --steps S   backward-Euler steps to T (default: dt <= h^2)\n"
+                   "Exit status: 0 the error is within its bound, 1 it is not or a solve did not\n"
+                   "converge, 2 bad usage, 3 a library failure, 77 --device gpu without a\n"
+                   "usable GPU.\n");
+            return 0;
+        }
         if (strcmp(argv[a], "--device") == 0 && v) {
             if (spk_device_parse(v, &device))
                 return usage("--device: expected cpu, gpu or auto");
@@ -401,7 +411,10 @@ int main(int argc, char **argv)
         goto out;
     }
     spk_matrix_info info;
-    spk_matrix_get_info(r.A, &info);
+    if ((st = spk_matrix_get_info(r.A, &info))) {
+        rc = fail(r.ctx, "matrix info", st);
+        goto out;
+    }
     printf("heat: P1 elements on %d x %d squares (%d triangles), %lld unknowns, %lld nonzeros "
            "(%lld triplets assembled)\n", N, N, 2 * N * N, (long long)m.n, (long long)info.nnz,
            (long long)m.nnz);

@@ -18,7 +18,7 @@ spk_status spk_jacobi_invert(spk_context *ctx, const spk_vec_ops *ops, int64_t n
         return st;
     return spk_fail(ctx, SPK_ERR_UNSUPPORTED,
                     "Jacobi needs a %s diagonal, but a(%lld,%lld) = %g (1-based); "
-                    "use --precond none%s",
+                    "use no preconditioner (SPK_PRECOND_NONE, solve --precond none)%s",
                     require_positive ? "positive" : "nonzero", (long long)bad + 1,
                     (long long)bad + 1, v,
                     require_positive ? ", or BiCGStab/GMRES if A is not SPD" : "");

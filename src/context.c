@@ -139,7 +139,7 @@ spk_status spk_context_create(spk_context **out, spk_device device)
     if (device == SPK_DEVICE_CUDA && !have_gpu) {
         ctx->device = SPK_DEVICE_CPU;
         return spk_fail(ctx, spk_has_cuda() ? SPK_ERR_CUDA : SPK_ERR_NOT_COMPILED,
-                        "--device gpu: no usable GPU: %s", why);
+                        "SPK_DEVICE_CUDA (solve --device gpu): no usable GPU: %s", why);
     }
     if (have_gpu) {
         ctx->device = SPK_DEVICE_CUDA;
