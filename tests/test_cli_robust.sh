@@ -42,7 +42,7 @@ run "$SOLVE" -A "$A" --device cpu --history "$T/nodir/h.csv"
 check "--history into a missing directory exits 3 (rc=$rc)" test "$rc" -eq 3
 check "--history into a missing directory says so ($err)" grep -q "cannot write the history to $T/nodir/h.csv" "$T/err"
 
-# --- -o onto an existing directory: the rename fails, the temporary is removed ----------------
+# --- -o onto an existing directory: refused (it is not a regular file: opened in place), nothing left -
 mkdir "$T/adir"
 run "$SOLVE" -A "$A" --device cpu -o "$T/adir"
 check "-o onto a directory exits 3 (rc=$rc)" test "$rc" -eq 3
