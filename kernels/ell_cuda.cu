@@ -1,8 +1,9 @@
-/* kernels/ell_cuda.cu -- ELLPACK SpMV on the GPU, one thread per row (Bell & Garland,
+/* kernels/ell_cuda.cu -- ELLPACK SpMV on the GPU, a thread per row (Bell & Garland,
  * "Implementing sparse matrix-vector multiplication on throughput-oriented processors", SC'09,
  * the ELL kernel; CUSP ell_spmv.h). The layout is column-major (slot k of row i at
  * k * nrows + i), so at every step the 32 threads of a warp read 32 consecutive columns and
- * values: fully coalesced with no index arithmetic beyond a stride.
+ * values: fully coalesced with no index arithmetic beyond a stride. Where rows hold at most
+ * SPK_ELL_PAIR_WIDTH slots a thread takes two adjacent rows and loads both slots at once.
  *
  * Cost per SpMV: 12 bytes per slot including padding (nrows * width slots), 10 when every
  * column lies within SPK_ELL_OFF16_MAX of its row and the device keeps int16 offsets from the
@@ -21,22 +22,16 @@
  * the latency of the dependent x gathers; more only adds registers. */
 static constexpr int SPK_ELL_UNROLL = 4;   /* a constant expression, as #pragma unroll needs */
 
-/* Column of slot `slot` in row i: the stored index (int32) or i plus the stored offset
- * (int16, the compact layout of spk_ell_dev). Padding: SPK_ELL_PAD, or SPK_ELL_PAD16.
- * STREAM: the load is evict-first (spk_ldm). */
-template <bool STREAM>
-__device__ __forceinline__ bool ell_col(const int32_t *__restrict__ Aj, int64_t slot, int64_t,
-                                        int64_t &c)
+/* Column of a slot of row i from its stored index: the column (int32) or i plus the stored
+ * offset (int16, the compact layout of spk_ell_dev); false for padding (SPK_ELL_PAD or
+ * SPK_ELL_PAD16). */
+__device__ __forceinline__ bool ell_real(int32_t j, int64_t, int64_t &c)
 {
-    const int32_t j = spk_ldm<STREAM>(&Aj[slot]);
     c = j;
     return j != SPK_ELL_PAD;
 }
-template <bool STREAM>
-__device__ __forceinline__ bool ell_col(const int16_t *__restrict__ Ao, int64_t slot, int64_t i,
-                                        int64_t &c)
+__device__ __forceinline__ bool ell_real(int16_t o, int64_t i, int64_t &c)
 {
-    const int16_t o = spk_ldm<STREAM>(&Ao[slot]);
     c = i + o;
     return o != SPK_ELL_PAD16;
 }
@@ -56,7 +51,7 @@ __device__ __forceinline__ double ell_row(int64_t i, int64_t nrows, int64_t widt
     for (int64_t k = 0; k < width; k++) {
         const int64_t slot = k * nrows + i;            /* 64-bit: nrows * width may pass 2^31 */
         int64_t c;
-        const bool real = ell_col<STREAM>(Aj, slot, i, c);
+        const bool real = ell_real(spk_ldm<STREAM>(&Aj[slot]), i, c);   /* STREAM: evict-first */
         const double v = spk_ldm<STREAM>(&Ax[slot]);
         if (real)
             s += v * __ldg(&x[c]);
@@ -64,20 +59,101 @@ __device__ __forceinline__ double ell_row(int64_t i, int64_t nrows, int64_t widt
     return s;
 }
 
+/* Two rows per thread (spk_ell_dev.rows == 2): rows i and i + 1 hold adjacent slots, so one
+ * 16-byte load brings both values of a slot and one 4- or 8-byte load both indices: half the
+ * load instructions of two threads, and twice the gathers in flight per thread, which is what
+ * rows of a few slots lack (docs/benchmarks.md, eighth session). Each row's slots are still
+ * added in order k = 0, 1, ...: the same bits as ell_row. A vector load needs its address
+ * aligned to the pair: with i even, slot k * nrows + i is even unless nrows and k are both
+ * odd, and those slots are loaded one at a time (cudaMalloc aligns the arrays to 256 bytes). */
+template <class T> struct ell_pair_of;
+template <> struct ell_pair_of<double>  { typedef double2 type; };
+template <> struct ell_pair_of<int32_t> { typedef int2 type; };
+template <> struct ell_pair_of<int16_t> { typedef short2 type; };
+
+template <bool STREAM, class T>
+__device__ __forceinline__ void ell_load2(const T *__restrict__ p, bool aligned, T &a, T &b)
+{
+    if (aligned) {
+        typedef typename ell_pair_of<T>::type V;
+        const V v = spk_ldm<STREAM>(reinterpret_cast<const V *>(p));
+        a = v.x;
+        b = v.y;
+    } else {
+        a = spk_ldm<STREAM>(p);
+        b = spk_ldm<STREAM>(p + 1);
+    }
+}
+
 template <class Idx, bool STREAM>
+__device__ __forceinline__ void ell_pair(int64_t i, int64_t nrows, int64_t width,
+                                         const Idx *__restrict__ Aj,
+                                         const double *__restrict__ Ax,
+                                         const double *__restrict__ x, double &s0, double &s1)
+{
+    s0 = 0.0;
+    s1 = 0.0;
+    const bool even = (nrows & 1) == 0;
+#pragma unroll SPK_ELL_UNROLL
+    for (int64_t k = 0; k < width; k++) {
+        const int64_t slot = k * nrows + i;
+        const bool aligned = even || (k & 1) == 0;      /* uniform over the warp */
+        Idx j0, j1;
+        double v0, v1;
+        ell_load2<STREAM>(Aj + slot, aligned, j0, j1);
+        ell_load2<STREAM>(Ax + slot, aligned, v0, v1);
+        int64_t c;
+        if (ell_real(j0, i, c))
+            s0 += v0 * __ldg(&x[c]);
+        if (ell_real(j1, i + 1, c))
+            s1 += v1 * __ldg(&x[c]);
+    }
+}
+
+/* Rows i .. i + R - 1 (R = 1 or 2; with 2 and an odd row count the last thread takes one
+ * row): their sums in s0 (and s1), their count returned. */
+template <class Idx, bool STREAM, int R>
+__device__ __forceinline__ int ell_group(int64_t i, int64_t nrows, int64_t width,
+                                         const Idx *__restrict__ Aj,
+                                         const double *__restrict__ Ax,
+                                         const double *__restrict__ x, double &s0,
+                                         double &s1)
+{
+    if (R == 2 && i + 1 < nrows) {
+        ell_pair<Idx, STREAM>(i, nrows, width, Aj, Ax, x, s0, s1);
+        return 2;
+    }
+    s0 = ell_row<Idx, STREAM>(i, nrows, width, Aj, Ax, x);
+    return 1;
+}
+
+/* The pair written out here rather than through ell_group (a variant that did, storing
+ * y[i + 1] first, took 82.6-82.8 us on poisson3d:150 against this form's 79.2-79.5: H200, three
+ * interleaved rounds, eighth session). */
+template <class Idx, bool STREAM, int R>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 ell_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
            const double *__restrict__ Ax, const double *__restrict__ x, double alpha, double beta,
            double *__restrict__ y)
 {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nrows;
-         i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = spk_spmv_out(alpha, ell_row<Idx, STREAM>(i, nrows, width, Aj, Ax, x), beta, y, i);
+    for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < (nrows + R - 1) / R;
+         g += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t i = g * R;
+        if (R == 2 && i + 1 < nrows) {
+            double s0, s1;
+            ell_pair<Idx, STREAM>(i, nrows, width, Aj, Ax, x, s0, s1);
+            y[i] = spk_spmv_out(alpha, s0, beta, y, i);
+            y[i + 1] = spk_spmv_out(alpha, s1, beta, y, i + 1);
+        } else {
+            y[i] = spk_spmv_out(alpha, ell_row<Idx, STREAM>(i, nrows, width, Aj, Ax, x), beta,
+                                y, i);
+        }
+    }
 }
 
 /* y = A x and sink->out = x'y in the same pass (CG's q = A p, p'q): x_i is a coalesced load
  * beside the row's first slot, so the dot costs no pass of its own. */
-template <class Idx>
+template <class Idx, int R>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 ell_dot_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
                const double *__restrict__ Ax, const double *__restrict__ x,
@@ -86,25 +162,31 @@ ell_dot_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
     if (sink.skip && *sink.skip)
         return;                                        /* uniform over the grid */
     double d[1] = {0.0};
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nrows;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const double s = ell_row<Idx, false>(i, nrows, width, Aj, Ax, x);
-        y[i] = s;
-        d[0] += x[i] * s;
+    for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < (nrows + R - 1) / R;
+         g += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t i = g * R;
+        double s0, s1;
+        const int m = ell_group<Idx, false, R>(i, nrows, width, Aj, Ax, x, s0, s1);
+        y[i] = s0;
+        d[0] += x[i] * s0;
+        if (m == 2) {
+            y[i + 1] = s1;
+            d[0] += x[i + 1] * s1;
+        }
     }
     if (spk_last_block_sum<1>(d, sink.part, sink.count) && threadIdx.x == 0)
         *sink.out = d[0];
 }
 
-/* Blocks of one resident wave of ell_dot_kernel<Idx>, from the occupancy API once per process
- * and instance (one GPU model assumed). */
-template <class Idx>
+/* Blocks of one resident wave of ell_dot_kernel<Idx, R>, from the occupancy API once per
+ * process and instance (one GPU model assumed). */
+template <class Idx, int R>
 static int64_t ell_dot_wave(const spk_cuda_state *cs)
 {
     static std::atomic<int> occupancy{0};
     int per_sm = occupancy.load(std::memory_order_relaxed);
     if (per_sm <= 0) {
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ell_dot_kernel<Idx>,
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ell_dot_kernel<Idx, R>,
                                                           SPK_CUDA_BLOCK, 0) != cudaSuccess ||
             per_sm <= 0) {
             (void)cudaGetLastError();              /* not for the launch check to report */
@@ -115,13 +197,11 @@ static int64_t ell_dot_wave(const spk_cuda_state *cs)
     return (int64_t)cs->sm_count * per_sm;
 }
 
-spk_status spk_ell_dev_spmv_dot(spk_context *ctx, const spk_ell_dev *A, const double *x,
-                                double *y, const spk_dot_sink *sink)
+/* The fused kernel on one resident wave, sized by the occupancy API. */
+template <class Idx, int R>
+static void ell_dot_launch(const spk_cuda_state *cs, const spk_ell_dev *A, const Idx *Aj,
+                           const double *x, double *y, const spk_dot_sink *sink)
 {
-    spk_cuda_state *cs;
-    spk_status st = spk_cuda_state_of(ctx, &cs);
-    if (st)
-        return st;
     /* One resident wave, sized by the occupancy API (the kernel has no register cap: capped
      * at 32 it ran elasticity3d:40's CG at 85 us per iteration, uncapped at 72). Measured on
      * poisson3d:150 (H200): one wave of a capped kernel 105.7 us (ncu), the SpMV's own grid of
@@ -129,17 +209,43 @@ spk_status spk_ell_dev_spmv_dot(spk_context *ctx, const spk_ell_dev *A, const do
      * then adds 4224 partials; the same grid with a two-level sum (one load per thread at each
      * level) still 120.5 us against 112.5 for the wave, capped or not. nrows == 0 still runs
      * one block, so that the sum (0) lands in *sink->out. */
-    int64_t want = (A->nrows + SPK_CUDA_BLOCK - 1) / SPK_CUDA_BLOCK;
-    int64_t cap = A->off ? ell_dot_wave<int16_t>(cs) : ell_dot_wave<int32_t>(cs);
+    const int64_t want = ((A->nrows + R - 1) / R + SPK_CUDA_BLOCK - 1) / SPK_CUDA_BLOCK;
+    int64_t cap = ell_dot_wave<Idx, R>(cs);
     cap = cap < SPK_CG_MAX_BLOCKS ? cap : SPK_CG_MAX_BLOCKS;
     const unsigned grid = (unsigned)(want < 1 ? 1 : want < cap ? want : cap);
-    if (A->off)
-        ell_dot_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->width, A->off,
-                                                                A->val, x, y, *sink);
+    ell_dot_kernel<Idx, R><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->width, Aj,
+                                                                    A->val, x, y, *sink);
+}
+
+spk_status spk_ell_dev_spmv_dot(spk_context *ctx, const spk_ell_dev *A, const double *x,
+                                double *y, const spk_dot_sink *sink)
+{
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    if (A->off && A->rows == 2)
+        ell_dot_launch<int16_t, 2>(cs, A, A->off, x, y, sink);
+    else if (A->off)
+        ell_dot_launch<int16_t, 1>(cs, A, A->off, x, y, sink);
+    else if (A->rows == 2)
+        ell_dot_launch<int32_t, 2>(cs, A, A->col, x, y, sink);
     else
-        ell_dot_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->width, A->col,
-                                                                A->val, x, y, *sink);
+        ell_dot_launch<int32_t, 1>(cs, A, A->col, x, y, sink);
     return spk_cuda_launched(ctx, "ell_dot_kernel");
+}
+
+template <class Idx, int R>
+static void ell_launch(const spk_cuda_state *cs, const spk_ell_dev *A, const Idx *Aj,
+                       double alpha, const double *x, double beta, double *y)
+{
+    const unsigned grid = spk_cuda_grid(cs, (A->nrows + R - 1) / R, SPK_CUDA_BLOCK);
+    if (A->stream)
+        ell_kernel<Idx, true, R><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->width, Aj, A->val, x, alpha, beta, y);
+    else
+        ell_kernel<Idx, false, R><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->width, Aj, A->val, x, alpha, beta, y);
 }
 
 spk_status spk_ell_dev_spmv(spk_context *ctx, const spk_ell_dev *A, double alpha,
@@ -149,20 +255,26 @@ spk_status spk_ell_dev_spmv(spk_context *ctx, const spk_ell_dev *A, double alpha
     spk_status st = spk_cuda_state_of(ctx, &cs);
     if (st || A->nrows == 0)                           /* never launch a zero-size grid */
         return st;
-    const unsigned grid = spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK);
-    if (A->off && A->stream)
-        ell_kernel<int16_t, true><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
-            A->nrows, A->width, A->off, A->val, x, alpha, beta, y);
+    if (A->off && A->rows == 2)
+        ell_launch<int16_t, 2>(cs, A, A->off, alpha, x, beta, y);
     else if (A->off)
-        ell_kernel<int16_t, false><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
-            A->nrows, A->width, A->off, A->val, x, alpha, beta, y);
-    else if (A->stream)
-        ell_kernel<int32_t, true><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
-            A->nrows, A->width, A->col, A->val, x, alpha, beta, y);
+        ell_launch<int16_t, 1>(cs, A, A->off, alpha, x, beta, y);
+    else if (A->rows == 2)
+        ell_launch<int32_t, 2>(cs, A, A->col, alpha, x, beta, y);
     else
-        ell_kernel<int32_t, false><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
-            A->nrows, A->width, A->col, A->val, x, alpha, beta, y);
+        ell_launch<int32_t, 1>(cs, A, A->col, alpha, x, beta, y);
     return spk_cuda_launched(ctx, "ell_kernel");
+}
+
+/* Rows per thread: two where the rows hold at most SPK_ELL_PAIR_WIDTH slots, one otherwise
+ * (measured: docs/benchmarks.md, eighth session); SPK_ELL_ROWS=1 or 2 in the environment
+ * forces either, for A/B runs and tests. */
+static int ell_rows_per_thread(const spk_ell_fmt *h)
+{
+    const char *e = getenv("SPK_ELL_ROWS");
+    if (e && (strcmp(e, "1") == 0 || strcmp(e, "2") == 0))
+        return e[0] - '0';
+    return h->width <= SPK_ELL_PAIR_WIDTH ? 2 : 1;
 }
 
 /* The compact index layout: every real slot's column within SPK_ELL_OFF16_MAX of its row
@@ -190,6 +302,7 @@ spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, spk_ell_de
     d->width = h->width;
     d->nnz = h->nnz;
     d->stream = 0;
+    d->rows = ell_rows_per_thread(h);
     d->col = NULL;
     d->off = NULL;
     d->val = NULL;

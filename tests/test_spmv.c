@@ -227,36 +227,61 @@ static spk_status product_of(const spk_spmv_backend *be, const spk_csr *A, doubl
     return st;
 }
 
-/* ELL and HYB on this device give the same bits with the CUDA ELL's int16 offsets (the
- * default where they fit) and with its int32 columns (SPK_ELL_INDEX=32): the offsets encode
- * the columns and the slots are summed in the same order. (The CPU backends ignore the
- * variable: there the check is trivially true.) */
+/* Set or (value NULL) unset an environment variable; returns a copy of its old value. */
+static char *env_swap(const char *name, const char *value)
+{
+    const char *old = getenv(name);
+    char *saved = old ? strdup(old) : NULL;
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
+    return saved;
+}
+
+static void env_restore(const char *name, char *saved)
+{
+    if (saved)
+        setenv(name, saved, 1);
+    else
+        unsetenv(name);
+    free(saved);
+}
+
+/* ELL and HYB on this device give the same bits in every CUDA ELL variant: int16 offsets (the
+ * default where they fit) or int32 columns (SPK_ELL_INDEX=32), and one or two rows per thread
+ * (SPK_ELL_ROWS=1 / 2, whatever the width): the offsets encode the columns and every row's
+ * slots are summed in the same order. (The CPU backends ignore the variables: there the check
+ * is trivially true.) */
 static void check_ell_layouts(const char *mname, const spk_csr *A)
 {
     const spk_format fmts[] = {SPK_FMT_ELL, SPK_FMT_HYB};
+    static const char *const index[2] = {NULL, "32"}, *const rows[2] = {"1", "2"};
     const size_t bytes = (size_t)(A->nrows ? A->nrows : 1) * sizeof(double);
-    double *y16 = malloc(bytes), *y32 = malloc(bytes);
-    const char *env = getenv("SPK_ELL_INDEX");
-    char *saved = env ? strdup(env) : NULL;
+    double *y0 = malloc(bytes), *y = malloc(bytes);
+    char *saved_index = env_swap("SPK_ELL_INDEX", NULL);
+    char *saved_rows = env_swap("SPK_ELL_ROWS", NULL);
     for (int f = 0; f < 2; f++) {
         const spk_spmv_backend *be = spk_backend_find(fmts[f], dev);
-        unsetenv("SPK_ELL_INDEX");
-        spk_status st = product_of(be, A, y16);
-        setenv("SPK_ELL_INDEX", "32", 1);
-        if (!st)
-            st = product_of(be, A, y32);
-        T_CHECK(st == SPK_OK, "%s on %s (layouts): %s", be->name, mname, spk_last_error(ctx));
-        if (!st)
-            T_CHECK(memcmp(y16, y32, (size_t)A->nrows * sizeof *y16) == 0,
-                    "%s on %s: int16 and int32 ELL layouts differ in bits", be->name, mname);
+        for (int v = 0; v < 4; v++) {
+            free(env_swap("SPK_ELL_INDEX", index[v / 2]));
+            free(env_swap("SPK_ELL_ROWS", rows[v % 2]));
+            spk_status st = product_of(be, A, v ? y : y0);
+            T_CHECK(st == SPK_OK, "%s on %s (index %s, rows %s): %s", be->name, mname,
+                    index[v / 2] ? "int32" : "int16", rows[v % 2], spk_last_error(ctx));
+            if (st)
+                break;
+            if (v)
+                T_CHECK(memcmp(y0, y, (size_t)A->nrows * sizeof *y) == 0,
+                        "%s on %s: ELL with %s indices and %s row(s) per thread differs in "
+                        "bits from int16 and 1", be->name, mname,
+                        index[v / 2] ? "int32" : "int16", rows[v % 2]);
+        }
     }
-    if (saved)
-        setenv("SPK_ELL_INDEX", saved, 1);
-    else
-        unsetenv("SPK_ELL_INDEX");
-    free(saved);
-    free(y16);
-    free(y32);
+    env_restore("SPK_ELL_INDEX", saved_index);
+    env_restore("SPK_ELL_ROWS", saved_rows);
+    free(y0);
+    free(y);
 }
 
 /* spmv_dot (CG's q = A p and p'q, square A): y = A x against the reference, out = x'y to
@@ -725,19 +750,35 @@ int main(int argc, char **argv)
         check_matrix("70000 band at offsets +-32767", &A);
         csr_band(70000, past, 4, &A);
         check_matrix("70000 band at offsets +-32768", &A);
-        if (spk_generate_csr(ctx, "poisson3d:9", &A) == SPK_OK) {
-            check_ell_layouts("poisson3d:9", &A);
+        char *saved = env_swap("SPK_ELL_INDEX", "32");
+        check_generated("poisson3d:9");
+        env_restore("SPK_ELL_INDEX", saved);
+    }
+
+    /* and its rows per thread: two on narrow rows by default, either forced by SPK_ELL_ROWS;
+     * odd and even row counts (an odd one has unaligned slots in odd columns and a last row
+     * alone), widths on both sides of SPK_ELL_PAIR_WIDTH, padding, empty rows */
+    {
+        const char *specs[] = {"poisson3d:9", "poisson2d:31", "poisson2d:32", "poisson3d27:5",
+                               "elasticity3d:3"};
+        for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++)
+            if (spk_generate_csr(ctx, specs[k], &A) == SPK_OK) {
+                check_ell_layouts(specs[k], &A);
+                spk_csr_free(&A);
+            }
+        const int64_t rows_n[] = {1, 2, 3, 97, 4096 + 97, 4096 + 98};
+        for (size_t k = 0; k < sizeof rows_n / sizeof rows_n[0]; k++) {
+            char name[64];
+            snprintf(name, sizeof name, "random %lldx%lld avg 4", (long long)rows_n[k],
+                     (long long)rows_n[k]);
+            t_random_csr(ctx, rows_n[k], rows_n[k], 4, 40 + k, &A);
+            check_ell_layouts(name, &A);
             spk_csr_free(&A);
         }
-        const char *env = getenv("SPK_ELL_INDEX");
-        char *saved = env ? strdup(env) : NULL;
-        setenv("SPK_ELL_INDEX", "32", 1);
-        check_generated("poisson3d:9");
-        if (saved)
-            setenv("SPK_ELL_INDEX", saved, 1);
-        else
-            unsetenv("SPK_ELL_INDEX");
-        free(saved);
+        char *saved = env_swap("SPK_ELL_ROWS", "2");
+        check_generated("poisson3d27:5");
+        check_random(4096 + 97, 4096 + 97, 12, 50);
+        env_restore("SPK_ELL_ROWS", saved);
     }
 
     check_inputs();
