@@ -10,7 +10,7 @@
  *    NULL-safe. Host arrays passed in are copied unless the function says otherwise.
  *  - Thread safety: a context and everything made from it belong to one thread at a time. Two
  *    threads may use two contexts concurrently; the library keeps no global mutable state
- *    beyond two atomic per-process caches of CUDA kernel occupancy (one GPU model a process).
+ *    beyond a few atomic per-process caches of CUDA kernel occupancy (one GPU model a process).
  *  - The library never prints and never exits. It reads eight environment variables, tuning
  *    knobs for benchmarks and tests (SPK_BATCH_US, SPK_CUDA_GRAPH, SPK_CSR_KERNEL,
  *    SPK_ELL_INDEX, SPK_ELL_ROWS, SPK_GS_ROWS, SPK_GS_KERNEL, SPK_HUGEPAGES): docs/api.md says

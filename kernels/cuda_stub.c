@@ -83,6 +83,9 @@ const spk_spmv_backend spk_backend_csr_cuda = {
     "csr-cuda", SPK_FMT_CSR, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy, stub_update,
     NULL, NULL,
 };
+int spk_ell_cuda_state_rows(const void *state) { (void)state; return 0; }
+int spk_hyb_cuda_state_rows(const void *state) { (void)state; return 0; }
+
 const spk_spmv_backend spk_backend_ell_cuda = {
     "ell-cuda", SPK_FMT_ELL, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy, stub_update,
     NULL, NULL,

@@ -466,6 +466,11 @@ static spk_status ell_update_device(spk_context *ctx, void *state, const spk_csr
     return d_val ? spk_ell_dev_refill(ctx, &d->dev, d->d_rowptr, d_val) : SPK_OK;
 }
 
+extern "C" int spk_ell_cuda_state_rows(const void *state)
+{
+    return ((const ell_cuda *)state)->dev.rows;
+}
+
 extern "C" const spk_spmv_backend spk_backend_ell_cuda = {
     "ell-cuda", SPK_FMT_ELL, SPK_DEVICE_CUDA, ell_setup, ell_spmv, ell_destroy, ell_update,
     ell_spmv_dot,

@@ -14,6 +14,9 @@ extern "C" {
  * gather of x (and a NaN in x never leaks through a 0 * x). */
 #define SPK_ELL_PAD (-1)
 
+/* CUDA ELL: up to this width a thread takes two adjacent rows (kernels/ell_cuda.cu). */
+#define SPK_ELL_PAIR_WIDTH 8
+
 /* ELL padding limit: refuse when nrows * K > SPK_ELL_MAX_FILL * nnz (CUSP's ELL conversion
  * guard uses the same idea with its fill ratio 3; above it HYB is the better answer). */
 #define SPK_ELL_MAX_FILL 3.0
@@ -85,6 +88,11 @@ extern const spk_spmv_backend spk_backend_csr_cpu, spk_backend_coo_cpu, spk_back
     spk_backend_hyb_cpu, spk_backend_jds_cpu;
 extern const spk_spmv_backend spk_backend_csr_cuda, spk_backend_coo_cuda, spk_backend_ell_cuda,
     spk_backend_hyb_cuda, spk_backend_jds_cuda;
+
+/* Rows per thread of the CUDA ELL layout in a state made by spk_backend_ell_cuda's or
+ * spk_backend_hyb_cuda's setup (1 or 2), for tests; 0 in a build without CUDA. */
+int spk_ell_cuda_state_rows(const void *state);
+int spk_hyb_cuda_state_rows(const void *state);
 
 #ifdef __cplusplus
 }

@@ -172,6 +172,11 @@ static spk_status hyb_update_device(spk_context *ctx, void *state, const spk_csr
     return spk_cuda_launched(ctx, "hyb_tail_refill_kernel");
 }
 
+extern "C" int spk_hyb_cuda_state_rows(const void *state)
+{
+    return ((const hyb_dev *)state)->ell.rows;
+}
+
 extern "C" const spk_spmv_backend spk_backend_hyb_cuda = {
     "hyb-cuda", SPK_FMT_HYB, SPK_DEVICE_CUDA, hyb_setup, hyb_spmv, hyb_destroy, hyb_update,
     NULL,

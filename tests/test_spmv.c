@@ -248,6 +248,19 @@ static void env_restore(const char *name, char *saved)
     free(saved);
 }
 
+/* Rows per thread the CUDA ELL or HYB setup chose for A under the current environment (-1 when
+ * the setup fails). */
+static int rows_of(const spk_spmv_backend *be, const spk_csr *A)
+{
+    void *state = NULL;
+    int rows = -1;
+    if (be->setup(ctx, A, &state) == SPK_OK)
+        rows = be->format == SPK_FMT_ELL ? spk_ell_cuda_state_rows(state)
+                                         : spk_hyb_cuda_state_rows(state);
+    be->destroy(state);
+    return rows;
+}
+
 /* ELL and HYB on this device give the same bits in every CUDA ELL variant: int16 offsets (the
  * default where they fit) or int32 columns (SPK_ELL_INDEX=32), and one or two rows per thread
  * (SPK_ELL_ROWS=1 / 2, whatever the width): the offsets encode the columns and every row's
@@ -261,12 +274,27 @@ static void check_ell_layouts(const char *mname, const spk_csr *A)
     double *y0 = malloc(bytes), *y = malloc(bytes);
     char *saved_index = env_swap("SPK_ELL_INDEX", NULL);
     char *saved_rows = env_swap("SPK_ELL_ROWS", NULL);
+    if (dev != SPK_DEVICE_CPU) {      /* the rule: two rows a thread up to SPK_ELL_PAIR_WIDTH */
+        int64_t width = 0;
+        for (int64_t i = 0; i < A->nrows; i++)
+            if (A->rowptr[i + 1] - A->rowptr[i] > width)
+                width = A->rowptr[i + 1] - A->rowptr[i];
+        const int got = rows_of(spk_backend_find(SPK_FMT_ELL, dev), A);
+        T_CHECK(got == (width <= SPK_ELL_PAIR_WIDTH ? 2 : 1),
+                "ell on %s (width %lld): %d rows per thread",
+                mname, (long long)width, got);
+    }
     for (int f = 0; f < 2; f++) {
         const spk_spmv_backend *be = spk_backend_find(fmts[f], dev);
         for (int v = 0; v < 4; v++) {
             free(env_swap("SPK_ELL_INDEX", index[v / 2]));
             free(env_swap("SPK_ELL_ROWS", rows[v % 2]));
             spk_status st = product_of(be, A, v ? y : y0);
+            if (!st && dev != SPK_DEVICE_CPU) {   /* the variant asked for is the one that ran */
+                const int got = rows_of(be, A);
+                T_CHECK(got == v % 2 + 1, "%s on %s: %d rows per thread with SPK_ELL_ROWS=%s",
+                        be->name, mname, got, rows[v % 2]);
+            }
             T_CHECK(st == SPK_OK, "%s on %s (index %s, rows %s): %s", be->name, mname,
                     index[v / 2] ? "int32" : "int16", rows[v % 2], spk_last_error(ctx));
             if (st)
