@@ -61,9 +61,10 @@ typedef enum spk_format {
     SPK_FMT_CSR,
     SPK_FMT_ELL,
     SPK_FMT_HYB,
-    SPK_FMT_JDS
+    SPK_FMT_JDS,
+    SPK_FMT_DIA            /* diagonals (stencils, banded): the CPU only, see docs/formats.md */
 } spk_format;
-#define SPK_FMT_COUNT 6
+#define SPK_FMT_COUNT 7
 
 typedef enum spk_method {
     SPK_METHOD_AUTO = 0,   /* CG if symmetric with a positive diagonal, else BiCGStab       */
@@ -201,6 +202,10 @@ typedef struct spk_matrix_info {
     int     symmetric;                     /* 1 if A == A' (pattern and values)                */
     int     diag_positive;                 /* 1 if every diagonal entry exists and is > 0      */
     size_t  bytes[SPK_FMT_COUNT];          /* memory of each format (values+indices+padding)   */
+    int64_t dia_diags;                     /* distinct diagonals j - i holding entries, counted
+                                              up to 64; 65 means more (no DIA layout)         */
+    double  dia_fill;                      /* dia_diags * nrows / nnz (0 above 64 diagonals)  */
+    int64_t dia_partial_rows;              /* rows without an entry on each of those diagonals */
 } spk_matrix_info;
 SPK_API spk_status spk_matrix_get_info(const spk_matrix *A, spk_matrix_info *info);
 

@@ -1,4 +1,4 @@
-/* kernels/formats.h -- host layouts of the five formats, built from the canonical CSR by the
+/* kernels/formats.h -- host layouts of the six formats, built from the canonical CSR by the
  * conversions in <fmt>_cpu.c. The CPU backends compute on them directly; the CUDA backends
  * build the same layout on the host and upload it, so the two can never disagree on layout. */
 #ifndef SPK_FORMATS_H
@@ -46,6 +46,16 @@ typedef struct spk_jds_fmt {          /* rows sorted by length, descending      
     double  *val;
 } spk_jds_fmt;
 
+typedef struct spk_dia_fmt {          /* diagonals: a(i, i + off[d]) at val[d * nrows + i]     */
+    int64_t   nrows, ncols, nnz, ndiag;
+    int64_t  *off;                    /* ndiag offsets, ascending                              */
+    double   *val;                    /* ndiag * nrows, 0 in slots without an entry            */
+    int64_t   nfix, words;            /* rows without an entry on every diagonal; mask words   */
+    int64_t  *fix_row;                /* nfix rows, ascending                                  */
+    uint64_t *fix_mask;               /* nfix * words: bit d set when the row holds diagonal d */
+    int64_t  *fix_ptr;                /* per block of 512 rows: its fix rows' first index      */
+} spk_dia_fmt;
+
 /* Conversions: fill `out` from A; the *_free functions are NULL-safe and zero the struct. */
 spk_status spk_coo_from_csr(spk_context *ctx, const spk_csr *A, spk_coo_fmt *out);
 /* width < 0: the longest row; ELL refuses (SPK_ERR_UNSUPPORTED) above SPK_ELL_MAX_FILL
@@ -54,10 +64,14 @@ spk_status spk_ell_from_csr(spk_context *ctx, const spk_csr *A, int64_t width, i
                             spk_ell_fmt *out);
 spk_status spk_hyb_from_csr(spk_context *ctx, const spk_csr *A, spk_hyb_fmt *out);
 spk_status spk_jds_from_csr(spk_context *ctx, const spk_csr *A, spk_jds_fmt *out);
+/* DIA refuses (SPK_ERR_UNSUPPORTED) more than SPK_DIA_MAX_DIAGS diagonals or a fill above
+ * SPK_DIA_MAX_FILL. */
+spk_status spk_dia_from_csr(spk_context *ctx, const spk_csr *A, spk_dia_fmt *out);
 void spk_coo_fmt_free(spk_coo_fmt *f);
 void spk_ell_fmt_free(spk_ell_fmt *f);
 void spk_hyb_fmt_free(spk_hyb_fmt *f);
 void spk_jds_fmt_free(spk_jds_fmt *f);
+void spk_dia_fmt_free(spk_dia_fmt *f);
 
 /* Value refills for spk_matrix_update_values: A has the pattern the layout was built from and
  * new values; only the value array(s) are rewritten, nothing is allocated. The CPU backends
@@ -70,22 +84,33 @@ void spk_ell_fill_values(const spk_csr *A, int64_t width, double *val);
 void spk_hyb_fill_values(const spk_csr *A, int64_t width, double *ell_val, double *tail_val);
 void spk_jds_fill_values(const spk_csr *A, const int32_t *perm, const int64_t *jd_ptr,
                          double *val);
+/* DIA: the slots of the layout f built from A's pattern (zero where no entry). */
+void spk_dia_fill_values(const spk_csr *A, const spk_dia_fmt *f, double *val);
 
 /* Back to CSR (for the round-trip tests). */
 spk_status spk_coo_to_csr(spk_context *ctx, const spk_coo_fmt *f, spk_csr *out);
 spk_status spk_ell_to_csr(spk_context *ctx, const spk_ell_fmt *f, spk_csr *out);
 spk_status spk_hyb_to_csr(spk_context *ctx, const spk_hyb_fmt *f, spk_csr *out);
 spk_status spk_jds_to_csr(spk_context *ctx, const spk_jds_fmt *f, spk_csr *out);
+spk_status spk_dia_to_csr(spk_context *ctx, const spk_dia_fmt *f, spk_csr *out);
 
 /* Memory of each layout in bytes (values + indices + padding + offsets). */
 size_t spk_coo_bytes(const spk_coo_fmt *f);
 size_t spk_ell_bytes(const spk_ell_fmt *f);
 size_t spk_hyb_bytes(const spk_hyb_fmt *f);
 size_t spk_jds_bytes(const spk_jds_fmt *f);
+size_t spk_dia_bytes(const spk_dia_fmt *f);
+
+/* The DIA SpMV (y = alpha A x + beta y, the bits of spk_csr_spmv_ref) with the row kernel
+ * chosen for this CPU, or with the plain (baseline ISA) one when `plain` (for tests); and the
+ * name of the chosen one ("avx2" or "plain"). */
+void spk_dia_spmv_host(const spk_dia_fmt *f, int plain, double alpha, const double *x,
+                       double beta, double *y);
+const char *spk_dia_cpu_kernel(void);
 
 /* The backend table's rows, one per file (kernels/<fmt>_cpu.c, kernels/<fmt>_cuda.cu). */
 extern const spk_spmv_backend spk_backend_csr_cpu, spk_backend_coo_cpu, spk_backend_ell_cpu,
-    spk_backend_hyb_cpu, spk_backend_jds_cpu;
+    spk_backend_hyb_cpu, spk_backend_jds_cpu, spk_backend_dia_cpu;
 extern const spk_spmv_backend spk_backend_csr_cuda, spk_backend_coo_cuda, spk_backend_ell_cuda,
     spk_backend_hyb_cuda, spk_backend_jds_cuda;
 

@@ -218,7 +218,8 @@ const char *spk_reason_str(spk_reason r)
     return "UNKNOWN";
 }
 
-static const char *const format_names[SPK_FMT_COUNT] = {"auto", "coo", "csr", "ell", "hyb", "jds"};
+static const char *const format_names[SPK_FMT_COUNT] = {"auto", "coo", "csr", "ell", "hyb", "jds",
+                                                             "dia"};
 static const char *const method_names[] = {"auto", "cg", "bicgstab", "gmres"};
 static const char *const device_names[] = {"auto", "cpu", "cuda"};
 

@@ -219,8 +219,10 @@ spk_status spk_matrix_prepare(spk_context *ctx, spk_matrix *A, spk_format fmt)
         return SPK_OK;
     const spk_spmv_backend *be = spk_backend_find(fmt, ctx->device);
     if (!be)
-        return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "no %s backend for device %s",
-                        spk_format_str(fmt), spk_device_str(ctx->device));
+        return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "no %s backend for device %s%s",
+                        spk_format_str(fmt), spk_device_str(ctx->device),
+                        fmt == SPK_FMT_DIA ? ": dia runs on the cpu only (on the gpu, ell or "
+                        "auto serve the same matrices)" : "");
     void *state = NULL;
     spk_status st = spk_matrix_host_values(ctx, A);     /* a new layout reads the values */
     if (st || (st = be->setup(ctx, &A->csr, &state)))

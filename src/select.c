@@ -10,7 +10,7 @@
  *   3. rows too long for ELL's guard (a long tail)   -> csr (row blocks, CSR-Adaptive)
  *   4. short rows, uneven but not wildly             -> jds (ELL without the padding)
  *   5. anything else (moderate variation)            -> csr (CSR-vector)
- * CPU rule: csr, always (see cpu_reason below).
+ * CPU rule: dia for a few well-filled diagonals, else csr (the end of spk_select_format).
  *
  * The thresholds are FIRST GUESSES, taken from Bell & Garland (SC'09), CUSP and Ginkgo as
  * digested in /work/shared/ANCHORS.md; they stay guesses until the GPU kernels are measured
@@ -58,6 +58,13 @@
 #define SPK_SEL_JDS_MAX_FILL 2.0
 #define SPK_SEL_JDS_MAX_ROW 32
 
+/* CPU: DIA when its slots are at most 25% more than the entries (CSR's 12 B per entry + 8 per
+ * row against DIA's 8 B per slot break even near a fill of 1.5) and at most a quarter of the
+ * rows lack a diagonal (those rows are summed a second time, one by one, to skip the slots
+ * without an entry). Measured at one point (poisson3d:64, fill 1.01, 9% partial rows; the
+ * SpMV ~40% faster than CSR's on a 2-core EPYC, docs/benchmarks.md); the bounds are guesses. */
+#define SPK_SEL_DIA_MAX_FILL 1.25
+#define SPK_SEL_DIA_MAX_PARTIAL 0.25
 
 spk_format spk_select_shape(const spk_matrix_info *s, char *why, size_t len)
 {
@@ -134,10 +141,29 @@ spk_format spk_select_format(const spk_matrix_info *info, spk_device device, cha
         snprintf(reason, reason_len, "%s", gpu_why);
         return gpu;
     }
-    /* On a CPU row-parallel CSR is usually best: it streams 12 B per nonzero with no padding or
-     * permutation, and the caches absorb the irregular reads of x that ELL/JDS/HYB reorganise
-     * for GPU coalescing. */
+    /* On a CPU, DIA where the entries lie on a few well-filled diagonals (8 B per slot and
+     * no index loads against CSR's 12 B per entry + 8 per row, and the same bits); otherwise
+     * row-parallel CSR: no padding or permutation, and the caches absorb the irregular reads
+     * of x that ELL/JDS/HYB reorganise for GPU coalescing. */
+    if (info->nnz > 0 && info->dia_diags <= SPK_DIA_MAX_DIAGS &&
+        info->dia_fill <= SPK_SEL_DIA_MAX_FILL &&
+        (double)info->dia_partial_rows <= SPK_SEL_DIA_MAX_PARTIAL * (double)info->nrows) {
+        snprintf(reason, reason_len, "dia: cpu device, the entries lie on %lld diagonals (fill "
+                 "%.2fx, %.0f%% of the rows partial): 8 B per slot, no index loads",
+                 (long long)info->dia_diags, info->dia_fill,
+                 info->nrows ? 100.0 * (double)info->dia_partial_rows / (double)info->nrows : 0.0);
+        return SPK_FMT_DIA;
+    }
+    char dia_why[96];
+    if (info->dia_diags > SPK_DIA_MAX_DIAGS)
+        snprintf(dia_why, sizeof dia_why, "more than 64 diagonals for dia");
+    else if (info->dia_fill > SPK_SEL_DIA_MAX_FILL)
+        snprintf(dia_why, sizeof dia_why, "dia would pad %.2fx", info->dia_fill);
+    else
+        snprintf(dia_why, sizeof dia_why, "%.0f%% of the rows partial for dia",
+                 info->nrows ? 100.0 * (double)info->dia_partial_rows / (double)info->nrows : 0.0);
     snprintf(reason, reason_len, "csr: cpu device, row-parallel CSR is usually best on CPUs "
-             "(no padding, no permutation; the gpu rule would pick %s)", spk_format_str(gpu));
+             "(no padding, no permutation; %s; the gpu rule would pick %s)", dia_why,
+             spk_format_str(gpu));
     return SPK_FMT_CSR;
 }

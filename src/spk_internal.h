@@ -144,6 +144,15 @@ spk_format spk_select_shape(const spk_matrix_info *info, char *why, size_t len);
  * histogram: the largest K such that at least max(4096, nrows/3) rows have >= K entries
  * (with fewer rows than 4096 the relative rule alone applies). */
 int64_t spk_hyb_width(const spk_csr *A);
+/* DIA (kernels/dia_cpu.c): at most this many diagonals (a fix row's mask is then one word),
+ * and the conversion refuses a fill (ndiag * nrows / nnz) above SPK_DIA_MAX_FILL, as ELL's. */
+#define SPK_DIA_MAX_DIAGS 64
+#define SPK_DIA_MAX_FILL 3.0
+/* The distinct offsets j - i of A's entries, ascending, into off[SPK_DIA_MAX_DIAGS]; returns
+ * their number, or SPK_DIA_MAX_DIAGS + 1 as soon as there are more (off is then partial). */
+int64_t spk_dia_offsets(const spk_csr *A, int64_t *off);
+/* Bytes of a DIA layout of nrows rows, ndiag diagonals and nfix rows not full. */
+size_t spk_dia_bytes_for(int64_t nrows, int64_t ndiag, int64_t nfix);
 
 /* ---- the matrix handle ------------------------------------------------------------------ */
 struct spk_spmv_backend;

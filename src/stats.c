@@ -162,6 +162,65 @@ static int diagonal_positive(const spk_csr *A)
     return ok;
 }
 
+/* Add the ascending loc[0 .. nl) to the ascending set off[0 .. *nd); 0 if the union would
+ * exceed SPK_DIA_MAX_DIAGS. */
+static int offsets_merge(int64_t *off, int64_t *nd, const int64_t *loc, int64_t nl)
+{
+    int64_t d = 0;
+    for (int64_t k = 0; k < nl; k++) {
+        while (d < *nd && off[d] < loc[k])
+            d++;
+        if (d < *nd && off[d] == loc[k])
+            continue;
+        if (*nd == SPK_DIA_MAX_DIAGS)
+            return 0;
+        memmove(off + d + 1, off + d, (size_t)(*nd - d) * sizeof *off);
+        off[d] = loc[k];
+        (*nd)++;
+    }
+    return 1;
+}
+
+/* Each thread gathers the offsets of its rows (a row's entries are sorted, so its offsets
+ * ascend and one forward walk of the small set places them), then the sets are merged; a
+ * thread stops once it alone has seen more than the cap. O(nnz + nrows * ndiag). */
+int64_t spk_dia_offsets(const spk_csr *A, int64_t *off)
+{
+    int64_t nd = 0;
+    int over = 0;
+#pragma omp parallel if(A->nnz > OMP_MIN_WORK)
+    {
+        int64_t loc[SPK_DIA_MAX_DIAGS], nl = 0;
+        int full = 0;
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < A->nrows; i++) {
+            if (full)
+                continue;
+            int64_t d = 0;
+            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+                const int64_t o = (int64_t)A->colind[p] - i;
+                while (d < nl && loc[d] < o)
+                    d++;
+                if (d < nl && loc[d] == o) {
+                    d++;
+                    continue;
+                }
+                if (nl == SPK_DIA_MAX_DIAGS) {
+                    full = 1;
+                    break;
+                }
+                memmove(loc + d + 1, loc + d, (size_t)(nl - d) * sizeof *loc);
+                loc[d++] = o;
+                nl++;
+            }
+        }
+#pragma omp critical(spk_dia_offsets)
+        if (full || !offsets_merge(off, &nd, loc, nl))
+            over = 1;
+    }
+    return over ? SPK_DIA_MAX_DIAGS + 1 : nd;
+}
+
 /* The memory of each format, as the *_bytes functions of kernels/ report for the built layout:
  * values 8 B, column and row indices 4 B, row offsets 8 B. */
 static void format_bytes(const spk_csr *A, const spk_matrix_info *s, size_t *bytes)
@@ -213,6 +272,16 @@ void spk_stats_compute(const spk_csr *A, spk_matrix_info *info)
 
     row_lengths h;
     row_lengths_init(&h, A, mx);
+    /* DIA: a row holds an entry on every diagonal exactly when its length is the count */
+    int64_t off[SPK_DIA_MAX_DIAGS];
+    const int64_t nd = spk_dia_offsets(A, off);
+    info->dia_diags = nd;
+    int64_t dia_fix = 0;
+    if (nd <= SPK_DIA_MAX_DIAGS) {
+        info->dia_fill = A->nnz ? (double)nd * (double)n / (double)A->nnz : 1.0;
+        dia_fix = n - rows_with_at_least(&h, nd);
+        info->dia_partial_rows = dia_fix;
+    }
     info->row_p33 = percentile(&h, 33);
     info->row_p50 = percentile(&h, 50);
     info->row_p95 = percentile(&h, 95);
@@ -231,6 +300,7 @@ void spk_stats_compute(const spk_csr *A, spk_matrix_info *info)
     info->ell_fill = A->nnz ? (double)n * (double)mx / (double)A->nnz : 1.0;
     spk_stats_values(A, info);
     format_bytes(A, info, info->bytes);
+    info->bytes[SPK_FMT_DIA] = nd <= SPK_DIA_MAX_DIAGS ? spk_dia_bytes_for(n, nd, dia_fix) : SIZE_MAX;
 }
 
 void spk_stats_values(const spk_csr *A, spk_matrix_info *info)

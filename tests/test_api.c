@@ -318,6 +318,20 @@ static void test_matrix_file(void)
 }
 
 /* A fresh matrix of F's values, prepared in fmt. */
+/* 1 if fmt fits the element matrices of these tests on dev (t_format_fits: no DIA on the
+ * GPU); the loops over formats skip the others, test_dia_refusals checks the refusals. */
+static int fits_here(spk_format fmt)
+{
+    fem F;
+    fem_make(&F, 8, 1);
+    spk_matrix *B = fem_matrix(&F);
+    spk_matrix_info in;
+    int ok = spk_matrix_get_info(B, &in) == SPK_OK && t_format_fits(dev, fmt, &in);
+    spk_matrix_destroy(B);
+    fem_free(&F);
+    return ok;
+}
+
 static spk_matrix *fem_prepared(const fem *F, spk_format fmt)
 {
     spk_matrix *B = fem_matrix(F);
@@ -351,6 +365,8 @@ static void test_update_formats(void)
     for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++) {
         const spk_format fmt = (spk_format)f;
         const char *fn = spk_format_str(fmt);
+        if (!fits_here(fmt))
+            continue;
         fem_values(&F, 13, 1);
         spk_matrix *A = fem_prepared(&F, fmt);
 
@@ -417,7 +433,9 @@ static void test_update_formats(void)
         /* another format, built from the values of the last (device) update */
         fem_values(&F, 13, 4);
         T_CHECK(spk_matrix_update_values(ctx, A, F.nnz, F.val, 0) == SPK_OK, "%s", spk_last_error(ctx));
-        const spk_format g = f + 1 < SPK_FMT_COUNT ? (spk_format)(f + 1) : SPK_FMT_COO;
+        spk_format g = f + 1 < SPK_FMT_COUNT ? (spk_format)(f + 1) : SPK_FMT_COO;
+        if (!fits_here(g))
+            g = SPK_FMT_COO;
         spk_matrix *D = fem_prepared(&F, g);
         T_CHECK(spk_matrix_prepare(ctx, A, g) == SPK_OK, "%s", spk_last_error(ctx));
         T_CHECK(same_layout(A, D, F.n) && same_csr_values(A, D), "%s -> %s after an update", fn,
@@ -1057,6 +1075,58 @@ static void test_two_threads(void)
 #endif
 }
 
+/* DIA through the public API: refused on the GPU (no backend) and past its limits, with a
+ * message that names the way out; on the CPU, auto picks it for a stencil and the solve takes
+ * CSR's iterations and residuals to the bit (every row summed in CSR's order). */
+static void test_dia_refusals(void)
+{
+    spk_matrix *S = NULL, *R = NULL;
+    T_CHECK(spk_matrix_generate(ctx, "poisson3d:24", &S) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(spk_matrix_generate(ctx, "powerlaw:3000:8", &R) == SPK_OK, "%s", spk_last_error(ctx));
+    spk_status st = spk_matrix_prepare(ctx, R, SPK_FMT_DIA);
+    T_CHECK(st == SPK_ERR_UNSUPPORTED && (dev != SPK_DEVICE_CPU ||
+                                          strstr(spk_last_error(ctx), "more than 64 diagonals")),
+            "dia of a power-law matrix: %s: %s", spk_status_str(st), spk_last_error(ctx));
+    st = spk_matrix_prepare(ctx, S, SPK_FMT_DIA);
+    if (dev != SPK_DEVICE_CPU) {
+        T_CHECK(st == SPK_ERR_UNSUPPORTED && strstr(spk_last_error(ctx), "dia") &&
+                    strstr(spk_last_error(ctx), "cpu"),
+                "dia on the GPU: %s: %s", spk_status_str(st), spk_last_error(ctx));
+    } else {
+        T_CHECK(st == SPK_OK, "dia of poisson3d:24: %s", spk_last_error(ctx));
+        spk_matrix_info in;
+        spk_matrix_get_info(S, &in);
+        char why[256];
+        T_CHECK(spk_select_format(&in, SPK_DEVICE_CPU, why, sizeof why) == SPK_FMT_DIA &&
+                    spk_select_format(&in, SPK_DEVICE_CUDA, NULL, 0) != SPK_FMT_DIA,
+                "auto on poisson3d:24: cpu %s", why);
+        const int64_t n = in.nrows;
+        double *b = malloc((size_t)n * sizeof *b), *x1 = calloc((size_t)n, sizeof *x1),
+               *x2 = calloc((size_t)n, sizeof *x2);
+        for (int64_t i = 0; i < n; i++)
+            b[i] = 1.0 + (double)(i % 7);
+        spk_options o;
+        spk_options_default(&o);
+        o.method = SPK_METHOD_CG;
+        o.rtol = 1e-10;
+        spk_result r1, r2;
+        o.format = SPK_FMT_DIA;
+        T_CHECK(spk_solve(ctx, S, b, x1, &o, &r1) == SPK_OK, "%s", spk_last_error(ctx));
+        o.format = SPK_FMT_CSR;
+        T_CHECK(spk_solve(ctx, S, b, x2, &o, &r2) == SPK_OK, "%s", spk_last_error(ctx));
+        T_CHECK(r1.iterations == r2.iterations && r1.rnorm == r2.rnorm &&
+                    memcmp(x1, x2, (size_t)n * sizeof *x1) == 0,
+                "cg in dia and csr: %lld / %lld iterations, rnorm %.17g / %.17g, x %s",
+                (long long)r1.iterations, (long long)r2.iterations, r1.rnorm, r2.rnorm,
+                memcmp(x1, x2, (size_t)n * sizeof *x1) ? "differs" : "same");
+        free(b);
+        free(x1);
+        free(x2);
+    }
+    spk_matrix_destroy(S);
+    spk_matrix_destroy(R);
+}
+
 int main(int argc, char **argv)
 {
     dev = t_device_from_args(argc, argv);
@@ -1069,15 +1139,17 @@ int main(int argc, char **argv)
     test_update_formats();
     test_update_fallback();
     for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++)
-        test_update_errors((spk_format)f);
+        if (fits_here((spk_format)f))
+            test_update_errors((spk_format)f);
     test_solver_errors();
+    test_dia_refusals();
     for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++)
-        if (!quick || f == SPK_FMT_ELL || f == SPK_FMT_HYB)
+        if ((!quick || f == SPK_FMT_ELL || f == SPK_FMT_HYB) && fits_here((spk_format)f))
             test_solver_use(SPK_METHOD_CG, (spk_format)f);
     test_solver_use(SPK_METHOD_BICGSTAB, SPK_FMT_CSR);
     test_solver_use(SPK_METHOD_GMRES, SPK_FMT_HYB);
     for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++)
-        if (!quick || f == SPK_FMT_ELL || f == SPK_FMT_HYB)
+        if ((!quick || f == SPK_FMT_ELL || f == SPK_FMT_HYB) && fits_here((spk_format)f))
             test_no_alloc(SPK_METHOD_CG, (spk_format)f);
     test_no_alloc(SPK_METHOD_BICGSTAB, SPK_FMT_CSR);
     test_no_alloc(SPK_METHOD_GMRES, SPK_FMT_ELL);

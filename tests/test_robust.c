@@ -110,8 +110,12 @@ static void check_spmv(pass *P, spk_matrix *A, const char *what)
 
 static void prepare_all(pass *P, spk_matrix *A, const char *name)
 {
+    spk_matrix_info in;
+    spk_matrix_get_info(A, &in);
     for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++) {
         char what[96];
+        if (!t_format_fits(spk_context_device(P->ctx), (spk_format)f, &in))
+            continue;
         snprintf(what, sizeof what, "%s: prepare %s", name, spk_format_str((spk_format)f));
         begin(P);
         if (judge(P, what, spk_matrix_prepare(P->ctx, A, (spk_format)f))) {

@@ -328,8 +328,11 @@ static void csr_pipeline(pass *P)
                  spk_matrix_from_csr(P->ctx, lf10.nrows, lf10.ncols, lf10.rowptr, lf10.colind,
                                      lf10.val, 0, &A), A) != SPK_OK)
         return;
+    spk_matrix_info in;
+    spk_matrix_get_info(A, &in);
     for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++)
-        prepare_check(P, A, "LF10", (spk_format)f);
+        if (t_format_fits(dev, (spk_format)f, &in))
+            prepare_check(P, A, "LF10", (spk_format)f);
     spk_matrix_destroy(A);
 }
 

@@ -45,7 +45,7 @@ static void info_of_lengths(int64_t nrows, int64_t ncols, const int64_t *len, sp
 }
 
 /* The choice for the GPU and for the CPU; the reason must contain every word of `words`
- * (space-separated), and the CPU choice is CSR with a reason naming the CPU. */
+ * (space-separated), and the CPU choice is CSR or DIA with a reason naming the CPU. */
 static void expect(const char *what, const spk_matrix_info *in, spk_format want, const char *words)
 {
     char why[256], cpu_why[256], buf[128], pub[320];
@@ -70,8 +70,13 @@ static void expect(const char *what, const spk_matrix_info *in, spk_format want,
     T_CHECK(spk_select_format(in, SPK_DEVICE_AUTO, NULL, 0) == gpu, "%s: AUTO = the GPU rule", what);
 
     spk_format cpu = spk_select_format(in, SPK_DEVICE_CPU, cpu_why, sizeof cpu_why);
-    T_CHECK(cpu == SPK_FMT_CSR && strstr(cpu_why, "cpu") && strstr(cpu_why, spk_format_str(gpu)),
-            "%s: cpu chose %s: '%s'", what, spk_format_str(cpu), cpu_why);
+    if (cpu == SPK_FMT_DIA)                     /* the CPU rule's own cases: test_cpu_rule */
+        T_CHECK(strstr(cpu_why, "cpu") && strstr(cpu_why, "diagonals") &&
+                    in->dia_diags <= SPK_DIA_MAX_DIAGS && in->dia_fill <= 1.25,
+                "%s: cpu chose dia: '%s'", what, cpu_why);
+    else
+        T_CHECK(cpu == SPK_FMT_CSR && strstr(cpu_why, "cpu") && strstr(cpu_why, spk_format_str(gpu)),
+                "%s: cpu chose %s: '%s'", what, spk_format_str(cpu), cpu_why);
     printf("  %-28s %s\n", what, why);
 }
 
@@ -94,6 +99,37 @@ static void expect_generated(const char *spec, spk_format want, const char *word
     spk_stats_compute(&A, &in);
     expect(spec, &in, want, words);
     spk_csr_free(&A);
+}
+
+/* The CPU rule: dia for a few well-filled diagonals with few partial rows, csr otherwise. */
+static void expect_cpu(const char *spec, spk_format want, const char *word)
+{
+    spk_csr A;
+    spk_matrix_info in;
+    char why[256];
+    spk_status st = spk_generate_csr(ctx, spec, &A);
+    T_CHECK(st == SPK_OK, "%s: %s", spec, spk_last_error(ctx));
+    if (st)
+        return;
+    spk_stats_compute(&A, &in);
+    spk_format got = spk_select_format(&in, SPK_DEVICE_CPU, why, sizeof why);
+    T_CHECK(got == want && strstr(why, word), "%s on the cpu: %s, expected %s with '%s': '%s'",
+            spec, spk_format_str(got), spk_format_str(want), word, why);
+    T_CHECK(spk_select_format(&in, SPK_DEVICE_CUDA, NULL, 0) != SPK_FMT_DIA,
+            "%s: the gpu rule chose dia", spec);
+    printf("  cpu %-24s %s\n", spec, why);
+    spk_csr_free(&A);
+}
+
+static void test_cpu_rule(void)
+{
+    expect_cpu("poisson3d:64", SPK_FMT_DIA, "7 diagonals");       /* 9% partial rows      */
+    expect_cpu("poisson3d:24", SPK_FMT_DIA, "fill 1.0");           /* 24% partial          */
+    expect_cpu("poisson2d:100", SPK_FMT_DIA, "5 diagonals");
+    expect_cpu("poisson3d27:30", SPK_FMT_DIA, "27 diagonals");
+    expect_cpu("poisson3d:16", SPK_FMT_CSR, "partial");            /* 33% partial rows     */
+    expect_cpu("elasticity3d:8", SPK_FMT_CSR, "more than 64");     /* 3 dofs a node         */
+    expect_cpu("powerlaw:20000:8", SPK_FMT_CSR, "more than 64");
 }
 
 /* ---- statistics on hand-made matrices ----------------------------------------------------- */
@@ -546,6 +582,7 @@ int main(int argc, char **argv)
         return rc;
     }
     test_stats_small();
+    test_cpu_rule();
     test_hyb_width();
     test_choice();
     test_never_ell_past_guard();

@@ -44,8 +44,10 @@ static int64_t solve_check(spk_context *c, spk_matrix *A, const char *name, spk_
     spk_result res;
     spk_status st = spk_solve(c, A, b, x, &opt, &res);
     int64_t its = -1;
-    if (st == SPK_ERR_UNSUPPORTED && fmt == SPK_FMT_ELL) {
-        its = -2;                                   /* ELL fill guard: not a failure */
+    if (!t_format_fits(spk_context_device(c), fmt, &info)) {
+        T_CHECK(st == SPK_ERR_UNSUPPORTED, "%s %s: %s, expected the refusal of a format that "
+                "does not fit", name, spk_format_str(fmt), spk_status_str(st));
+        its = -2;                                   /* ELL / DIA guards: not a failure */
     } else {
         T_CHECK(st == SPK_OK, "%s %s: %s", name, spk_format_str(fmt), spk_last_error(c));
         double tr = t_true_rel(A, b, x);

@@ -5,7 +5,8 @@
  * to write fails; y = A x and y = a A x + b y are both checked to 1e-12 relative, and where a
  * backend fuses the SpMV with the dot (spmv_dot: CUDA CSR and ELL), y, x'y and skip too.
  * On the CPU run also: every format converts back to exactly the original CSR, its *_bytes
- * equals the analytic spk_matrix_info.bytes[], and ELL without its fill guard still computes. */
+ * equals the analytic spk_matrix_info.bytes[], ELL without its fill guard still computes, and
+ * DIA (CPU only) gives the reference's bits, infinities and NaNs in x included. */
 #include "util.h"
 #include "../kernels/formats.h"
 
@@ -83,6 +84,36 @@ static void csr_dense_row(int64_t nrows, int64_t ncols, int64_t dense, spk_csr *
         len[i] = i == dense ? ncols : (int64_t)(t_rand(&s) % 7);
     csr_from_lengths(nrows, ncols, len, 5, A);
     free(len);
+}
+
+/* nrows x ncols with entries at the given column offsets from each row (those inside the
+ * matrix), every `drop`-th of them left out when drop > 0; values in [-1, 1), and a 0 stored
+ * on every 29th (an explicit zero is an entry: DIA must add its 0 * x). */
+static void csr_band_rect(int64_t nrows, int64_t ncols, const int64_t *offs, int noffs,
+                          int drop, spk_csr *A)
+{
+    int64_t nnz = 0, c = 0;
+    for (int64_t i = 0; i < nrows; i++)
+        for (int k = 0; k < noffs; k++)
+            if (i + offs[k] >= 0 && i + offs[k] < ncols)
+                nnz += !(drop > 0 && ++c % drop == 0);
+    if (spk_csr_alloc(ctx, nrows, ncols, nnz, A) != SPK_OK) {
+        fprintf(stderr, "csr_band_rect: %s\n", spk_last_error(ctx));
+        exit(2);
+    }
+    uint64_t s = 37;
+    int64_t p = 0;
+    c = 0;
+    for (int64_t i = 0; i < nrows; i++) {
+        A->rowptr[i] = p;
+        for (int k = 0; k < noffs; k++)
+            if (i + offs[k] >= 0 && i + offs[k] < ncols && !(drop > 0 && ++c % drop == 0)) {
+                A->colind[p] = (int32_t)(i + offs[k]);
+                A->val[p] = p % 29 == 5 ? 0.0 : t_randu(&s);
+                p++;
+            }
+    }
+    A->rowptr[nrows] = p;
 }
 
 /* n x n with entries at the given column offsets from each row (those inside the matrix),
@@ -451,6 +482,16 @@ static void check_backends(const char *mname, const spk_csr *A, const spk_matrix
             be->destroy(state);
             continue;
         }
+        if (be->format == SPK_FMT_DIA &&
+            (info->dia_diags > SPK_DIA_MAX_DIAGS || info->dia_fill > SPK_DIA_MAX_FILL)) {
+            T_CHECK(st == SPK_ERR_UNSUPPORTED && strstr(spk_last_error(ctx), "use csr") &&
+                        strstr(spk_last_error(ctx), "diagonals"),
+                    "%s on %s (%lld diagonals, fill %.1f): expected the guard, got %s: %s",
+                    be->name, mname, (long long)info->dia_diags, info->dia_fill,
+                    spk_status_str(st), spk_last_error(ctx));
+            be->destroy(state);
+            continue;
+        }
         T_CHECK(st == SPK_OK, "%s setup on %s: %s: %s", be->name, mname, spk_status_str(st),
                 spk_last_error(ctx));
         if (st == SPK_OK) {
@@ -527,6 +568,104 @@ static void check_jds_order(const char *mname, const spk_csr *A, const spk_jds_f
     free(seen);
 }
 
+/* Equal bit for bit, except that any NaN matches any NaN (the payload of a NaN made from two
+ * NaNs depends on the order of an add's operands, which C leaves to the compiler). */
+static int same_bits(const double *a, const double *b, int64_t m)
+{
+    for (int64_t i = 0; i < m; i++)
+        if (!(isnan(a[i]) && isnan(b[i])) && memcmp(&a[i], &b[i], sizeof *a) != 0)
+            return 0;
+    return 1;
+}
+
+/* The diagonals by brute force: distinct offsets (-1 past SPK_DIA_MAX_DIAGS) and the rows
+ * that lack one of them. */
+static int64_t brute_diagonals(const spk_csr *A, int64_t *partial)
+{
+    const int64_t span = A->nrows + A->ncols + 1;
+    char *seen = calloc((size_t)span, 1);
+    int64_t nd = 0;
+    for (int64_t i = 0; i < A->nrows; i++)
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            char *c = &seen[A->colind[p] - i + A->nrows];
+            nd += !*c;
+            *c = 1;
+        }
+    *partial = 0;
+    for (int64_t i = 0; i < A->nrows; i++)
+        *partial += A->rowptr[i + 1] - A->rowptr[i] < nd;
+    free(seen);
+    return nd > SPK_DIA_MAX_DIAGS ? -1 : nd;
+}
+
+/* y = alpha A x + beta y in DIA has the reference's bits, with the plain and the chosen row
+ * kernel, x finite and x with infinities and NaNs (a slot without an entry must add nothing,
+ * not 0 * inf); the statistics count the diagonals as brute force does. */
+static void check_dia_layout(const char *mname, const spk_csr *A, const spk_matrix_info *info)
+{
+    int64_t partial;
+    const int64_t nd = brute_diagonals(A, &partial);
+    T_CHECK(nd < 0 ? info->dia_diags == SPK_DIA_MAX_DIAGS + 1 :
+                     info->dia_diags == nd && info->dia_partial_rows == partial,
+            "dia statistics on %s: %lld diagonals, %lld partial rows; brute force %lld, %lld",
+            mname, (long long)info->dia_diags, (long long)info->dia_partial_rows, (long long)nd,
+            (long long)partial);
+    spk_dia_fmt dia;
+    spk_status st = spk_dia_from_csr(ctx, A, &dia);
+    if (nd < 0 || info->dia_fill > SPK_DIA_MAX_FILL) {
+        T_CHECK(st == SPK_ERR_UNSUPPORTED, "dia from %s (%lld diagonals, fill %.2f) not refused",
+                mname, (long long)info->dia_diags, info->dia_fill);
+        return;
+    }
+    T_CHECK(st == SPK_OK, "dia from %s: %s", mname, spk_last_error(ctx));
+    if (st)
+        return;
+    ROUND_TRIP("dia", SPK_FMT_DIA, dia, spk_dia_to_csr, spk_dia_bytes);
+    T_CHECK(dia.nfix == partial, "dia on %s: %lld fix rows, %lld partial", mname,
+            (long long)dia.nfix, (long long)partial);
+    const int64_t m = A->nrows, n = A->ncols;
+    double *x = host_random(n, 41), *y0 = host_random(m, 42);
+    double *ref = malloc(((size_t)m + 1) * sizeof *ref), *got = malloc(((size_t)m + 1) * sizeof *got);
+    static const double ab[3][2] = {{1.0, 0.0}, {-0.7, 1.3}, {0.5, 1.0}};
+    for (int special = 0; special < 2; special++) {
+        if (special)                       /* every 5th x infinite, every 11th NaN */
+            for (int64_t j = 0; j < n; j++)
+                x[j] = j % 11 == 3 ? NAN : j % 5 == 1 ? (j % 2 ? INFINITY : -INFINITY) : x[j];
+        for (int k = 0; k < 3; k++)
+            for (int plain = 0; plain < 2; plain++) {
+                memcpy(ref, y0, (size_t)m * sizeof *ref);
+                memcpy(got, y0, (size_t)m * sizeof *got);
+                spk_csr_spmv_ref(A, ab[k][0], x, ab[k][1], ref);
+                spk_dia_spmv_host(&dia, plain, ab[k][0], x, ab[k][1], got);
+                T_CHECK(same_bits(ref, got, m),
+                        "dia (%s kernel) on %s (a %g, b %g, x %s): not the reference's bits",
+                        plain ? "plain" : spk_dia_cpu_kernel(), mname, ab[k][0], ab[k][1],
+                        special ? "with inf and nan" : "finite");
+            }
+    }
+    /* new values, same pattern: the refill equals a fresh layout */
+    spk_csr B;
+    T_CHECK(spk_csr_alloc(ctx, A->nrows, A->ncols, A->nnz, &B) == SPK_OK, "csr alloc");
+    memcpy(B.rowptr, A->rowptr, ((size_t)A->nrows + 1) * sizeof *B.rowptr);
+    if (A->nnz)
+        memcpy(B.colind, A->colind, (size_t)A->nnz * sizeof *B.colind);
+    for (int64_t p = 0; p < A->nnz; p++)
+        B.val[p] = 2.0 * A->val[p] + 1.0;
+    spk_dia_fmt fresh;
+    if (spk_dia_from_csr(ctx, &B, &fresh) == SPK_OK) {
+        spk_dia_fill_values(&B, &dia, dia.val);
+        T_CHECK(memcmp(dia.val, fresh.val, (size_t)(dia.ndiag * dia.nrows) * sizeof *dia.val) == 0,
+                "dia refill on %s differs from a fresh layout", mname);
+        spk_dia_fmt_free(&fresh);
+    }
+    spk_csr_free(&B);
+    free(x);
+    free(y0);
+    free(ref);
+    free(got);
+    spk_dia_fmt_free(&dia);
+}
+
 static void check_conversions(const char *mname, const spk_csr *A, const spk_matrix_info *info)
 {
     spk_coo_fmt coo;
@@ -577,6 +716,8 @@ static void check_conversions(const char *mname, const spk_csr *A, const spk_mat
     }
     spk_jds_fmt_free(&jds);
 
+    check_dia_layout(mname, A, info);
+
     T_CHECK(info->bytes[SPK_FMT_CSR] == (size_t)(8 * (A->nrows + 1) + 12 * A->nnz),
             "csr bytes on %s", mname);
 }
@@ -587,13 +728,16 @@ static void check_nomem(void)
 {
     spk_csr A;
     t_random_csr(ctx, 500, 400, 6, 31, &A);
-    for (int f = SPK_FMT_COO; f <= SPK_FMT_JDS; f++) {
+    spk_csr band;
+    const int64_t offs[] = {-40, -1, 0, 3, 17};
+    csr_band(700, offs, 5, &band);
+    for (int f = SPK_FMT_COO; f <= SPK_FMT_DIA; f++) {
         const spk_spmv_backend *be = spk_backend_find((spk_format)f, SPK_DEVICE_CPU);
         int k, failed = 0;
         for (k = 1; k <= 20; k++) {
             void *state = NULL;
             ctx->fail_alloc_at = spk_context_alloc_count(ctx) + (uint64_t)k;
-            spk_status st = be->setup(ctx, &A, &state);
+            spk_status st = be->setup(ctx, f == SPK_FMT_DIA ? &band : &A, &state);
             ctx->fail_alloc_at = 0;
             if (st == SPK_OK) {
                 be->destroy(state);
@@ -604,6 +748,7 @@ static void check_nomem(void)
         T_CHECK(k <= 20 && failed == k - 1, "%s: %d of %d failed allocations reported NOMEM (%s)",
                 be->name, failed, k - 1, spk_last_error(ctx));
     }
+    spk_csr_free(&band);
     spk_csr_free(&A);
 }
 
@@ -728,6 +873,20 @@ int main(int argc, char **argv)
                      1 + (int64_t)(seed % 4) * 7, seed);
 
     check_generated("poisson2d:31");
+    check_generated("poisson3d:20");          /* DIA: 16 blocks, parallel, 30% partial rows */
+    {
+        /* DIA: rectangular bands, holes inside the band, a fill past DIA's guard */
+        const int64_t offs[] = {-300, -7, -1, 0, 2, 64, 513};
+        csr_band_rect(2000, 2600, offs, 7, 0, &A);
+        check_matrix("2000x2600 band", &A);
+        csr_band_rect(2600, 2000, offs, 7, 0, &A);
+        check_matrix("2600x2000 band", &A);
+        csr_band_rect(3000, 3000, offs, 7, 13, &A);
+        check_matrix("3000x3000 band, every 13th entry dropped", &A);
+        const int64_t far[] = {-550, 550};
+        csr_band_rect(600, 600, far, 2, 0, &A);
+        check_matrix("600x600 two far diagonals (fill 6)", &A);
+    }
     check_generated("poisson3d:9");
     check_generated("poisson3d27:6");
     check_generated("elasticity3d:4");

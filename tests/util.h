@@ -24,6 +24,20 @@ extern int t_pass, t_fail;
         }                                                                                     \
     } while (0)
 
+/* 1 if spk_matrix_prepare(fmt) must succeed on `device` for a matrix with these statistics:
+ * DIA has no GPU backend and refuses more than SPK_DIA_MAX_DIAGS diagonals or a fill above
+ * SPK_DIA_MAX_FILL; ELL refuses a fill above SPK_ELL_MAX_FILL (3, kernels/formats.h). A
+ * format that does not fit must be refused with SPK_ERR_UNSUPPORTED. */
+static inline int t_format_fits(spk_device device, spk_format fmt, const spk_matrix_info *in)
+{
+    if (fmt == SPK_FMT_DIA)
+        return device == SPK_DEVICE_CPU && in->dia_diags <= SPK_DIA_MAX_DIAGS &&
+               in->dia_fill <= SPK_DIA_MAX_FILL;
+    if (fmt == SPK_FMT_ELL)
+        return in->ell_fill <= 3.0;
+    return 1;
+}
+
 /* Parse "--device cpu|gpu" (default cpu). For gpu with no usable GPU or no CUDA build, print
  * why and exit 77 (CTest SKIP_RETURN_CODE). */
 spk_device t_device_from_args(int argc, char **argv);

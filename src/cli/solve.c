@@ -46,7 +46,8 @@ static const char usage_text[] =
     "                      with a positive diagonal, else bicgstab)\n"
     "  --restart M         GMRES restart length (default 30)\n"
     "  --precond P         none|jacobi (default none)\n"
-    "  --format F          auto|coo|csr|ell|hyb|jds (default auto: from row-length statistics)\n"
+    "  --format F          auto|coo|csr|ell|hyb|jds|dia (default auto: from row-length\n"
+    "                      statistics; dia: the CPU only)\n"
     "  --device D          auto|cpu|gpu (default auto: the GPU when one is usable)\n"
     "  --rtol X            relative tolerance: stop when ||r|| <= max(rtol ||b||, atol)\n"
     "                      (default 1e-8)\n"
@@ -166,7 +167,7 @@ static void parse_args(int argc, char **argv, cli *c)
         } else if (!strcmp(a, "--format")) {
             const char *v = need_arg(argc, argv, &i);
             if (spk_format_parse(v, &c->opt.format))
-                die_usage("--format expects auto|coo|csr|ell|hyb|jds, got '%s'", v);
+                die_usage("--format expects auto|coo|csr|ell|hyb|jds|dia, got '%s'", v);
         } else if (!strcmp(a, "--device")) {
             const char *v = need_arg(argc, argv, &i);
             if (spk_device_parse(v, &c->device))
@@ -403,12 +404,25 @@ static void print_explain(spk_context *ctx, const report *r)
            (long long)in->row_p50, (long long)in->row_p95, (long long)in->row_p99);
     printf("  ELL fill %.3fx (padded slots / nnz); HYB split: width %lld, %lld entries in COO\n",
            in->ell_fill, (long long)in->hyb_width, (long long)in->hyb_coo_nnz);
+    if (in->dia_diags <= 64)
+        printf("  DIA: %lld diagonals, fill %.3fx, %lld rows without every diagonal\n",
+               (long long)in->dia_diags, in->dia_fill, (long long)in->dia_partial_rows);
+    else
+        printf("  DIA: more than 64 diagonals\n");
     printf("  symmetric %s, diagonal positive %s\n", in->symmetric ? "yes" : "no",
            in->diag_positive ? "yes" : "no");
     printf("memory per format\n");
-    for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++)
-        printf("  %-4s %12.3f MB%s\n", spk_format_str((spk_format)f), in->bytes[f] / 1e6,
-               f == SPK_FMT_ELL && in->ell_fill > 3.0 ? "  (refused: padding above 3x nnz)" : "");
+    for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++) {
+        const char *note = "";
+        if (f == SPK_FMT_ELL && in->ell_fill > 3.0)
+            note = "  (refused: padding above 3x nnz)";
+        else if (f == SPK_FMT_DIA && (in->dia_diags > 64 || in->dia_fill > 3.0))
+            note = "  (refused: more than 64 diagonals or padding above 3x nnz)";
+        if (f == SPK_FMT_DIA && in->dia_diags > 64)
+            printf("  %-4s %12s%s\n", spk_format_str((spk_format)f), "-", note);
+        else
+            printf("  %-4s %12.3f MB%s\n", spk_format_str((spk_format)f), in->bytes[f] / 1e6, note);
+    }
     printf("choice (%s)\n  %s\n", spk_device_str(spk_context_device(ctx)), r->format_reason);
 }
 

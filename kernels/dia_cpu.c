@@ -1,0 +1,331 @@
+/* kernels/dia_cpu.c -- DIA (diagonal) SpMV on the host, for matrices whose entries lie on a few
+ * diagonals: finite-difference stencils on structured grids, banded matrices. Diagonal d holds
+ * the entries a(i, i + off[d]) and is stored as a dense column of nrows values, val[d * nrows +
+ * i], 0 where the diagonal has no entry in row i (Saad, Iterative Methods for Sparse Linear
+ * Systems, 2nd ed., sec. 3.4; Bell & Garland SC'09, sec. 3.1; CUSP dia_matrix; SciPy
+ * dia_matrix). No column indices are stored and x is read at i + off[d], contiguous in i, so
+ * the kernel is a handful of dense streams that vectorise: 8 bytes per slot against CSR's 12
+ * per entry + 8 per row, and no per-entry index load, gather or row-end branch.
+ *
+ * Cost: 8 * ndiag * nrows bytes of values (the fill ndiag * nrows / nnz counts the slots that
+ * hold no entry), plus, for each row that does not hold an entry on every diagonal (the "fix"
+ * rows: the grid's boundary rows, and every row where a diagonal's column falls outside the
+ * matrix), its index and a bit mask of the diagonals it does hold.
+ *
+ * Same bits as CSR. Each row sums its entries in column order (the diagonals in ascending
+ * offset), starting from 0.0, exactly as spk_csr_spmv_ref does, so y matches the reference
+ * bit for bit: the kernel computes a block of rows one diagonal after the other, one row
+ * per vector lane, each lane adding its diagonals in order (the lanes never mix, so
+ * vectorising reorders nothing), and a fix row is then recomputed with the slots its mask does not set skipped: a
+ * slot without an entry adds nothing, not 0 * x (which is NaN for an infinite x, and -0 + 0
+ * = +0). On x86-64 the row kernel is also compiled for AVX2 and chosen at run time; AVX2
+ * without FMA keeps every multiply and add a separate IEEE operation, as the SSE2 build does.
+ *
+ * The CPU-only format: the CUDA backends have no DIA row (the GPU rule chooses ELL, whose
+ * compact-index kernel serves the same matrices; docs/formats.md). */
+#include "formats.h"
+
+#include <string.h>
+
+/* Loops shorter than this run on one thread: a parallel region's fork and join (microseconds,
+ * far more on a loaded machine) outweigh the work below it. */
+#define OMP_MIN_WORK 16384
+
+/* Rows per block: the parallel loop's unit, and the unit the fix rows are indexed by
+ * (fix_ptr), so a thread recomputes only rows of its own blocks and no two threads write one
+ * y. 512 rows of y (4 KiB) stay in L1 between the main pass and the fix pass. */
+#ifndef SPK_DIA_ROW_BLOCK
+#define SPK_DIA_ROW_BLOCK 512
+#endif
+
+void spk_dia_fmt_free(spk_dia_fmt *f)
+{
+    if (!f)
+        return;
+    spk_free(f->off);
+    spk_free(f->val);
+    spk_free(f->fix_row);
+    spk_free(f->fix_mask);
+    spk_free(f->fix_ptr);
+    memset(f, 0, sizeof *f);
+}
+
+static int64_t dia_blocks(int64_t n) { return (n + SPK_DIA_ROW_BLOCK - 1) / SPK_DIA_ROW_BLOCK; }
+
+/* Index of offset o in the ascending off[0 .. nd), starting the search at *d (the entries of a
+ * row are met in ascending column order, so the position only moves forward). */
+static int64_t find_diag(const int64_t *off, int64_t nd, int64_t o, int64_t *d)
+{
+    while (*d < nd && off[*d] < o)
+        (*d)++;
+    return *d;
+}
+
+/* Write A's values into the slots (the slots of the layout's pattern; val zeroed first). */
+static void scatter_values(const spk_csr *A, const int64_t *off, int64_t nd, double *val)
+{
+    const int64_t n = A->nrows;
+    memset(val, 0, (size_t)(nd * n) * sizeof *val);
+#pragma omp parallel for schedule(static) if(A->nnz > OMP_MIN_WORK)
+    for (int64_t i = 0; i < n; i++) {
+        int64_t d = 0;
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+            val[find_diag(off, nd, (int64_t)A->colind[p] - i, &d) * n + i] = A->val[p];
+    }
+}
+
+size_t spk_dia_bytes_for(int64_t nrows, int64_t ndiag, int64_t nfix)
+{
+    const double words = (double)((ndiag + 63) / 64);
+    const double b = 8.0 * (double)ndiag * (double)nrows + 8.0 * (double)ndiag +
+                     8.0 * (1.0 + words) * (double)nfix + 8.0 * (double)(dia_blocks(nrows) + 1);
+    return b >= (double)SIZE_MAX ? SIZE_MAX : (size_t)b;
+}
+
+size_t spk_dia_bytes(const spk_dia_fmt *f)
+{
+    return spk_dia_bytes_for(f->nrows, f->ndiag, f->nfix);
+}
+
+spk_status spk_dia_from_csr(spk_context *ctx, const spk_csr *A, spk_dia_fmt *out)
+{
+    const int64_t n = A->nrows;
+    memset(out, 0, sizeof *out);
+    int64_t off[SPK_DIA_MAX_DIAGS];
+    const int64_t nd = spk_dia_offsets(A, off);
+    if (nd > SPK_DIA_MAX_DIAGS)
+        return spk_fail(ctx, SPK_ERR_UNSUPPORTED,
+                        "dia: the entries lie on more than %d diagonals: use csr",
+                        SPK_DIA_MAX_DIAGS);
+    const double slots = (double)nd * (double)n;
+    if (slots > SPK_DIA_MAX_FILL * (double)A->nnz)
+        return spk_fail(ctx, SPK_ERR_UNSUPPORTED,
+                        "dia: %lld diagonals x %lld rows = %.0f slots for %lld nonzeros, a fill "
+                        "of %.2fx, above the %.0fx limit: use csr", (long long)nd, (long long)n,
+                        slots, (long long)A->nnz, A->nnz ? slots / (double)A->nnz : slots,
+                        SPK_DIA_MAX_FILL);
+    /* a row holds an entry on every diagonal exactly when its length is nd */
+    int64_t nfix = 0;
+    for (int64_t i = 0; i < n; i++)
+        nfix += A->rowptr[i + 1] - A->rowptr[i] < nd;
+    const int64_t words = (nd + 63) / 64, nb = dia_blocks(n);
+    out->nrows = n;
+    out->ncols = A->ncols;
+    out->nnz = A->nnz;
+    out->ndiag = nd;
+    out->nfix = nfix;
+    out->words = words;
+    out->off = spk_malloc(ctx, (size_t)(nd > 0 ? nd : 1), sizeof *out->off);
+    out->val = spk_malloc(ctx, (size_t)(nd * n > 0 ? nd * n : 1), sizeof *out->val);
+    out->fix_row = spk_malloc(ctx, (size_t)(nfix > 0 ? nfix : 1), sizeof *out->fix_row);
+    out->fix_mask = spk_calloc(ctx, (size_t)(nfix * words > 0 ? nfix * words : 1),
+                               sizeof *out->fix_mask);
+    out->fix_ptr = spk_malloc(ctx, (size_t)nb + 1, sizeof *out->fix_ptr);
+    if (!out->off || !out->val || !out->fix_row || !out->fix_mask || !out->fix_ptr) {
+        spk_dia_fmt_free(out);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "dia: out of memory allocating %.0f bytes (%lld "
+                        "diagonals x %lld rows)", (double)spk_dia_bytes_for(n, nd, nfix),
+                        (long long)nd, (long long)n);
+    }
+    memcpy(out->off, off, (size_t)nd * sizeof *off);
+    scatter_values(A, out->off, nd, out->val);
+
+    /* the fix rows in ascending order, indexed by block, with the diagonals each one holds */
+    int64_t k = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        out->fix_ptr[b] = k;
+        const int64_t i1 = (b + 1) * SPK_DIA_ROW_BLOCK < n ? (b + 1) * SPK_DIA_ROW_BLOCK : n;
+        for (int64_t i = b * SPK_DIA_ROW_BLOCK; i < i1; i++) {
+            if (A->rowptr[i + 1] - A->rowptr[i] == nd)
+                continue;
+            uint64_t *mask = out->fix_mask + k * words;
+            int64_t d = 0;
+            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+                const int64_t j = find_diag(out->off, nd, (int64_t)A->colind[p] - i, &d);
+                mask[j / 64] |= (uint64_t)1 << (j % 64);
+            }
+            out->fix_row[k++] = i;
+        }
+    }
+    out->fix_ptr[nb] = k;
+    return SPK_OK;
+}
+
+void spk_dia_fill_values(const spk_csr *A, const spk_dia_fmt *f, double *val)
+{
+    scatter_values(A, f->off, f->ndiag, val);
+}
+
+/* 1 if row i holds an entry on diagonal d (fix rows by their mask; *k walks the fix list in
+ * ascending row order alongside i). */
+static int holds(const spk_dia_fmt *f, int64_t i, int64_t d, int64_t k)
+{
+    if (k >= f->nfix || f->fix_row[k] != i)
+        return 1;
+    return (int)((f->fix_mask[k * f->words + d / 64] >> (d % 64)) & 1);
+}
+
+spk_status spk_dia_to_csr(spk_context *ctx, const spk_dia_fmt *f, spk_csr *out)
+{
+    const int64_t n = f->nrows, nd = f->ndiag;
+    spk_status st = spk_csr_alloc(ctx, n, f->ncols, f->nnz, out);
+    if (st)
+        return st;
+    int64_t w = 0, k = 0;
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t d = 0; d < nd; d++)
+            if (holds(f, i, d, k)) {
+                out->colind[w] = (int32_t)(i + f->off[d]);
+                out->val[w] = f->val[d * n + i];
+                w++;
+            }
+        if (k < f->nfix && f->fix_row[k] == i)
+            k++;
+        out->rowptr[i + 1] = w;
+    }
+    return SPK_OK;
+}
+
+/* ---- the kernel ----------------------------------------------------------------------------- */
+
+/* y[i] from the row's sum, as spk_csr_spmv_ref writes it. */
+static inline double dia_out(double s, double alpha, double beta, const double *y, int64_t i)
+{
+    return beta == 0.0 ? alpha * s : alpha * s + beta * y[i];
+}
+
+/* Rows [a, b) of one block (b - a <= SPK_DIA_ROW_BLOCK), all of whose diagonals are in range
+ * (a fix row among them is overwritten by the fix pass): the block's sums stay in L1 while
+ * the diagonals are streamed one after the other, each a contiguous run of values and of x,
+ * so only two streams are open at a time; each row still adds its diagonals in order. */
+static inline __attribute__((always_inline)) void
+dia_rows_body(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha, const double *x,
+              double beta, double *y)
+{
+    const int64_t n = f->nrows, nd = f->ndiag, m = b - a;
+    double s[SPK_DIA_ROW_BLOCK];
+    for (int64_t r = 0; r < m; r++)
+        s[r] = 0.0;
+    for (int64_t d = 0; d < nd; d++) {
+        const double *restrict v = f->val + d * n + a, *restrict xd = x + a + f->off[d];
+        for (int64_t r = 0; r < m; r++)
+            s[r] += v[r] * xd[r];
+    }
+    for (int64_t r = 0; r < m; r++)
+        y[a + r] = dia_out(s[r], alpha, beta, y, a + r);
+}
+
+typedef void (*dia_rows_fn)(const spk_dia_fmt *, int64_t, int64_t, double, const double *,
+                            double, double *);
+
+static void dia_rows_plain(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha,
+                           const double *x, double beta, double *y)
+{
+    dia_rows_body(f, a, b, alpha, x, beta, y);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* AVX2 only, not FMA: a fused multiply-add would round once where the reference rounds twice. */
+__attribute__((target("avx2"))) static void dia_rows_avx2(const spk_dia_fmt *f, int64_t a,
+                                                          int64_t b, double alpha,
+                                                          const double *x, double beta, double *y)
+{
+    dia_rows_body(f, a, b, alpha, x, beta, y);
+}
+
+static dia_rows_fn dia_rows_pick(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") ? dia_rows_avx2 : dia_rows_plain;
+}
+#else
+static dia_rows_fn dia_rows_pick(void) { return dia_rows_plain; }
+#endif
+
+const char *spk_dia_cpu_kernel(void)
+{
+    return dia_rows_pick() == dia_rows_plain ? "plain" : "avx2";
+}
+
+void spk_dia_spmv_host(const spk_dia_fmt *f, int plain, double alpha, const double *x,
+                       double beta, double *y)
+{
+    const int64_t n = f->nrows, nd = f->ndiag, nb = dia_blocks(n);
+    const dia_rows_fn rows = plain ? dia_rows_plain : dia_rows_pick();
+    /* rows [lo, hi) have every diagonal's column in [0, ncols) */
+    int64_t lo = 0, hi = n;
+    for (int64_t d = 0; d < nd; d++) {
+        if (-f->off[d] > lo)
+            lo = -f->off[d];
+        if (f->ncols - f->off[d] < hi)
+            hi = f->ncols - f->off[d];
+    }
+#pragma omp parallel for schedule(static) if(n * (nd > 0 ? nd : 1) > OMP_MIN_WORK)
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t i0 = b * SPK_DIA_ROW_BLOCK;
+        const int64_t i1 = i0 + SPK_DIA_ROW_BLOCK < n ? i0 + SPK_DIA_ROW_BLOCK : n;
+        const int64_t a = i0 > lo ? i0 : lo, e = i1 < hi ? i1 : hi;
+        const int64_t k0 = f->fix_ptr[b], k1 = f->fix_ptr[b + 1];
+        double fy[SPK_DIA_ROW_BLOCK];               /* the fix rows' results, from the old y */
+        for (int64_t k = k0; k < k1; k++) {
+            const int64_t i = f->fix_row[k];
+            const uint64_t *mask = f->fix_mask + k * f->words;
+            double s = 0.0;
+            for (int64_t d = 0; d < nd; d++)
+                if ((mask[d / 64] >> (d % 64)) & 1)
+                    s += f->val[d * n + i] * x[i + f->off[d]];
+            fy[k - k0] = dia_out(s, alpha, beta, y, i);
+        }
+        if (a < e)
+            rows(f, a, e, alpha, x, beta, y);
+        for (int64_t k = k0; k < k1; k++)
+            y[f->fix_row[k]] = fy[k - k0];
+    }
+}
+
+static spk_status dia_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
+                           double beta, double *y)
+{
+    if (!state)
+        return spk_fail(ctx, SPK_ERR_ARG, "dia-cpu spmv: NULL state (not prepared)");
+    spk_dia_spmv_host((const spk_dia_fmt *)state, 0, alpha, x, beta, y);
+    return SPK_OK;
+}
+
+static spk_status dia_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    if (!A || !state)
+        return spk_fail(ctx, SPK_ERR_ARG, "dia-cpu setup: NULL argument");
+    *state = NULL;
+    spk_dia_fmt *f = spk_calloc(ctx, 1, sizeof *f);
+    if (!f)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "dia-cpu setup: out of memory (%zu bytes)", sizeof *f);
+    spk_status st = spk_dia_from_csr(ctx, A, f);
+    if (st) {
+        spk_free(f);
+        return st;
+    }
+    *state = f;
+    return SPK_OK;
+}
+
+static void dia_destroy(void *state)
+{
+    spk_dia_fmt_free(state);
+    spk_free(state);
+}
+
+static spk_status dia_update(spk_context *ctx, void *state, const spk_csr *A)
+{
+    spk_dia_fmt *f = state;
+    if (!f || f->nrows != A->nrows || f->nnz != A->nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "dia-cpu update: the layout does not match the matrix");
+    spk_dia_fill_values(A, f, f->val);
+    return SPK_OK;
+}
+
+const spk_spmv_backend spk_backend_dia_cpu = {
+    "dia-cpu", SPK_FMT_DIA, SPK_DEVICE_CPU, dia_setup, dia_spmv, dia_destroy, dia_update,
+    NULL,                          /* spmv_dot: kept apart, as for csr-cpu                      */
+    NULL,                          /* update_device: the host refill is the update              */
+};
