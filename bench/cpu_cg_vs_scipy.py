@@ -9,12 +9,14 @@ SciPy's matrix is built independently (Kronecker sums of the 1-D second differen
 entry for entry against spk's own CSR, read through libspk's public API with ctypes
 (spk_matrix_generate + spk_matrix_csr), before anything is timed.
 
-spk:   solve -A poisson3d:M --device cpu --method cg --format csr --rtol 1e-8 --json
+spk:   solve -A poisson3d:M --device cpu --method cg --format F --rtol 1e-8 --json
        per iteration = "per_iter_s" (solve_s / iterations; the loop, its allocations and the true
-       residual at the end).
+       residual at the end). F = --format: auto (default; on the CPU it picks dia for this
+       matrix) or any format solve takes.
 SciPy: scipy.sparse.linalg.cg(A, b, rtol=1e-8, atol=0) in a fresh process, per iteration = the
        call's wall time / iterations (counted by callback; SciPy's own work is the same: one
-       matvec per iteration plus the initial residual).
+       matvec per iteration plus the initial residual). A is a csr_matrix, or with
+       --scipy-format dia SciPy's own dia_matrix (A.todia(), its diagonal matvec).
 
 Each trial runs spk and SciPy, each in its own process, back to back (spk first in odd
 trials, SciPy first in even ones, so that a machine slowing down or speeding up favours
@@ -29,7 +31,8 @@ average before and after each setting is printed: above ~0.5 on 2 cores the defa
 measures the other processes, not spk. Needs numpy and scipy (bench/requirements.txt).
 
     python3 bench/cpu_cg_vs_scipy.py --build BUILD [--m 64] [--trials 5] [--json out.json]
-                                     [--markdown] [--wait-idle S]
+                                     [--markdown] [--wait-idle S] [--format F]
+                                     [--scipy-format csr|dia] [--settings all|default]
 """
 import argparse
 import ctypes
@@ -107,7 +110,7 @@ def check_same_matrix(lib_path, m):
     return same, A.shape[0], A.nnz, int(rowptr[-1])
 
 
-def scipy_worker(m, rtol):
+def scipy_worker(m, rtol, fmt):
     """Run in a child process: build, solve once, print JSON."""
     import numpy as np
     import scipy
@@ -115,6 +118,8 @@ def scipy_worker(m, rtol):
     import inspect
 
     A = poisson3d(m)
+    if fmt == "dia":
+        A = A.todia()
     b = A @ np.ones(A.shape[0])
     count = [0]
 
@@ -127,7 +132,7 @@ def scipy_worker(m, rtol):
     t = time.perf_counter() - t0
     rel = float(np.linalg.norm(b - A @ x) / np.linalg.norm(b))
     print(json.dumps({"iterations": count[0], "info": int(info), "seconds": t,
-                      "per_iter_s": t / max(count[0], 1), "true_rel": rel,
+                      "per_iter_s": t / max(count[0], 1), "true_rel": rel, "format": A.format,
                       "scipy": scipy.__version__, "numpy": np.__version__}))
 
 
@@ -188,10 +193,16 @@ def main():
                     help="before each run wait up to S seconds for the other processes to leave "
                          "the CPUs idle (below 10%% busy): a shared machine's load otherwise "
                          "decides the figures")
+    ap.add_argument("--format", default="auto",
+                    help="spk's --format (default auto: dia for this matrix on the CPU)")
+    ap.add_argument("--scipy-format", default="csr", choices=("csr", "dia"),
+                    help="SciPy's matrix class: csr_matrix (default) or dia_matrix")
+    ap.add_argument("--settings", default="all", choices=("all", "default"),
+                    help="all three thread settings (default), or the default one alone")
     ap.add_argument("--scipy-worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.scipy_worker:
-        scipy_worker(a.m, a.rtol)
+        scipy_worker(a.m, a.rtol, a.scipy_format)
         return 0
 
     solve = os.path.join(a.build, "solve")
@@ -207,12 +218,14 @@ def main():
         sys.exit("cpu_cg_vs_scipy: SciPy's matrix is not spk's; nothing timed")
 
     spk_cmd = [solve, "-A", "poisson3d:%d" % a.m, "--device", "cpu", "--method", "cg",
-               "--format", "csr", "--rtol", repr(a.rtol), "--json"]
+               "--format", a.format, "--rtol", repr(a.rtol), "--json"]
     sci_cmd = [sys.executable, os.path.abspath(__file__), "--scipy-worker", "--m", str(a.m),
-               "--rtol", repr(a.rtol)]
+               "--rtol", repr(a.rtol), "--scipy-format", a.scipy_format]
     configs = [("default threads", {}),
                ("default, passive", {"OMP_WAIT_POLICY": "passive"}),
                ("1 thread", {v: "1" for v in THREAD_VARS})]
+    if a.settings == "default":
+        configs = configs[:1]
     results = []
     for label, extra in configs:
         env = dict(os.environ)
@@ -236,7 +249,8 @@ def main():
         load1 = os.getloadavg()[0]
         r = {
             "threads": label,
-            "spk_device": spk_last["device_name"],
+            "spk_device": spk_last["device_name"], "spk_format": spk_last.get("format"),
+            "scipy_format": sci_last.get("format"),
             "spk_iterations": spk_last["iterations"], "spk_reason": spk_last["reason"],
             "spk_true_rel": spk_last["true_rel"],
             "scipy_iterations": sci_last["iterations"], "scipy_info": sci_last["info"],
@@ -258,8 +272,9 @@ def main():
             "cores": os.cpu_count(), "matrix": "poisson3d:%d" % a.m, "n": n, "nnz": nnz_spk,
             "rtol": a.rtol, "trials": a.trials, "spk_command": " ".join(spk_cmd[1:]),
             "results": results}
-    print("%s, %d cores, %s; %d trials (min / median per iteration)" %
-          (info["cpu"], info["cores"], info["date"], a.trials))
+    print("%s, %d cores, %s; %d trials (min / median per iteration); spk format %s, SciPy %s" %
+          (info["cpu"], info["cores"], info["date"], a.trials, results[0]["spk_format"],
+           results[0]["scipy_format"]))
     print("%-16s %6s %6s %18s %18s %16s %22s %9s" % (
         "threads", "spk it", "SciPy", "spk ms/it", "SciPy ms/it", "SciPy/spk",
         "paired: median (range)", "load"))

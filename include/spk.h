@@ -44,7 +44,7 @@ typedef enum spk_status {
     SPK_ERR_NOMEM,         /* a host allocation failed                                      */
     SPK_ERR_IO,            /* a file could not be opened, read or written                   */
     SPK_ERR_PARSE,         /* a file is malformed; the message names the file and line      */
-    SPK_ERR_UNSUPPORTED,   /* valid input the library does not handle (complex, ELL fill)   */
+    SPK_ERR_UNSUPPORTED,   /* valid input the library does not handle (complex, ELL/DIA fill)*/
     SPK_ERR_CUDA,          /* a CUDA / cuBLAS call failed, including out of device memory   */
     SPK_ERR_NOT_COMPILED   /* the feature (CUDA) was not built into this library            */
 } spk_status;
@@ -204,8 +204,10 @@ typedef struct spk_matrix_info {
     size_t  bytes[SPK_FMT_COUNT];          /* memory of each format (values+indices+padding)   */
     int64_t dia_diags;                     /* distinct diagonals j - i holding entries, counted
                                               up to 64; 65 means more (no DIA layout)         */
-    double  dia_fill;                      /* dia_diags * nrows / nnz (0 above 64 diagonals)  */
-    int64_t dia_partial_rows;              /* rows without an entry on each of those diagonals */
+    double  dia_fill;                      /* dia_diags * nrows / nnz (1 when nnz = 0; 0 above
+                                              64 diagonals)                                   */
+    int64_t dia_partial_rows;              /* rows without an entry on each of those diagonals
+                                              (0 above 64 diagonals)                          */
 } spk_matrix_info;
 SPK_API spk_status spk_matrix_get_info(const spk_matrix *A, spk_matrix_info *info);
 
@@ -216,7 +218,8 @@ SPK_API spk_format spk_select_format(const spk_matrix_info *info, spk_device dev
 
 /* Prepare A for SpMV on the context's device in `fmt` (AUTO: spk_select_format). Converts and
  * uploads; a later call with another format replaces the previous layout.
- * SPK_ERR_UNSUPPORTED: ELL whose padding exceeds 3x nnz (use HYB). */
+ * SPK_ERR_UNSUPPORTED: ELL whose padding exceeds 3x nnz (use HYB); DIA past 64 diagonals or
+ * 3x padding (use CSR), or DIA on the GPU (CPU only). */
 SPK_API spk_status spk_matrix_prepare(spk_context *ctx, spk_matrix *A, spk_format fmt);
 /* The prepared format (SPK_FMT_AUTO if none yet) and the backend's name ("ell-cuda"). */
 SPK_API spk_format spk_matrix_format(const spk_matrix *A);
@@ -301,7 +304,7 @@ SPK_API void spk_result_free(spk_result *res);
 
 /* Create a solver for A with options opt (NULL: spk_options_default). Prepares A and builds
  * the Jacobi diagonal now. SPK_ERR_ARG (NULL, destroyed matrix, A not square, a bad option),
- * SPK_ERR_UNSUPPORTED (Jacobi with a zero diagonal, or a non-positive one for CG; ELL fill),
+ * SPK_ERR_UNSUPPORTED (Jacobi with a zero diagonal, or a non-positive one for CG; ELL/DIA fill, DIA on the GPU),
  * SPK_ERR_NOMEM, SPK_ERR_CUDA. On failure *S is NULL. */
 SPK_API spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options *opt,
                                      spk_solver **S);

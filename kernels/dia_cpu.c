@@ -33,9 +33,13 @@
 
 /* Rows per block: the parallel loop's unit, and the unit the fix rows are indexed by
  * (fix_ptr), so a thread recomputes only rows of its own blocks and no two threads write one
- * y. 512 rows of y (4 KiB) stay in L1 between the main pass and the fix pass. */
+ * y. The block's sums (8 KiB) stay in L1 while each diagonal streams 8 KiB of values and of x.
+ * Measured in the CG loop on poisson3d:64 (2-core EPYC, separate processes, three rounds at 2
+ * threads and two at 1): SpMV 0.66-0.87 / 0.71-0.79 / 0.68-0.86 / 0.67-0.89 ms with blocks of
+ * 512 / 1024 / 2048 / 4096 rows at 2 threads, 1.41-1.79 / 1.39 / 1.62-1.65 / 1.45-1.75 at one:
+ * no size stands out of the noise; 1024 had the best worst case. */
 #ifndef SPK_DIA_ROW_BLOCK
-#define SPK_DIA_ROW_BLOCK 512
+#define SPK_DIA_ROW_BLOCK 1024
 #endif
 
 void spk_dia_fmt_free(spk_dia_fmt *f)
@@ -194,20 +198,32 @@ static inline double dia_out(double s, double alpha, double beta, const double *
     return beta == 0.0 ? alpha * s : alpha * s + beta * y[i];
 }
 
+/* GCC's -O3 unroll-and-jam fuses two diagonals' passes into one loop and then, not seeing
+ * that the second one's x is contiguous, loads it element by element (an emulated gather):
+ * the kernel ran ~1.5x slower. Off for the row kernel. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define SPK_DIA_NO_JAM __attribute__((optimize("no-loop-unroll-and-jam")))
+#else
+#define SPK_DIA_NO_JAM
+#endif
+
 /* Rows [a, b) of one block (b - a <= SPK_DIA_ROW_BLOCK), all of whose diagonals are in range
  * (a fix row among them is overwritten by the fix pass): the block's sums stay in L1 while
  * the diagonals are streamed one after the other, each a contiguous run of values and of x,
  * so only two streams are open at a time; each row still adds its diagonals in order. */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) SPK_DIA_NO_JAM void
 dia_rows_body(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha, const double *x,
               double beta, double *y)
 {
     const int64_t n = f->nrows, nd = f->ndiag, m = b - a;
+    const double *const val = f->val + a, *const xa = x + a;
+    const int64_t *const off = f->off;
     double s[SPK_DIA_ROW_BLOCK];
     for (int64_t r = 0; r < m; r++)
         s[r] = 0.0;
     for (int64_t d = 0; d < nd; d++) {
-        const double *restrict v = f->val + d * n + a, *restrict xd = x + a + f->off[d];
+        const double *v = val + d * n, *xd = xa + off[d];
+#pragma GCC ivdep
         for (int64_t r = 0; r < m; r++)
             s[r] += v[r] * xd[r];
     }
@@ -218,7 +234,7 @@ dia_rows_body(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha, const do
 typedef void (*dia_rows_fn)(const spk_dia_fmt *, int64_t, int64_t, double, const double *,
                             double, double *);
 
-static void dia_rows_plain(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha,
+static SPK_DIA_NO_JAM void dia_rows_plain(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha,
                            const double *x, double beta, double *y)
 {
     dia_rows_body(f, a, b, alpha, x, beta, y);
@@ -226,7 +242,7 @@ static void dia_rows_plain(const spk_dia_fmt *f, int64_t a, int64_t b, double al
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 /* AVX2 only, not FMA: a fused multiply-add would round once where the reference rounds twice. */
-__attribute__((target("avx2"))) static void dia_rows_avx2(const spk_dia_fmt *f, int64_t a,
+__attribute__((target("avx2"))) static SPK_DIA_NO_JAM void dia_rows_avx2(const spk_dia_fmt *f, int64_t a,
                                                           int64_t b, double alpha,
                                                           const double *x, double beta, double *y)
 {
@@ -266,7 +282,15 @@ void spk_dia_spmv_host(const spk_dia_fmt *f, int plain, double alpha, const doub
         const int64_t i1 = i0 + SPK_DIA_ROW_BLOCK < n ? i0 + SPK_DIA_ROW_BLOCK : n;
         const int64_t a = i0 > lo ? i0 : lo, e = i1 < hi ? i1 : hi;
         const int64_t k0 = f->fix_ptr[b], k1 = f->fix_ptr[b + 1];
-        double fy[SPK_DIA_ROW_BLOCK];               /* the fix rows' results, from the old y */
+        /* The fix rows after the block's pass, whose reads brought their slots into cache
+         * (before it, each fix row missed on ndiag lines of the value array); their old y,
+         * which the pass overwrites, is kept first when beta needs it. */
+        double old[SPK_DIA_ROW_BLOCK];
+        if (beta != 0.0)
+            for (int64_t k = k0; k < k1; k++)
+                old[k - k0] = y[f->fix_row[k]];
+        if (a < e)
+            rows(f, a, e, alpha, x, beta, y);
         for (int64_t k = k0; k < k1; k++) {
             const int64_t i = f->fix_row[k];
             const uint64_t *mask = f->fix_mask + k * f->words;
@@ -274,12 +298,8 @@ void spk_dia_spmv_host(const spk_dia_fmt *f, int plain, double alpha, const doub
             for (int64_t d = 0; d < nd; d++)
                 if ((mask[d / 64] >> (d % 64)) & 1)
                     s += f->val[d * n + i] * x[i + f->off[d]];
-            fy[k - k0] = dia_out(s, alpha, beta, y, i);
+            y[i] = beta == 0.0 ? alpha * s : alpha * s + beta * old[k - k0];
         }
-        if (a < e)
-            rows(f, a, e, alpha, x, beta, y);
-        for (int64_t k = k0; k < k1; k++)
-            y[f->fix_row[k]] = fy[k - k0];
     }
 }
 

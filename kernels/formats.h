@@ -53,7 +53,7 @@ typedef struct spk_dia_fmt {          /* diagonals: a(i, i + off[d]) at val[d * 
     int64_t   nfix, words;            /* rows without an entry on every diagonal; mask words   */
     int64_t  *fix_row;                /* nfix rows, ascending                                  */
     uint64_t *fix_mask;               /* nfix * words: bit d set when the row holds diagonal d */
-    int64_t  *fix_ptr;                /* per block of 512 rows: its fix rows' first index      */
+    int64_t  *fix_ptr;                /* per block of 1024 rows: its fix rows' first index     */
 } spk_dia_fmt;
 
 /* Conversions: fill `out` from A; the *_free functions are NULL-safe and zero the struct. */

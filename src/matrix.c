@@ -251,8 +251,11 @@ spk_status spk_matrix_spmv(spk_context *ctx, spk_matrix *A, double alpha, const 
     if (!ctx || !matrix_ok(A) || (!x && A->csr.ncols) || (!y && A->csr.nrows))
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_spmv: NULL argument or destroyed matrix");
     spk_status st = SPK_OK;
+    /* a layout of another context: the same format again, or the device's own choice where
+     * that format has no backend on this device (dia, chosen on the CPU, used from the GPU) */
     if (!A->be || A->ctx_prepared != ctx || A->be->device != ctx->device)
-        st = spk_matrix_prepare(ctx, A, A->be ? A->be->format : SPK_FMT_AUTO);
+        st = spk_matrix_prepare(ctx, A, A->be && spk_backend_find(A->be->format, ctx->device)
+                                            ? A->be->format : SPK_FMT_AUTO);
     if (st)
         return st;
     const spk_vec_ops *ops = spk_vec_ops_for(ctx->device);

@@ -8,8 +8,9 @@
  * that an update-and-resolve loop allocates nothing after its first solve (on the GPU, after
  * its first update). --quick (for compute-sanitizer's racecheck, which slows every kernel
  * launch) runs the solver-object and no-allocation checks of CG in ELL and HYB only, not in
- * all five formats: the other formats' kernels are race-checked by test_spmv and
- * test_krylov, and their value updates still run here. */
+ * all formats: the other formats' kernels are race-checked by test_spmv and
+ * test_krylov, and their value updates still run here. --part main|threads runs all but the
+ * two-thread test, or that test alone (racecheck of both together takes more than 600 s). */
 #include "util.h"
 
 #include <math.h>
@@ -973,7 +974,7 @@ static void test_two_threads(void)
 {
 #ifdef _OPENMP
     enum { MAX_ROUNDS = 200000 };
-    const int SOLVES = quick ? 3 : 40;              /* racecheck: each launch is slow */
+    const int SOLVES = quick ? 1 : 40;              /* racecheck: each launch is slow */
     spk_context *ca = NULL, *cb = NULL;
     spk_matrix *A = NULL, *B = NULL;
     spk_solver *S = NULL;
@@ -1092,6 +1093,26 @@ static void test_dia_refusals(void)
         T_CHECK(st == SPK_ERR_UNSUPPORTED && strstr(spk_last_error(ctx), "dia") &&
                     strstr(spk_last_error(ctx), "cpu"),
                 "dia on the GPU: %s: %s", spk_status_str(st), spk_last_error(ctx));
+        /* a layout made in dia on a CPU context, then an SpMV on the GPU context: the GPU's
+         * own choice, not a refusal */
+        spk_context *cpu = NULL;
+        T_CHECK(spk_context_create(&cpu, SPK_DEVICE_CPU) == SPK_OK &&
+                    spk_matrix_prepare(cpu, S, SPK_FMT_AUTO) == SPK_OK &&
+                    spk_matrix_format(S) == SPK_FMT_DIA,
+                "dia on a cpu context: %s", cpu ? spk_last_error(cpu) : "no context");
+        spk_matrix_info in;
+        spk_matrix_get_info(S, &in);
+        double *x = malloc((size_t)in.ncols * sizeof *x), *y = malloc((size_t)in.nrows * sizeof *y);
+        for (int64_t i = 0; i < in.ncols; i++)
+            x[i] = 1.0;
+        st = spk_matrix_spmv(ctx, S, 1.0, x, 0.0, y);
+        T_CHECK(st == SPK_OK && spk_matrix_format(S) != SPK_FMT_DIA && y[0] == 3.0,
+                "spmv on the gpu after dia on the cpu: %s (%s), format %s, y0 %g",
+                spk_status_str(st), spk_last_error(ctx), spk_format_str(spk_matrix_format(S)),
+                y[0]);
+        free(x);
+        free(y);
+        spk_context_destroy(cpu);
     } else {
         T_CHECK(st == SPK_OK, "dia of poisson3d:24: %s", spk_last_error(ctx));
         spk_matrix_info in;
@@ -1130,32 +1151,41 @@ static void test_dia_refusals(void)
 int main(int argc, char **argv)
 {
     dev = t_device_from_args(argc, argv);
-    for (int a = 1; a < argc; a++)
+    int part_main = 1, part_threads = 1;        /* --part main|threads: one half alone */
+    for (int a = 1; a < argc; a++) {
         quick |= strcmp(argv[a], "--quick") == 0;
+        if (strcmp(argv[a], "--part") == 0 && a + 1 < argc) {
+            part_main = strcmp(argv[a + 1], "threads") != 0;
+            part_threads = strcmp(argv[a + 1], "main") != 0;
+        }
+    }
     ctx = t_context(dev);
-    test_context();
-    test_matrix_make();
-    test_matrix_file();
-    test_update_formats();
-    test_update_fallback();
-    for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++)
-        if (fits_here((spk_format)f))
-            test_update_errors((spk_format)f);
-    test_solver_errors();
-    test_dia_refusals();
-    for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++)
-        if ((!quick || f == SPK_FMT_ELL || f == SPK_FMT_HYB) && fits_here((spk_format)f))
-            test_solver_use(SPK_METHOD_CG, (spk_format)f);
-    test_solver_use(SPK_METHOD_BICGSTAB, SPK_FMT_CSR);
-    test_solver_use(SPK_METHOD_GMRES, SPK_FMT_HYB);
-    for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++)
-        if ((!quick || f == SPK_FMT_ELL || f == SPK_FMT_HYB) && fits_here((spk_format)f))
-            test_no_alloc(SPK_METHOD_CG, (spk_format)f);
-    test_no_alloc(SPK_METHOD_BICGSTAB, SPK_FMT_CSR);
-    test_no_alloc(SPK_METHOD_GMRES, SPK_FMT_ELL);
-    test_device_vectors();
-    test_history();
-    test_two_threads();
+    if (part_main) {
+        test_context();
+        test_matrix_make();
+        test_matrix_file();
+        test_update_formats();
+        test_update_fallback();
+        for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++)
+            if (fits_here((spk_format)f))
+                test_update_errors((spk_format)f);
+        test_solver_errors();
+        test_dia_refusals();
+        for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++)
+            if ((!quick || f == SPK_FMT_ELL || f == SPK_FMT_HYB) && fits_here((spk_format)f))
+                test_solver_use(SPK_METHOD_CG, (spk_format)f);
+        test_solver_use(SPK_METHOD_BICGSTAB, SPK_FMT_CSR);
+        test_solver_use(SPK_METHOD_GMRES, SPK_FMT_HYB);
+        for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++)
+            if ((!quick || f == SPK_FMT_ELL || f == SPK_FMT_HYB) && fits_here((spk_format)f))
+                test_no_alloc(SPK_METHOD_CG, (spk_format)f);
+        test_no_alloc(SPK_METHOD_BICGSTAB, SPK_FMT_CSR);
+        test_no_alloc(SPK_METHOD_GMRES, SPK_FMT_ELL);
+        test_device_vectors();
+        test_history();
+    }
+    if (part_threads)
+        test_two_threads();
     spk_context_destroy(ctx);
     return t_done("test_api");
 }

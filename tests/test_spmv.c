@@ -873,7 +873,7 @@ int main(int argc, char **argv)
                      1 + (int64_t)(seed % 4) * 7, seed);
 
     check_generated("poisson2d:31");
-    check_generated("poisson3d:20");          /* DIA: 16 blocks, parallel, 30% partial rows */
+    check_generated("poisson3d:20");          /* DIA: 8 blocks, parallel, 27% partial rows */
     {
         /* DIA: rectangular bands, holes inside the band, a fill past DIA's guard */
         const int64_t offs[] = {-300, -7, -1, 0, 2, 64, 513};

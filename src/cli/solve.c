@@ -418,6 +418,8 @@ static void print_explain(spk_context *ctx, const report *r)
             note = "  (refused: padding above 3x nnz)";
         else if (f == SPK_FMT_DIA && (in->dia_diags > 64 || in->dia_fill > 3.0))
             note = "  (refused: more than 64 diagonals or padding above 3x nnz)";
+        else if (f == SPK_FMT_DIA && spk_context_device(ctx) != SPK_DEVICE_CPU)
+            note = "  (cpu only)";
         if (f == SPK_FMT_DIA && in->dia_diags > 64)
             printf("  %-4s %12s%s\n", spk_format_str((spk_format)f), "-", note);
         else
