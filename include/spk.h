@@ -33,9 +33,9 @@ extern "C" {
 #endif
 
 #define SPK_VERSION_MAJOR 0
-#define SPK_VERSION_MINOR 1
+#define SPK_VERSION_MINOR 2
 #define SPK_VERSION_PATCH 0
-#define SPK_VERSION_STRING "0.1.0"
+#define SPK_VERSION_STRING "0.2.0"
 
 /* ---- status: did the call fail ------------------------------------------------------------ */
 typedef enum spk_status {

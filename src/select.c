@@ -145,8 +145,8 @@ spk_format spk_select_format(const spk_matrix_info *info, spk_device device, cha
      * no index loads against CSR's 12 B per entry + 8 per row, and the same bits); otherwise
      * row-parallel CSR: no padding or permutation, and the caches absorb the irregular reads
      * of x that ELL/JDS/HYB reorganise for GPU coalescing. */
-    if (info->nnz > 0 && info->dia_diags <= SPK_DIA_MAX_DIAGS &&
-        info->dia_fill <= SPK_SEL_DIA_MAX_FILL &&
+    if (info->nnz > 0 && info->dia_diags >= 1 && info->dia_diags <= SPK_DIA_MAX_DIAGS &&
+        info->dia_fill >= 1.0 && info->dia_fill <= SPK_SEL_DIA_MAX_FILL &&
         (double)info->dia_partial_rows <= SPK_SEL_DIA_MAX_PARTIAL * (double)info->nrows) {
         snprintf(reason, reason_len, "dia: cpu device, the entries lie on %lld diagonals (fill "
                  "%.2fx, %.0f%% of the rows partial): 8 B per slot, no index loads",
@@ -157,6 +157,8 @@ spk_format spk_select_format(const spk_matrix_info *info, spk_device device, cha
     char dia_why[96];
     if (info->dia_diags > SPK_DIA_MAX_DIAGS)
         snprintf(dia_why, sizeof dia_why, "more than 64 diagonals for dia");
+    else if (info->nnz == 0 || info->dia_diags < 1 || info->dia_fill < 1.0)
+        snprintf(dia_why, sizeof dia_why, "no diagonals counted for dia");
     else if (info->dia_fill > SPK_SEL_DIA_MAX_FILL)
         snprintf(dia_why, sizeof dia_why, "dia would pad %.2fx", info->dia_fill);
     else

@@ -318,9 +318,10 @@ static void test_matrix_file(void)
     spk_matrix_destroy(A);
 }
 
-/* A fresh matrix of F's values, prepared in fmt. */
 /* 1 if fmt fits the element matrices of these tests on dev (t_format_fits: no DIA on the
- * GPU); the loops over formats skip the others, test_dia_refusals checks the refusals. */
+ * GPU). They are P1 matrices of square grids, as many diagonals at every size, so one of
+ * m = 8 answers for all; the loops over formats skip the others, test_dia_refusals checks
+ * the refusals. */
 static int fits_here(spk_format fmt)
 {
     fem F;
@@ -333,6 +334,7 @@ static int fits_here(spk_format fmt)
     return ok;
 }
 
+/* A fresh matrix of F's values, prepared in fmt. */
 static spk_matrix *fem_prepared(const fem *F, spk_format fmt)
 {
     spk_matrix *B = fem_matrix(F);
@@ -1154,9 +1156,14 @@ int main(int argc, char **argv)
     int part_main = 1, part_threads = 1;        /* --part main|threads: one half alone */
     for (int a = 1; a < argc; a++) {
         quick |= strcmp(argv[a], "--quick") == 0;
-        if (strcmp(argv[a], "--part") == 0 && a + 1 < argc) {
-            part_main = strcmp(argv[a + 1], "threads") != 0;
-            part_threads = strcmp(argv[a + 1], "main") != 0;
+        if (strcmp(argv[a], "--part") == 0) {
+            const char *v = a + 1 < argc ? argv[a + 1] : "";
+            if (strcmp(v, "main") != 0 && strcmp(v, "threads") != 0) {
+                fprintf(stderr, "test_api: --part expects main or threads, got '%s'\n", v);
+                return 2;
+            }
+            part_main = strcmp(v, "main") == 0;
+            part_threads = !part_main;
         }
     }
     ctx = t_context(dev);

@@ -130,6 +130,17 @@ static void test_cpu_rule(void)
     expect_cpu("poisson3d:16", SPK_FMT_CSR, "partial");            /* 33% partial rows     */
     expect_cpu("elasticity3d:8", SPK_FMT_CSR, "more than 64");     /* 3 dofs a node         */
     expect_cpu("powerlaw:20000:8", SPK_FMT_CSR, "more than 64");
+    /* a record without the DIA counts (zeroed, made by hand): csr, not dia */
+    spk_matrix_info in;
+    memset(&in, 0, sizeof in);
+    in.nrows = in.ncols = 100;
+    in.nnz = 500;
+    in.row_mean = in.row_max = 5;
+    in.ell_fill = 1.0;
+    char why[256];
+    T_CHECK(spk_select_format(&in, SPK_DEVICE_CPU, why, sizeof why) == SPK_FMT_CSR &&
+                strstr(why, "no diagonals counted"),
+            "cpu rule on a record without DIA counts: '%s'", why);
 }
 
 /* ---- statistics on hand-made matrices ----------------------------------------------------- */
