@@ -31,9 +31,14 @@
  * far more on a loaded machine) outweigh the work below it. */
 #define OMP_MIN_WORK 16384
 
-/* Rows per block: the parallel loop's unit, and the unit the fix rows are indexed by
- * (fix_ptr), so a thread recomputes only rows of its own blocks and no two threads write one
- * y. The block's sums (8 KiB) stay in L1 while each diagonal streams 8 KiB of values and of x.
+/* The parallel loop's unit is the chunk of the CPU's chunked sums (spk_chunks(n): 256 chunks
+ * above 8192 rows, else one; src/spk_internal.h), which also indexes the fix rows (fix_ptr),
+ * so a thread recomputes only rows of its own chunk, no two threads write one y, and the
+ * fused p'q (spmv_dot) sums each chunk exactly as the CPU's dot does. A chunk is computed in
+ * blocks of SPK_DIA_ROW_BLOCK rows.
+ *
+ * Rows per block: the block's sums (8 KiB) stay in L1 while each diagonal streams 8 KiB of
+ * values and of x.
  * Measured in the CG loop on poisson3d:64 (2-core EPYC, separate processes, three rounds at 2
  * threads and two at 1): SpMV 0.66-0.87 / 0.71-0.79 / 0.68-0.86 / 0.67-0.89 ms with blocks of
  * 512 / 1024 / 2048 / 4096 rows at 2 threads, 1.41-1.79 / 1.39 / 1.62-1.65 / 1.45-1.75 at one:
@@ -54,7 +59,6 @@ void spk_dia_fmt_free(spk_dia_fmt *f)
     memset(f, 0, sizeof *f);
 }
 
-static int64_t dia_blocks(int64_t n) { return (n + SPK_DIA_ROW_BLOCK - 1) / SPK_DIA_ROW_BLOCK; }
 
 /* Index of offset o in the ascending off[0 .. nd), starting the search at *d (the entries of a
  * row are met in ascending column order, so the position only moves forward). */
@@ -82,7 +86,7 @@ size_t spk_dia_bytes_for(int64_t nrows, int64_t ndiag, int64_t nfix)
 {
     const double words = (double)((ndiag + 63) / 64);
     const double b = 8.0 * (double)ndiag * (double)nrows + 8.0 * (double)ndiag +
-                     8.0 * (1.0 + words) * (double)nfix + 8.0 * (double)(dia_blocks(nrows) + 1);
+                     8.0 * (1.0 + words) * (double)nfix + 8.0 * (double)(spk_chunks(nrows) + 1);
     return b >= (double)SIZE_MAX ? SIZE_MAX : (size_t)b;
 }
 
@@ -112,7 +116,7 @@ spk_status spk_dia_from_csr(spk_context *ctx, const spk_csr *A, spk_dia_fmt *out
     int64_t nfix = 0;
     for (int64_t i = 0; i < n; i++)
         nfix += A->rowptr[i + 1] - A->rowptr[i] < nd;
-    const int64_t words = (nd + 63) / 64, nb = dia_blocks(n);
+    const int64_t words = (nd + 63) / 64, nb = spk_chunks(n);
     out->nrows = n;
     out->ncols = A->ncols;
     out->nnz = A->nnz;
@@ -134,12 +138,12 @@ spk_status spk_dia_from_csr(spk_context *ctx, const spk_csr *A, spk_dia_fmt *out
     memcpy(out->off, off, (size_t)nd * sizeof *off);
     scatter_values(A, out->off, nd, out->val);
 
-    /* the fix rows in ascending order, indexed by block, with the diagonals each one holds */
+    /* the fix rows in ascending order, indexed by chunk, with the diagonals each one holds */
     int64_t k = 0;
     for (int64_t b = 0; b < nb; b++) {
         out->fix_ptr[b] = k;
-        const int64_t i1 = (b + 1) * SPK_DIA_ROW_BLOCK < n ? (b + 1) * SPK_DIA_ROW_BLOCK : n;
-        for (int64_t i = b * SPK_DIA_ROW_BLOCK; i < i1; i++) {
+        const int64_t i1 = spk_chunk_lo(n, (int)nb, (int)b + 1);
+        for (int64_t i = spk_chunk_lo(n, (int)nb, (int)b); i < i1; i++) {
             if (A->rowptr[i + 1] - A->rowptr[i] == nd)
                 continue;
             uint64_t *mask = out->fix_mask + k * words;
@@ -263,44 +267,79 @@ const char *spk_dia_cpu_kernel(void)
     return dia_rows_pick() == dia_rows_plain ? "plain" : "avx2";
 }
 
-void spk_dia_spmv_host(const spk_dia_fmt *f, int plain, double alpha, const double *x,
-                       double beta, double *y)
+/* Rows [0, lo) and [hi, n) lack some diagonal's column in [0, ncols): fix rows all. */
+static void dia_interior(const spk_dia_fmt *f, int64_t *lo, int64_t *hi)
 {
-    const int64_t n = f->nrows, nd = f->ndiag, nb = dia_blocks(n);
-    const dia_rows_fn rows = plain ? dia_rows_plain : dia_rows_pick();
-    /* rows [lo, hi) have every diagonal's column in [0, ncols) */
-    int64_t lo = 0, hi = n;
-    for (int64_t d = 0; d < nd; d++) {
-        if (-f->off[d] > lo)
-            lo = -f->off[d];
-        if (f->ncols - f->off[d] < hi)
-            hi = f->ncols - f->off[d];
+    *lo = 0;
+    *hi = f->nrows;
+    for (int64_t d = 0; d < f->ndiag; d++) {
+        if (-f->off[d] > *lo)
+            *lo = -f->off[d];
+        if (f->ncols - f->off[d] < *hi)
+            *hi = f->ncols - f->off[d];
     }
-#pragma omp parallel for schedule(static) if(n * (nd > 0 ? nd : 1) > OMP_MIN_WORK)
-    for (int64_t b = 0; b < nb; b++) {
-        const int64_t i0 = b * SPK_DIA_ROW_BLOCK;
-        const int64_t i1 = i0 + SPK_DIA_ROW_BLOCK < n ? i0 + SPK_DIA_ROW_BLOCK : n;
+}
+
+/* Chunk c: its rows in blocks, each block's pass, then the block's fix rows, summed after the
+ * pass, whose reads brought their slots into cache (before it, each fix row missed on ndiag
+ * lines of the value array); their old y, which the pass overwrites, is kept first when beta
+ * needs it. */
+static void dia_chunk(const spk_dia_fmt *f, dia_rows_fn rows, int c, int nc, int64_t lo,
+                      int64_t hi, double alpha, const double *x, double beta, double *y)
+{
+    const int64_t n = f->nrows, nd = f->ndiag;
+    const int64_t c0 = spk_chunk_lo(n, nc, c), c1 = spk_chunk_lo(n, nc, c + 1);
+    int64_t k = f->fix_ptr[c];
+    for (int64_t i0 = c0; i0 < c1; i0 += SPK_DIA_ROW_BLOCK) {
+        const int64_t i1 = i0 + SPK_DIA_ROW_BLOCK < c1 ? i0 + SPK_DIA_ROW_BLOCK : c1;
         const int64_t a = i0 > lo ? i0 : lo, e = i1 < hi ? i1 : hi;
-        const int64_t k0 = f->fix_ptr[b], k1 = f->fix_ptr[b + 1];
-        /* The fix rows after the block's pass, whose reads brought their slots into cache
-         * (before it, each fix row missed on ndiag lines of the value array); their old y,
-         * which the pass overwrites, is kept first when beta needs it. */
+        const int64_t k0 = k;
+        while (k < f->fix_ptr[c + 1] && f->fix_row[k] < i1)
+            k++;
         double old[SPK_DIA_ROW_BLOCK];
         if (beta != 0.0)
-            for (int64_t k = k0; k < k1; k++)
-                old[k - k0] = y[f->fix_row[k]];
+            for (int64_t j = k0; j < k; j++)
+                old[j - k0] = y[f->fix_row[j]];
         if (a < e)
             rows(f, a, e, alpha, x, beta, y);
-        for (int64_t k = k0; k < k1; k++) {
-            const int64_t i = f->fix_row[k];
-            const uint64_t *mask = f->fix_mask + k * f->words;
+        for (int64_t j = k0; j < k; j++) {
+            const int64_t i = f->fix_row[j];
+            const uint64_t *mask = f->fix_mask + j * f->words;
             double s = 0.0;
             for (int64_t d = 0; d < nd; d++)
                 if ((mask[d / 64] >> (d % 64)) & 1)
                     s += f->val[d * n + i] * x[i + f->off[d]];
-            y[i] = beta == 0.0 ? alpha * s : alpha * s + beta * old[k - k0];
+            y[i] = beta == 0.0 ? alpha * s : alpha * s + beta * old[j - k0];
         }
     }
+}
+
+void spk_dia_spmv_host(const spk_dia_fmt *f, int plain, double alpha, const double *x,
+                       double beta, double *y)
+{
+    const dia_rows_fn rows = plain ? dia_rows_plain : dia_rows_pick();
+    const int nc = spk_chunks(f->nrows);
+    int64_t lo, hi;
+    dia_interior(f, &lo, &hi);
+#pragma omp parallel for schedule(static) if(nc > 1)
+    for (int c = 0; c < nc; c++)
+        dia_chunk(f, rows, c, nc, lo, hi, alpha, x, beta, y);
+}
+
+double spk_dia_spmv_dot_host(const spk_dia_fmt *f, int plain, const double *x, double *y)
+{
+    const dia_rows_fn rows = plain ? dia_rows_plain : dia_rows_pick();
+    const int nc = spk_chunks(f->nrows);
+    double part[SPK_CHUNKS];
+    int64_t lo, hi;
+    dia_interior(f, &lo, &hi);
+#pragma omp parallel for schedule(static) if(nc > 1)
+    for (int c = 0; c < nc; c++) {
+        dia_chunk(f, rows, c, nc, lo, hi, 1.0, x, 0.0, y);
+        part[c] = spk_dot_chunk(x, y, spk_chunk_lo(f->nrows, nc, c),
+                                spk_chunk_lo(f->nrows, nc, c + 1), nc > 1);
+    }
+    return spk_chunks_sum(part, nc);
 }
 
 static spk_status dia_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
@@ -329,6 +368,21 @@ static spk_status dia_setup(spk_context *ctx, const spk_csr *A, void **state)
     return SPK_OK;
 }
 
+/* q = A p and p'q in one pass (CG, solvers/cg.c): each chunk's p'q taken while its q is in
+ * cache, by the CPU dot's own chunk body, so the sum has the bits of spmv then dot_sink. */
+static spk_status dia_spmv_dot(spk_context *ctx, const void *state, const double *x, double *y,
+                               const spk_dot_sink *sink)
+{
+    const spk_dia_fmt *f = state;
+    if (!f || f->nrows != f->ncols)
+        return spk_fail(ctx, SPK_ERR_ARG, "dia-cpu spmv_dot: %s",
+                        f ? "the matrix is not square" : "NULL state (not prepared)");
+    if (sink->skip && *sink->skip)
+        return SPK_OK;
+    *sink->out = spk_dia_spmv_dot_host(f, 0, x, y);
+    return SPK_OK;
+}
+
 static void dia_destroy(void *state)
 {
     spk_dia_fmt_free(state);
@@ -346,6 +400,6 @@ static spk_status dia_update(spk_context *ctx, void *state, const spk_csr *A)
 
 const spk_spmv_backend spk_backend_dia_cpu = {
     "dia-cpu", SPK_FMT_DIA, SPK_DEVICE_CPU, dia_setup, dia_spmv, dia_destroy, dia_update,
-    NULL,                          /* spmv_dot: kept apart, as for csr-cpu                      */
+    dia_spmv_dot,
     NULL,                          /* update_device: the host refill is the update              */
 };

@@ -53,7 +53,7 @@ typedef struct spk_dia_fmt {          /* diagonals: a(i, i + off[d]) at val[d * 
     int64_t   nfix, words;            /* rows without an entry on every diagonal; mask words   */
     int64_t  *fix_row;                /* nfix rows, ascending                                  */
     uint64_t *fix_mask;               /* nfix * words: bit d set when the row holds diagonal d */
-    int64_t  *fix_ptr;                /* per block of 1024 rows: its fix rows' first index     */
+    int64_t  *fix_ptr;                /* per dot chunk (spk_chunks): its first fix row         */
 } spk_dia_fmt;
 
 /* Conversions: fill `out` from A; the *_free functions are NULL-safe and zero the struct. */
@@ -106,6 +106,8 @@ size_t spk_dia_bytes(const spk_dia_fmt *f);
  * name of the chosen one ("avx2" or "plain"). */
 void spk_dia_spmv_host(const spk_dia_fmt *f, int plain, double alpha, const double *x,
                        double beta, double *y);
+/* y = A x and the return x'y (square A), the bits of spk_dia_spmv_host then the CPU's dot. */
+double spk_dia_spmv_dot_host(const spk_dia_fmt *f, int plain, const double *x, double *y);
 const char *spk_dia_cpu_kernel(void);
 
 /* The backend table's rows, one per file (kernels/<fmt>_cpu.c, kernels/<fmt>_cuda.cu). */

@@ -45,20 +45,27 @@ static spk_status v_fill(spk_context *ctx, int64_t n, double a, double *y)
     return SPK_OK;
 }
 
+/* One chunk's x'y, in lanes when `lanes` (the chunked sums' rule, src/spk_internal.h). Never
+ * inlined: sum_products and the DIA SpMV's fused dot (kernels/dia_cpu.c) run this one compiled
+ * body, so their sums have the same bits. */
+__attribute__((noinline)) double spk_dot_chunk(const double *x, const double *y, int64_t lo,
+                                               int64_t hi, int lanes)
+{
+    double s = 0.0;
+#pragma omp simd reduction(+ : s) if (lanes)
+    for (int64_t i = lo; i < hi; i++)
+        s += x[i] * y[i];
+    return s;
+}
+
 /* x'y. dot and nrm2 share it, so that nrm2(x) == sqrt(dot(x, x)) holds to the bit. */
 static double sum_products(int64_t n, const double *x, const double *y)
 {
     double part[SPK_CHUNKS];
     const int nc = spk_chunks(n);
 #pragma omp parallel for schedule(static) if (nc > 1)
-    for (int c = 0; c < nc; c++) {
-        const int64_t lo = spk_chunk_lo(n, nc, c), hi = spk_chunk_lo(n, nc, c + 1);
-        double s = 0.0;
-#pragma omp simd reduction(+ : s) if (nc > 1)
-        for (int64_t i = lo; i < hi; i++)
-            s += x[i] * y[i];
-        part[c] = s;
-    }
+    for (int c = 0; c < nc; c++)
+        part[c] = spk_dot_chunk(x, y, spk_chunk_lo(n, nc, c), spk_chunk_lo(n, nc, c + 1), nc > 1);
     return spk_chunks_sum(part, nc);
 }
 

@@ -424,6 +424,10 @@ static inline int spk_chunks(int64_t n) { return n > SPK_OMP_MIN_N ? SPK_CHUNKS 
 /* Chunk c of nc over [0, n) is [spk_chunk_lo(n, nc, c), spk_chunk_lo(n, nc, c + 1)). */
 static inline int64_t spk_chunk_lo(int64_t n, int nc, int c) { return n * c / nc; }
 
+/* x'y over [lo, hi), in vector lanes when `lanes` (nc > 1): the body every chunked dot of the
+ * CPU runs (kernels/vec_cpu.c). */
+double spk_dot_chunk(const double *x, const double *y, int64_t lo, int64_t hi, int lanes);
+
 /* The partials of the nc chunks, added in chunk order. */
 static inline double spk_chunks_sum(const double *part, int nc)
 {

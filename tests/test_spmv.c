@@ -643,6 +643,24 @@ static void check_dia_layout(const char *mname, const spk_csr *A, const spk_matr
                         special ? "with inf and nan" : "finite");
             }
     }
+    /* the fused q = A p, p'q of CG (square): q and p'q with the bits of the SpMV, then the
+     * CPU's dot */
+    if (m == n) {
+        for (int64_t j = 0; j < n; j++)
+            x[j] = t_randu(&(uint64_t){(uint64_t)j + 7});
+        for (int plain = 0; plain < 2; plain++) {
+            double pq_ref = NAN, pq;
+            spk_dia_spmv_host(&dia, plain, 1.0, x, 0.0, ref);
+            ops->dot(ctx, n, x, ref, &pq_ref);
+            for (int64_t i = 0; i < m; i++)
+                got[i] = NAN;
+            pq = spk_dia_spmv_dot_host(&dia, plain, x, got);
+            T_CHECK(same_bits(ref, got, m) && memcmp(&pq, &pq_ref, sizeof pq) == 0,
+                    "dia spmv_dot (%s kernel) on %s: p'q %.17g against spmv + dot %.17g%s",
+                    plain ? "plain" : spk_dia_cpu_kernel(), mname, pq, pq_ref,
+                    same_bits(ref, got, m) ? "" : ", q differs");
+        }
+    }
     /* new values, same pattern: the refill equals a fresh layout */
     spk_csr B;
     T_CHECK(spk_csr_alloc(ctx, A->nrows, A->ncols, A->nnz, &B) == SPK_OK, "csr alloc");
