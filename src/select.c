@@ -62,7 +62,8 @@
  * row against DIA's 8 B per slot break even near a fill of 1.5) and at most a quarter of the
  * rows lack a diagonal (those rows are summed a second time, one by one, to skip the slots
  * without an entry). Measured at one point (poisson3d:64, fill 1.01, 9% partial rows; the
- * SpMV ~40% faster than CSR's on a 2-core EPYC, docs/benchmarks.md); the bounds are guesses. */
+ * SpMV 20-40% faster than CSR's in the CG loop on a 2-core EPYC, docs/benchmarks.md); the
+ * bounds are guesses. */
 #define SPK_SEL_DIA_MAX_FILL 1.25
 #define SPK_SEL_DIA_MAX_PARTIAL 0.25
 
