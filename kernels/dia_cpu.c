@@ -16,9 +16,10 @@
  * offset), starting from 0.0, exactly as spk_csr_spmv_ref does, so y matches the reference
  * bit for bit: the kernel computes a block of rows one diagonal after the other, one row
  * per vector lane, each lane adding its diagonals in order (the lanes never mix, so
- * vectorising reorders nothing), and a fix row is then recomputed with the slots its mask does not set skipped: a
- * slot without an entry adds nothing, not 0 * x (which is NaN for an infinite x, and -0 + 0
- * = +0). On x86-64 the row kernel is also compiled for AVX2 and chosen at run time; AVX2
+ * vectorising reorders nothing). A slot without an entry adds 0 * x_j there, which leaves the
+ * sum as it was while x_j is finite (the sum is +0 or nonzero, never -0); so the SpMV first
+ * checks that x is all finite (one read of x), and only when it is not are the fix rows
+ * recomputed with the slots their mask does not set skipped (0 * inf would be NaN). On x86-64 the row kernel is also compiled for AVX2 and chosen at run time; AVX2
  * without FMA keeps every multiply and add a separate IEEE operation, as the SSE2 build does.
  *
  * The CPU-only format: the CUDA backends have no DIA row (the GPU rule chooses ELL, whose
@@ -211,10 +212,11 @@ static inline double dia_out(double s, double alpha, double beta, const double *
 #define SPK_DIA_NO_JAM
 #endif
 
-/* Rows [a, b) of one block (b - a <= SPK_DIA_ROW_BLOCK), all of whose diagonals are in range
- * (a fix row among them is overwritten by the fix pass): the block's sums stay in L1 while
- * the diagonals are streamed one after the other, each a contiguous run of values and of x,
- * so only two streams are open at a time; each row still adds its diagonals in order. */
+/* Rows [a, b) of one block (b - a <= SPK_DIA_ROW_BLOCK): the block's sums stay in L1 while
+ * the diagonals are streamed one after the other, each over the rows whose column it has in
+ * [0, ncols), a contiguous run of values and of x, so only two streams are open at a time;
+ * each row adds its diagonals in order. A slot without an entry adds its 0 * x: exact for a
+ * finite x (dia_chunk), and a fix row is recomputed otherwise. */
 static inline __attribute__((always_inline)) SPK_DIA_NO_JAM void
 dia_rows_body(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha, const double *x,
               double beta, double *y)
@@ -227,8 +229,10 @@ dia_rows_body(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha, const do
         s[r] = 0.0;
     for (int64_t d = 0; d < nd; d++) {
         const double *v = val + d * n, *xd = xa + off[d];
+        const int64_t r0 = -off[d] - a > 0 ? -off[d] - a : 0;
+        const int64_t r1 = f->ncols - off[d] - a < m ? f->ncols - off[d] - a : m;
 #pragma GCC ivdep
-        for (int64_t r = 0; r < m; r++)
+        for (int64_t r = r0; r < r1; r++)
             s[r] += v[r] * xd[r];
     }
     for (int64_t r = 0; r < m; r++)
@@ -267,32 +271,31 @@ const char *spk_dia_cpu_kernel(void)
     return dia_rows_pick() == dia_rows_plain ? "plain" : "avx2";
 }
 
-/* Rows [0, lo) and [hi, n) lack some diagonal's column in [0, ncols): fix rows all. */
-static void dia_interior(const spk_dia_fmt *f, int64_t *lo, int64_t *hi)
-{
-    *lo = 0;
-    *hi = f->nrows;
-    for (int64_t d = 0; d < f->ndiag; d++) {
-        if (-f->off[d] > *lo)
-            *lo = -f->off[d];
-        if (f->ncols - f->off[d] < *hi)
-            *hi = f->ncols - f->off[d];
-    }
-}
+/* z = sum of x_j * 0 over j < n, in the enclosing parallel region (its threads share z, the
+ * implicit barrier of the loop publishes it): 0 when every x_j is finite, NaN as soon as one
+ * is Inf or NaN. With x all finite a slot without an entry adds 0 * x_j = +-0, which leaves
+ * a row's sum as it was (the sum starts at +0 and is never -0: +0 + -0 is +0), so the block
+ * pass alone gives the reference's bits. One read of x. */
+#define SPK_DIA_FINITE(x, n, z)                                                              \
+    _Pragma("omp for schedule(static) reduction(+ : z)")                                     \
+    for (int64_t j_ = 0; j_ < (n); j_++)                                                     \
+        (z) += (x)[j_] * 0.0
 
-/* Chunk c: its rows in blocks, each block's pass, then the block's fix rows, summed after the
- * pass, whose reads brought their slots into cache (before it, each fix row missed on ndiag
- * lines of the value array); their old y, which the pass overwrites, is kept first when beta
- * needs it. */
-static void dia_chunk(const spk_dia_fmt *f, dia_rows_fn rows, int c, int nc, int64_t lo,
-                      int64_t hi, double alpha, const double *x, double beta, double *y)
+/* Chunk c: its rows in blocks, each block's pass; where x is not all finite, the block's fix
+ * rows are then recomputed with only the slots their mask sets (their old y, which the pass
+ * overwrites, kept first when beta needs it). */
+static void dia_chunk(const spk_dia_fmt *f, dia_rows_fn rows, int c, int nc, int finite,
+                      double alpha, const double *x, double beta, double *y)
 {
     const int64_t n = f->nrows, nd = f->ndiag;
     const int64_t c0 = spk_chunk_lo(n, nc, c), c1 = spk_chunk_lo(n, nc, c + 1);
     int64_t k = f->fix_ptr[c];
     for (int64_t i0 = c0; i0 < c1; i0 += SPK_DIA_ROW_BLOCK) {
         const int64_t i1 = i0 + SPK_DIA_ROW_BLOCK < c1 ? i0 + SPK_DIA_ROW_BLOCK : c1;
-        const int64_t a = i0 > lo ? i0 : lo, e = i1 < hi ? i1 : hi;
+        if (finite) {
+            rows(f, i0, i1, alpha, x, beta, y);
+            continue;
+        }
         const int64_t k0 = k;
         while (k < f->fix_ptr[c + 1] && f->fix_row[k] < i1)
             k++;
@@ -300,8 +303,7 @@ static void dia_chunk(const spk_dia_fmt *f, dia_rows_fn rows, int c, int nc, int
         if (beta != 0.0)
             for (int64_t j = k0; j < k; j++)
                 old[j - k0] = y[f->fix_row[j]];
-        if (a < e)
-            rows(f, a, e, alpha, x, beta, y);
+        rows(f, i0, i1, alpha, x, beta, y);
         for (int64_t j = k0; j < k; j++) {
             const int64_t i = f->fix_row[j];
             const uint64_t *mask = f->fix_mask + j * f->words;
@@ -319,11 +321,15 @@ void spk_dia_spmv_host(const spk_dia_fmt *f, int plain, double alpha, const doub
 {
     const dia_rows_fn rows = plain ? dia_rows_plain : dia_rows_pick();
     const int nc = spk_chunks(f->nrows);
-    int64_t lo, hi;
-    dia_interior(f, &lo, &hi);
-#pragma omp parallel for schedule(static) if(nc > 1)
-    for (int c = 0; c < nc; c++)
-        dia_chunk(f, rows, c, nc, lo, hi, alpha, x, beta, y);
+    double z = 0.0;
+#pragma omp parallel if(nc > 1)
+    {
+        SPK_DIA_FINITE(x, f->ncols, z);
+        const int finite = z == 0.0;
+#pragma omp for schedule(static)
+        for (int c = 0; c < nc; c++)
+            dia_chunk(f, rows, c, nc, finite, alpha, x, beta, y);
+    }
 }
 
 double spk_dia_spmv_dot_host(const spk_dia_fmt *f, int plain, const double *x, double *y)
@@ -331,13 +337,17 @@ double spk_dia_spmv_dot_host(const spk_dia_fmt *f, int plain, const double *x, d
     const dia_rows_fn rows = plain ? dia_rows_plain : dia_rows_pick();
     const int nc = spk_chunks(f->nrows);
     double part[SPK_CHUNKS];
-    int64_t lo, hi;
-    dia_interior(f, &lo, &hi);
-#pragma omp parallel for schedule(static) if(nc > 1)
-    for (int c = 0; c < nc; c++) {
-        dia_chunk(f, rows, c, nc, lo, hi, 1.0, x, 0.0, y);
-        part[c] = spk_dot_chunk(x, y, spk_chunk_lo(f->nrows, nc, c),
-                                spk_chunk_lo(f->nrows, nc, c + 1), nc > 1);
+    double z = 0.0;
+#pragma omp parallel if(nc > 1)
+    {
+        SPK_DIA_FINITE(x, f->ncols, z);
+        const int finite = z == 0.0;
+#pragma omp for schedule(static)
+        for (int c = 0; c < nc; c++) {
+            dia_chunk(f, rows, c, nc, finite, 1.0, x, 0.0, y);
+            part[c] = spk_dot_chunk(x, y, spk_chunk_lo(f->nrows, nc, c),
+                                    spk_chunk_lo(f->nrows, nc, c + 1), nc > 1);
+        }
     }
     return spk_chunks_sum(part, nc);
 }

@@ -58,14 +58,15 @@
 #define SPK_SEL_JDS_MAX_FILL 2.0
 #define SPK_SEL_JDS_MAX_ROW 32
 
-/* CPU: DIA when its slots are at most 25% more than the entries (CSR's 12 B per entry + 8 per
- * row against DIA's 8 B per slot break even near a fill of 1.5) and at most a quarter of the
- * rows lack a diagonal (those rows are summed a second time, one by one, to skip the slots
- * without an entry). Measured at one point (poisson3d:64, fill 1.01, 9% partial rows; the
- * SpMV 20-40% faster than CSR's in the CG loop on a 2-core EPYC, docs/benchmarks.md); the
- * bounds are guesses. */
-#define SPK_SEL_DIA_MAX_FILL 1.25
-#define SPK_SEL_DIA_MAX_PARTIAL 0.25
+/* CPU: DIA when its slots are at most 1.5x the entries: there CSR's 12 B per entry + 8 per row
+ * and DIA's 8 B per slot break even in bytes (fill 1.5 + rows / nnz). Measured on a 2-core
+ * EPYC (bench/bench_dia_cpu, docs/selection.md): on the 7-point matrix of 64^3 rows with
+ * entries dropped at random, DIA took 0.65-0.99x CSR's SpMV time for every fill from 1.005 to
+ * 2.87 and every share of partial rows from 3% to 100% -- CSR loses
+ * on the uneven rows as much as DIA on the padding, so random holes do not find the
+ * crossover; 1.5 is the bytes' break-even for rows that stay regular. Partial rows cost
+ * nothing while x is finite (kernels/dia_cpu.c), so they are not a condition. */
+#define SPK_SEL_DIA_MAX_FILL 1.5
 
 spk_format spk_select_shape(const spk_matrix_info *s, char *why, size_t len)
 {
@@ -147,8 +148,7 @@ spk_format spk_select_format(const spk_matrix_info *info, spk_device device, cha
      * row-parallel CSR: no padding or permutation, and the caches absorb the irregular reads
      * of x that ELL/JDS/HYB reorganise for GPU coalescing. */
     if (info->nnz > 0 && info->dia_diags >= 1 && info->dia_diags <= SPK_DIA_MAX_DIAGS &&
-        info->dia_fill >= 1.0 && info->dia_fill <= SPK_SEL_DIA_MAX_FILL &&
-        (double)info->dia_partial_rows <= SPK_SEL_DIA_MAX_PARTIAL * (double)info->nrows) {
+        info->dia_fill >= 1.0 && info->dia_fill <= SPK_SEL_DIA_MAX_FILL) {
         snprintf(reason, reason_len, "dia: cpu device, the entries lie on %lld diagonals (fill "
                  "%.2fx, %.0f%% of the rows partial): 8 B per slot, no index loads",
                  (long long)info->dia_diags, info->dia_fill,
@@ -160,11 +160,8 @@ spk_format spk_select_format(const spk_matrix_info *info, spk_device device, cha
         snprintf(dia_why, sizeof dia_why, "more than 64 diagonals for dia");
     else if (info->nnz == 0 || info->dia_diags < 1 || info->dia_fill < 1.0)
         snprintf(dia_why, sizeof dia_why, "no diagonals counted for dia");
-    else if (info->dia_fill > SPK_SEL_DIA_MAX_FILL)
-        snprintf(dia_why, sizeof dia_why, "dia would pad %.2fx", info->dia_fill);
     else
-        snprintf(dia_why, sizeof dia_why, "%.0f%% of the rows partial for dia",
-                 info->nrows ? 100.0 * (double)info->dia_partial_rows / (double)info->nrows : 0.0);
+        snprintf(dia_why, sizeof dia_why, "dia would pad %.2fx", info->dia_fill);
     snprintf(reason, reason_len, "csr: cpu device, row-parallel CSR is usually best on CPUs "
              "(no padding, no permutation; %s; the gpu rule would pick %s)", dia_why,
              spk_format_str(gpu));
