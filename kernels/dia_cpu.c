@@ -19,8 +19,11 @@
  * vectorising reorders nothing). A slot without an entry adds 0 * x_j there, which leaves the
  * sum as it was while x_j is finite (the sum is +0 or nonzero, never -0); so the SpMV first
  * checks that x is all finite (one read of x), and only when it is not are the fix rows
- * recomputed with the slots their mask does not set skipped (0 * inf would be NaN). On x86-64 the row kernel is also compiled for AVX2 and chosen at run time; AVX2
- * without FMA keeps every multiply and add a separate IEEE operation, as the SSE2 build does.
+ * recomputed with the slots their mask does not set skipped (0 * inf would be NaN). This
+ * holds in the default floating-point environment (round to nearest, no flush to zero),
+ * which the reference assumes too: rounding down makes +0 + -0 = -0. On x86-64 the row
+ * kernel is also compiled for AVX2 and chosen at run time; AVX2 without FMA keeps every
+ * multiply and add a separate IEEE operation, as the SSE2 build does.
  *
  * The CPU-only format: the CUDA backends have no DIA row (the GPU rule chooses ELL, whose
  * compact-index kernel serves the same matrices; docs/formats.md). */
@@ -222,18 +225,22 @@ dia_rows_body(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha, const do
               double beta, double *y)
 {
     const int64_t n = f->nrows, nd = f->ndiag, m = b - a;
-    const double *const val = f->val + a, *const xa = x + a;
+    const double *const val = f->val + a;
     const int64_t *const off = f->off;
     double s[SPK_DIA_ROW_BLOCK];
     for (int64_t r = 0; r < m; r++)
         s[r] = 0.0;
     for (int64_t d = 0; d < nd; d++) {
-        const double *v = val + d * n, *xd = xa + off[d];
         const int64_t r0 = -off[d] - a > 0 ? -off[d] - a : 0;
         const int64_t r1 = f->ncols - off[d] - a < m ? f->ncols - off[d] - a : m;
+        if (r0 >= r1)
+            continue;
+        /* pointers formed only inside the arrays: rows [a + r0, a + r1) of diagonal d */
+        const double *v = val + d * n + r0, *xd = x + (a + r0 + off[d]);
+        double *sd = s + r0;
 #pragma GCC ivdep
-        for (int64_t r = r0; r < r1; r++)
-            s[r] += v[r] * xd[r];
+        for (int64_t r = 0; r < r1 - r0; r++)
+            sd[r] += v[r] * xd[r];
     }
     for (int64_t r = 0; r < m; r++)
         y[a + r] = dia_out(s[r], alpha, beta, y, a + r);
@@ -250,9 +257,9 @@ static SPK_DIA_NO_JAM void dia_rows_plain(const spk_dia_fmt *f, int64_t a, int64
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 /* AVX2 only, not FMA: a fused multiply-add would round once where the reference rounds twice. */
-__attribute__((target("avx2"))) static SPK_DIA_NO_JAM void dia_rows_avx2(const spk_dia_fmt *f, int64_t a,
-                                                          int64_t b, double alpha,
-                                                          const double *x, double beta, double *y)
+__attribute__((target("avx2"))) static SPK_DIA_NO_JAM void
+dia_rows_avx2(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha, const double *x,
+              double beta, double *y)
 {
     dia_rows_body(f, a, b, alpha, x, beta, y);
 }
@@ -271,15 +278,16 @@ const char *spk_dia_cpu_kernel(void)
     return dia_rows_pick() == dia_rows_plain ? "plain" : "avx2";
 }
 
-/* z = sum of x_j * 0 over j < n, in the enclosing parallel region (its threads share z, the
- * implicit barrier of the loop publishes it): 0 when every x_j is finite, NaN as soon as one
- * is Inf or NaN. With x all finite a slot without an entry adds 0 * x_j = +-0, which leaves
- * a row's sum as it was (the sum starts at +0 and is never -0: +0 + -0 is +0), so the block
- * pass alone gives the reference's bits. One read of x. */
-#define SPK_DIA_FINITE(x, n, z)                                                              \
-    _Pragma("omp for schedule(static) reduction(+ : z)")                                     \
+/* finite_sum (the caller's, declared before the parallel region, so shared) += x_j * 0 over
+ * j < n, in the enclosing parallel region (the implicit barrier of the loop publishes it):
+ * 0 when every x_j is finite, NaN as soon as one is Inf or NaN. With x all finite a slot
+ * without an entry adds 0 * x_j = +-0, which leaves a row's sum as it was (the sum starts at
+ * +0 and is never -0: +0 + -0 is +0), so the block pass alone gives the reference's bits.
+ * One read of x. */
+#define SPK_DIA_FINITE(x, n)                                                                 \
+    _Pragma("omp for schedule(static) reduction(+ : finite_sum)")                            \
     for (int64_t j_ = 0; j_ < (n); j_++)                                                     \
-        (z) += (x)[j_] * 0.0
+        finite_sum += (x)[j_] * 0.0
 
 /* Chunk c: its rows in blocks, each block's pass; where x is not all finite, the block's fix
  * rows are then recomputed with only the slots their mask sets (their old y, which the pass
@@ -321,11 +329,11 @@ void spk_dia_spmv_host(const spk_dia_fmt *f, int plain, double alpha, const doub
 {
     const dia_rows_fn rows = plain ? dia_rows_plain : dia_rows_pick();
     const int nc = spk_chunks(f->nrows);
-    double z = 0.0;
+    double finite_sum = 0.0;
 #pragma omp parallel if(nc > 1)
     {
-        SPK_DIA_FINITE(x, f->ncols, z);
-        const int finite = z == 0.0;
+        SPK_DIA_FINITE(x, f->ncols);
+        const int finite = finite_sum == 0.0;
 #pragma omp for schedule(static)
         for (int c = 0; c < nc; c++)
             dia_chunk(f, rows, c, nc, finite, alpha, x, beta, y);
@@ -337,11 +345,11 @@ double spk_dia_spmv_dot_host(const spk_dia_fmt *f, int plain, const double *x, d
     const dia_rows_fn rows = plain ? dia_rows_plain : dia_rows_pick();
     const int nc = spk_chunks(f->nrows);
     double part[SPK_CHUNKS];
-    double z = 0.0;
+    double finite_sum = 0.0;
 #pragma omp parallel if(nc > 1)
     {
-        SPK_DIA_FINITE(x, f->ncols, z);
-        const int finite = z == 0.0;
+        SPK_DIA_FINITE(x, f->ncols);
+        const int finite = finite_sum == 0.0;
 #pragma omp for schedule(static)
         for (int c = 0; c < nc; c++) {
             dia_chunk(f, rows, c, nc, finite, 1.0, x, 0.0, y);

@@ -48,8 +48,13 @@ static spk_status v_fill(spk_context *ctx, int64_t n, double a, double *y)
 /* One chunk's x'y, in lanes when `lanes` (the chunked sums' rule, src/spk_internal.h). Never
  * inlined: sum_products and the DIA SpMV's fused dot (kernels/dia_cpu.c) run this one compiled
  * body, so their sums have the same bits. */
-__attribute__((noinline)) double spk_dot_chunk(const double *x, const double *y, int64_t lo,
-                                               int64_t hi, int lanes)
+#if defined(__GNUC__) && !defined(__clang__)
+#define SPK_ONE_BODY __attribute__((noipa))     /* no inlining, cloning or IPA variants */
+#else
+#define SPK_ONE_BODY __attribute__((noinline))
+#endif
+SPK_ONE_BODY double spk_dot_chunk(const double *x, const double *y, int64_t lo, int64_t hi,
+                                  int lanes)
 {
     double s = 0.0;
 #pragma omp simd reduction(+ : s) if (lanes)
