@@ -11,9 +11,11 @@
 # 2. bench/write_benchmarks.py rewrites the text between the <!-- gpu-...:begin/end --> markers
 #    of docs/benchmarks.md from the newest results, and the plot docs/img/cg_per_iteration.png.
 #    Every other section of the file (Matrix Market reader, CPU) is left as it is.
-# 3. With --cpu, also bench/cpu_cg_vs_scipy.py (CPU CG against SciPy's cg on poisson3d:64),
-#    results in bench/results/<date>-cpu-<host>.json; its table is printed for the CPU section,
-#    which is edited by hand (it records the machine and its load).
+# 3. With --cpu, also bench/cpu_cg_vs_scipy.py (CPU CG against SciPy's cg on poisson3d:64,
+#    once against SciPy's csr_matrix and once against its dia_matrix), results in
+#    bench/results/<date>-cpu-<host>*.json, and bench_dia_cpu (DIA against CSR SpMV, the data of
+#    the CPU rule); their tables are printed for the CPU section, which is edited by hand (it
+#    records the machine and its load).
 #
 # Exit status: 0, or 1 when a benchmark failed or reported a FAIL line (the docs are still
 # regenerated from whatever completed).
@@ -82,6 +84,14 @@ if [ $CPU -eq 1 ]; then
     host=$(hostname -s 2>/dev/null || echo host)
     python3 "$ROOT/bench/cpu_cg_vs_scipy.py" --build "$BUILD" --markdown \
         --json "$RESULTS/$DATE-cpu-$host.json" || { echo "run.sh: cpu_cg_vs_scipy.py failed" >&2; status=1; }
+    # the same against SciPy's own dia_matrix (spk picks DIA for this matrix on the CPU)
+    python3 "$ROOT/bench/cpu_cg_vs_scipy.py" --build "$BUILD" --markdown --settings default \
+        --scipy-format dia --json "$RESULTS/$DATE-cpu-$host-vs-scipy-dia.json" ||
+        { echo "run.sh: cpu_cg_vs_scipy.py --scipy-format dia failed" >&2; status=1; }
+    if [ -x "$BUILD/bench_dia_cpu" ]; then
+        "$BUILD/bench_dia_cpu" | tee "$RESULTS/$DATE-cpu-$host-dia.txt" ||
+            { echo "run.sh: bench_dia_cpu failed" >&2; status=1; }
+    fi
 fi
 
 if compgen -G "$RESULTS/*-spmv.json" >/dev/null || compgen -G "$RESULTS/*-solvers.json" >/dev/null; then
