@@ -43,7 +43,7 @@
  *
  * Rows per block: the block's sums (8 KiB) stay in L1 while each diagonal streams 8 KiB of
  * values and of x.
- * Measured in the CG loop on poisson3d:64 (2-core EPYC, separate processes, three rounds at 2
+ * Measured (one-off programs) in the CG loop on poisson3d:64 (2-core EPYC, processes, 3 rounds at 2
  * threads and two at 1): SpMV 0.66-0.87 / 0.71-0.79 / 0.68-0.86 / 0.67-0.89 ms with blocks of
  * 512 / 1024 / 2048 / 4096 rows at 2 threads, 1.41-1.79 / 1.39 / 1.62-1.65 / 1.45-1.75 at one:
  * no size stands out of the noise; 1024 had the best worst case. */

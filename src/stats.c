@@ -182,8 +182,9 @@ static int offsets_merge(int64_t *off, int64_t *nd, const int64_t *loc, int64_t 
 }
 
 /* Each thread gathers the offsets of its rows (a row's entries are sorted, so its offsets
- * ascend and one forward walk of the small set places them), then the sets are merged; a
- * thread stops once it alone has seen more than the cap. O(nnz + nrows * ndiag). */
+ * ascend and one forward walk of the small set places a piece of them), then the threads'
+ * sets are merged by the same walk; a thread stops once it alone has seen more than the cap.
+ * O(nnz + nrows * ndiag). */
 int64_t spk_dia_offsets(const spk_csr *A, int64_t *off)
 {
     int64_t nd = 0;
@@ -196,22 +197,13 @@ int64_t spk_dia_offsets(const spk_csr *A, int64_t *off)
         for (int64_t i = 0; i < A->nrows; i++) {
             if (full)
                 continue;
-            int64_t d = 0;
-            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
-                const int64_t o = (int64_t)A->colind[p] - i;
-                while (d < nl && loc[d] < o)
-                    d++;
-                if (d < nl && loc[d] == o) {
-                    d++;
-                    continue;
-                }
-                if (nl == SPK_DIA_MAX_DIAGS) {
-                    full = 1;
-                    break;
-                }
-                memmove(loc + d + 1, loc + d, (size_t)(nl - d) * sizeof *loc);
-                loc[d++] = o;
-                nl++;
+            /* the row's offsets, ascending, merged a piece at a time */
+            int64_t piece[SPK_DIA_MAX_DIAGS];
+            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1] && !full;) {
+                int64_t np = 0;
+                for (; p < A->rowptr[i + 1] && np < SPK_DIA_MAX_DIAGS; p++)
+                    piece[np++] = (int64_t)A->colind[p] - i;
+                full = !offsets_merge(loc, &nl, piece, np);
             }
         }
 #pragma omp critical(spk_dia_offsets)
