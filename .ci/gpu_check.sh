@@ -92,9 +92,10 @@ if command -v compute-sanitizer >/dev/null; then
   # 450 s with it; --quick took 422 s beside the seven others (fifth session, SAN_JOBS=8:
   # racecheck alone is ~8 minutes); the long racecheck runs start first. test_krylov --quick:
   # 254 s alone (seventh session); test_api --quick went past 480 s and 570 s alone (eighth and
-  # ninth sessions), so it runs in two halves: --part main (all but the two-thread test) and
-  # --part threads (that test alone). Within one 600 s call, RACE_SKIP=" api api_threads krylov
-  # robust_gpu " and then SAN_TOOLS=racecheck SAN_ONLY="api ..." split the work in parts.
+  # ninth sessions), so it runs in two halves: --part main (all but the two-thread test; 270 s)
+  # and --part threads (that test alone; 9 s, tenth session). Within one 600 s call,
+  # RACE_SKIP=" api api_threads krylov robust_gpu " and then SAN_TOOLS=racecheck
+  # SAN_ONLY="api ..." split the work in parts.
   RACE_SKIP=${RACE_SKIP-""}
   SAN_TOOLS=${SAN_TOOLS:-racecheck memcheck}   # the long racecheck runs first
   for tool in $SAN_TOOLS; do
