@@ -27,7 +27,8 @@
  *  - auto: spk_select_format's choice and its time over spk's fastest format.
  *
  * Output: a table per matrix and a summary on stdout; --out FILE.json and/or --out FILE.csv
- * (repeatable) for the machine-readable results. Cost: about a minute on an H200 host with 16
+ * (repeatable) for the machine-readable results (the JSON also holds each matrix's row-length
+ * statistics, "row_stats", which bench/select_sweep.py reports beside the times). Cost: about a minute on an H200 host with 16
  * cores, most of it generating the matrices and converting formats on the host.
  *
  *   bench_spmv [--inputs DIR] [--out FILE.json|FILE.csv]... [--reps 50] [--warmup 10]
@@ -88,6 +89,7 @@ typedef struct mresult {
     row      rows[N_SPK + N_CUSP];
     int      nrows_out;
     spk_format auto_fmt;
+    spk_matrix_info info;            /* the row-length statistics the choice was made from      */
     char     auto_reason[256];
     double   auto_us, best_spk_us, best_cusp_us, csr_default_us;
     const char *best_spk, *best_cusp;
@@ -505,9 +507,8 @@ static void run_matrix(bench *B, const char *spec, mresult *out)
         run_cusparse(B, &R, out->name, (cusp_kind)c, &out->rows[k++]);
     out->nrows_out = k;
 
-    spk_matrix_info info;
-    bench_spk(B->ctx, spk_matrix_get_info(R.M, &info), "spk_matrix_get_info");
-    out->auto_fmt = spk_select_format(&info, SPK_DEVICE_CUDA, out->auto_reason,
+    bench_spk(B->ctx, spk_matrix_get_info(R.M, &out->info), "spk_matrix_get_info");
+    out->auto_fmt = spk_select_format(&out->info, SPK_DEVICE_CUDA, out->auto_reason,
                                       sizeof out->auto_reason);
     out->auto_us = out->best_spk_us = out->best_cusp_us = out->csr_default_us = INFINITY;
     for (int i = 0; i < k; i++) {
@@ -648,7 +649,13 @@ static void write_json(const char *path, const bench *B, const char *gpu, const 
         fprintf(f, ",\n     \"floor_bytes\": %.0f, \"ell_bytes\": %.0f, \"floor_us\": ",
                 r->floor_bytes, r->ell_bytes);
         bench_json_num(f, r->floor_us);
-        fprintf(f, ", \"auto\": \"%s\", \"auto_reason\": ", spk_format_str(r->auto_fmt));
+        const spk_matrix_info *in = &r->info;
+        fprintf(f, ",\n     \"row_stats\": {\"min\": %lld, \"mean\": %.6g, \"max\": %lld, \"cv\": %.6g, "
+                   "\"p50\": %lld, \"p99\": %lld, \"ell_fill\": %.6g, \"hyb_width\": %lld, "
+                   "\"hyb_coo_nnz\": %lld},\n    ", (long long)in->row_min, in->row_mean,
+                (long long)in->row_max, in->row_cv, (long long)in->row_p50, (long long)in->row_p99,
+                in->ell_fill, (long long)in->hyb_width, (long long)in->hyb_coo_nnz);
+        fprintf(f, " \"auto\": \"%s\", \"auto_reason\": ", spk_format_str(r->auto_fmt));
         bench_json_str(f, r->auto_reason);
         fprintf(f, ",\n     \"auto_us\": ");
         bench_json_num(f, r->auto_us);
@@ -856,9 +863,8 @@ static int self_test(const char *const *specs, int nspec, const char *const *out
         m->nnz = A->nnz;
         m->floor_bytes = 12.0 * (double)A->nnz + 16.0 * (double)A->nrows + 8.0 + 8.0 * (double)A->ncols;
         m->floor_us = m->floor_bytes / (B.copy_gbs * 1e9) * 1e6;
-        spk_matrix_info info;
-        bench_spk(ctx, spk_matrix_get_info(M, &info), "info");
-        m->auto_fmt = spk_select_format(&info, SPK_DEVICE_CUDA, m->auto_reason, sizeof m->auto_reason);
+        bench_spk(ctx, spk_matrix_get_info(M, &m->info), "info");
+        m->auto_fmt = spk_select_format(&m->info, SPK_DEVICE_CUDA, m->auto_reason, sizeof m->auto_reason);
         for (size_t f = 0; f < N_SPK + N_CUSP; f++) {
             row *r = &m->rows[f];
             r->impl = f < N_SPK ? "spk" : "cusparse";

@@ -8,6 +8,9 @@
 #    bench_solvers (CG, BiCGStab, GMRES(30) per iteration, textbook cuSPARSE + cuBLAS CG) write
 #    bench/results/<date>-<gpu>-{spmv,solvers}.{json,csv,txt}. Without CUDA in the build, or
 #    without a usable GPU (bench_spmv --probe exits 77), they are skipped with a message.
+#    Then bench/select_sweep.py (the GPU format choice over 51 generated matrices, ~3 minutes on
+#    an H200) writes bench/results/<date>-<gpu>-selsweep.{json,txt,md}; docs/selection.md
+#    quotes it (edited by hand).
 # 2. bench/write_benchmarks.py rewrites the text between the <!-- gpu-...:begin/end --> markers
 #    of docs/benchmarks.md from the newest results, and the plot docs/img/cg_per_iteration.png.
 #    Every other section of the file (Matrix Market reader, CPU) is left as it is.
@@ -76,6 +79,10 @@ run_gpu() {
         | tee "$base-solvers.txt"
     rc=${PIPESTATUS[0]}
     [ "$rc" -eq 0 ] || { echo "run.sh: bench_solvers exited $rc" >&2; status=1; }
+
+    timeout "$BENCH_TIMEOUT" python3 "$ROOT/bench/select_sweep.py" --build "$BUILD" --out "$RESULTS"
+    rc=$?
+    [ "$rc" -eq 0 ] || { echo "run.sh: select_sweep.py exited $rc" >&2; status=1; }
 }
 
 run_gpu

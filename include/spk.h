@@ -138,7 +138,8 @@ SPK_API int spk_has_cuda(void);
 SPK_API spk_status spk_matrix_read_mtx(spk_context *ctx, const char *path, spk_matrix **A);
 
 /* Generate a test matrix from a spec: "poisson2d:N", "poisson3d:N", "poisson3d27:N",
- * "elasticity3d:N", "powerlaw:N:AVG[:SEED]". SPK_ERR_ARG for an unknown or bad spec. */
+ * "elasticity3d:N", "powerlaw:N:AVG[:SEED]", "band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]". SPK_ERR_ARG for
+ * an unknown or bad spec. */
 SPK_API spk_status spk_matrix_generate(spk_context *ctx, const char *spec, spk_matrix **A);
 /* 1 if `s` looks like a generator spec (a known name followed by ':'), else 0. */
 SPK_API int spk_is_generator_spec(const char *s);

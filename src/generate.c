@@ -8,6 +8,12 @@
  *                    per interior row, 3 N^3 rows, nnz = 9 (3N - 2)^3.
  *   powerlaw:N:AVG[:SEED]  N x N, power-law row lengths of mean ~AVG, random distinct
  *                    columns, nonsymmetric, strictly diagonally dominant; SEED default 1.
+ *   band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]  N x N, row lengths MIN + floor((MAX - MIN + 1) u^SKEW)
+ *                    for u uniform in [0, 1) (SKEW 1, the default: uniform in [MIN, MAX]; 2, 3:
+ *                    more short rows, max / mean up to SKEW + 1), the diagonal and random
+ *                    distinct columns within HALF of it (default HALF = MAX; HALF >= N:
+ *                    anywhere), values as powerlaw's. For sweeping the format choice over the
+ *                    row-length statistics (mean, cv, max / mean) with the locality held fixed.
  *
  * Why each is what the solvers expect:
  *  - The three stencils have a zero row sum in the interior and a positive one on the boundary
@@ -27,6 +33,9 @@
  *    keeps it nonsingular and Jacobi/BiCGStab usable. Every random number comes from a
  *    counter-based generator keyed on (seed, row), so the matrix does not depend on the
  *    number of threads.
+ *  - band: the same rows and values, the columns drawn from the window [i - HALF, i + HALF]
+ *    cut to [0, N), and a row never longer than its window (the first and last HALF rows of
+ *    a narrow band can come out shorter than MIN).
  *
  * Row and column counts are limited to 2^31 - 1 by the 32-bit column indices. */
 #include "spk_internal.h"
@@ -46,12 +55,15 @@
 #define OMP_MIN_WORK 16384
 
 #define KNOWN_GENERATORS \
-    "poisson2d:N, poisson3d:N, poisson3d27:N, elasticity3d:N, powerlaw:N:AVG[:SEED]"
+    "poisson2d:N, poisson3d:N, poisson3d27:N, elasticity3d:N, powerlaw:N:AVG[:SEED], " \
+    "band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]"
 /* Pareto shape of the power-law row lengths (tail P(L > x) ~ x^-2). */
 #define POWERLAW_SHAPE 2.0
 #define POWERLAW_BISECTION_STEPS 60
 
-typedef enum { GEN_POISSON2D, GEN_POISSON3D, GEN_POISSON3D27, GEN_ELASTICITY3D, GEN_POWERLAW } gen_kind;
+typedef enum {
+    GEN_POISSON2D, GEN_POISSON3D, GEN_POISSON3D27, GEN_ELASTICITY3D, GEN_POWERLAW, GEN_BAND
+} gen_kind;
 
 static const struct {
     const char *name;
@@ -59,7 +71,7 @@ static const struct {
 } generators[] = {
     {"poisson2d", GEN_POISSON2D},     {"poisson3d", GEN_POISSON3D},
     {"poisson3d27", GEN_POISSON3D27}, {"elasticity3d", GEN_ELASTICITY3D},
-    {"powerlaw", GEN_POWERLAW},
+    {"powerlaw", GEN_POWERLAW},       {"band", GEN_BAND},
 };
 #define N_GENERATORS (sizeof generators / sizeof generators[0])
 
@@ -260,17 +272,18 @@ static void sample_sorted(uint64_t *s, int64_t M, int64_t m, int32_t *v)
     }
 }
 
-/* Row i: its diagonal and m = len - 1 distinct off-diagonal columns, sorted, into col;
- * scratch has room for min(m, n - 1 - m). Off-diagonal draws live in [0, n - 1) and skip i. */
-static void powerlaw_row(uint64_t *s, int64_t n, int64_t i, int64_t len, int32_t *col,
-                         int32_t *scratch)
+/* Row i: its diagonal and m = len - 1 distinct off-diagonal columns of the window
+ * [lo, lo + M] (which holds i), sorted, into col; scratch has room for min(m, M - m).
+ * Off-diagonal draws v live in [0, M) and stand for column lo + v, skipping i. */
+static void window_row(uint64_t *s, int64_t lo, int64_t M, int64_t i, int64_t len, int32_t *col,
+                       int32_t *scratch)
 {
-    const int64_t M = n - 1, m = len - 1;
+    const int64_t m = len - 1, il = i - lo;
     int64_t w = 0;
     if (m <= M / 2) {
         sample_sorted(s, M, m, scratch);
         for (int64_t k = 0; k < m; k++) {
-            int64_t c = scratch[k] < i ? scratch[k] : scratch[k] + 1;
+            int64_t c = lo + (scratch[k] < il ? scratch[k] : scratch[k] + 1);
             if (c > i && (w == 0 || col[w - 1] < i))
                 col[w++] = (int32_t)i;
             col[w++] = (int32_t)c;
@@ -285,7 +298,7 @@ static void powerlaw_row(uint64_t *s, int64_t n, int64_t i, int64_t len, int32_t
                 e++;
                 continue;
             }
-            int64_t c = v < i ? v : v + 1;
+            int64_t c = lo + (v < il ? v : v + 1);
             if (c > i && (w == 0 || col[w - 1] < i))
                 col[w++] = (int32_t)i;
             col[w++] = (int32_t)c;
@@ -327,6 +340,55 @@ static double powerlaw_scale(const double *t, int64_t n, double avg)
     return dlo < dhi ? lo : hi;
 }
 
+/* The columns and values of out's rows, whose lengths out->rowptr already holds (the longest
+ * maxlen): row i takes its diagonal and distinct random columns of the window
+ * [i - half, i + half] cut to [0, n) (half >= n: every column), off-diagonal values uniform in
+ * [-1, 1) and the diagonal 1 + the sum of their magnitudes. Frees out on failure. */
+static spk_status fill_random_rows(spk_context *ctx, const char *name, int64_t half,
+                                   uint64_t seed, int64_t maxlen, spk_csr *out)
+{
+    const int64_t n = out->nrows;
+    int nthreads = 1;
+#ifdef _OPENMP
+    nthreads = omp_get_max_threads();
+#endif
+    int32_t *scratch = spk_malloc(ctx, (size_t)nthreads * (size_t)maxlen, sizeof *scratch);
+    if (!scratch) {
+        spk_csr_free(out);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "%s: out of memory (%zu bytes of scratch)", name,
+                        (size_t)nthreads * (size_t)maxlen * sizeof *scratch);
+    }
+#pragma omp parallel num_threads(nthreads) if(n > OMP_MIN_WORK / 16)
+    {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        int32_t *mine = scratch + (size_t)tid * (size_t)maxlen;
+#pragma omp for schedule(dynamic, 256)
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t p0 = out->rowptr[i], len = out->rowptr[i + 1] - p0;
+            const int64_t lo = i > half ? i - half : 0;
+            const int64_t hi = n - 1 - i > half ? i + half : n - 1;
+            uint64_t s = row_stream(seed ^ 0x5eedc01u, i);
+            window_row(&s, lo, hi - lo, i, len, out->colind + p0, mine);
+            double offsum = 0.0;
+            int64_t dpos = p0;
+            for (int64_t p = p0; p < p0 + len; p++) {
+                if (out->colind[p] == i) {
+                    dpos = p;
+                    continue;
+                }
+                out->val[p] = (double)(splitmix(&s) >> 11) * 0x1p-52 - 1.0;  /* [-1, 1) */
+                offsum += fabs(out->val[p]);
+            }
+            out->val[dpos] = 1.0 + offsum;       /* strictly dominant diagonal */
+        }
+    }
+    spk_free(scratch);
+    return SPK_OK;
+}
+
 static spk_status gen_powerlaw(spk_context *ctx, int64_t n, double avg, uint64_t seed,
                                spk_csr *out)
 {
@@ -343,17 +405,7 @@ static spk_status gen_powerlaw(spk_context *ctx, int64_t n, double avg, uint64_t
         if (powerlaw_len(xm, t[i], n) > maxlen)
             maxlen = powerlaw_len(xm, t[i], n);
 
-    int nthreads = 1;
-#ifdef _OPENMP
-    nthreads = omp_get_max_threads();
-#endif
     spk_status st = spk_csr_alloc(ctx, n, n, powerlaw_total(t, n, xm), out);
-    int32_t *scratch = st ? NULL : spk_malloc(ctx, (size_t)nthreads * (size_t)maxlen, sizeof *scratch);
-    if (!st && !scratch) {
-        spk_csr_free(out);
-        st = spk_fail(ctx, SPK_ERR_NOMEM, "powerlaw: out of memory (%zu bytes of scratch)",
-                      (size_t)nthreads * (size_t)maxlen * sizeof *scratch);
-    }
     if (st) {
         spk_free(t);
         return st;
@@ -361,34 +413,34 @@ static spk_status gen_powerlaw(spk_context *ctx, int64_t n, double avg, uint64_t
     for (int64_t i = 0; i < n; i++)
         out->rowptr[i + 1] = out->rowptr[i] + powerlaw_len(xm, t[i], n);
     spk_free(t);
+    return fill_random_rows(ctx, "powerlaw", n, seed, maxlen, out);
+}
 
-#pragma omp parallel num_threads(nthreads) if(n > OMP_MIN_WORK / 16)
-    {
-        int tid = 0;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-#endif
-        int32_t *mine = scratch + (size_t)tid * (size_t)maxlen;
-#pragma omp for schedule(dynamic, 256)
-        for (int64_t i = 0; i < n; i++) {
-            const int64_t p0 = out->rowptr[i], len = out->rowptr[i + 1] - p0;
-            uint64_t s = row_stream(seed ^ 0x5eedc01u, i);
-            powerlaw_row(&s, n, i, len, out->colind + p0, mine);
-            double offsum = 0.0;
-            int64_t dpos = p0;
-            for (int64_t p = p0; p < p0 + len; p++) {
-                if (out->colind[p] == i) {
-                    dpos = p;
-                    continue;
-                }
-                out->val[p] = (double)(splitmix(&s) >> 11) * 0x1p-52 - 1.0;  /* [-1, 1) */
-                offsum += fabs(out->val[p]);
-            }
-            out->val[dpos] = 1.0 + offsum;       /* strictly dominant diagonal */
-        }
-    }
-    spk_free(scratch);
-    return SPK_OK;
+/* Row i's length in band: lo + floor((hi - lo + 1) u^skew), u uniform in [0, 1), at most its
+ * window's 2 half + 1 columns. */
+static int64_t band_len(uint64_t seed, int64_t n, int64_t lo, int64_t hi, int64_t half,
+                        int64_t skew, int64_t i)
+{
+    const double u = (double)(row_stream(seed, i) >> 11) * 0x1p-53;
+    int64_t len = lo + (int64_t)((double)(hi - lo + 1) * pow(u, (double)skew));
+    len = len < hi ? len : hi;
+    const int64_t wlo = i > half ? i - half : 0, whi = n - 1 - i > half ? i + half : n - 1;
+    return len < whi - wlo + 1 ? len : whi - wlo + 1;
+}
+
+static spk_status gen_band(spk_context *ctx, int64_t n, int64_t lo, int64_t hi, int64_t half,
+                           int64_t skew, uint64_t seed, spk_csr *out)
+{
+    int64_t nnz = 0;
+#pragma omp parallel for schedule(static) reduction(+ : nnz) if(n > OMP_MIN_WORK)
+    for (int64_t i = 0; i < n; i++)
+        nnz += band_len(seed, n, lo, hi, half, skew, i);
+    spk_status st = spk_csr_alloc(ctx, n, n, nnz, out);
+    if (st)
+        return st;
+    for (int64_t i = 0; i < n; i++)
+        out->rowptr[i + 1] = out->rowptr[i] + band_len(seed, n, lo, hi, half, skew, i);
+    return fill_random_rows(ctx, "band", half, seed, hi, out);
 }
 
 /* ---- the spec ----------------------------------------------------------------------------- */
@@ -428,6 +480,48 @@ static spk_status parse_powerlaw(spk_context *ctx, const char *spec, const char 
     return gen_powerlaw(ctx, n, avg, seed, out);
 }
 
+/* band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]: the fields in order, each an integer. */
+static spk_status parse_band(spk_context *ctx, const char *spec, const char *p, spk_csr *out)
+{
+    static const char *const what[6] = {"N", "MIN", "MAX", "HALF", "SKEW", "SEED"};
+    int64_t v[6] = {0, 0, 0, 0, 1, 1};
+    int got = 0;
+    for (;;) {
+        const char *e = field_end(p);
+        if (got == 6)
+            return spk_fail(ctx, SPK_ERR_ARG, "band:N:MIN:MAX[:HALF[:SKEW[:SEED]]] expects nothing "
+                            "after SEED, got '%s'", p);
+        if (!parse_digits(p, e, &v[got]))
+            return spk_fail(ctx, SPK_ERR_ARG, "band:N:MIN:MAX[:HALF[:SKEW[:SEED]]] expects %s as an "
+                            "integer >= 0, got '%.*s'", what[got], (int)(e - p), p);
+        got++;
+        if (!*e)
+            break;
+        p = e + 1;
+    }
+    if (got < 3)
+        return spk_fail(ctx, SPK_ERR_ARG, "band:N:MIN:MAX[:HALF[:SKEW[:SEED]]] needs MIN and MAX, "
+                        "got '%s'", spec);
+    const int64_t n = v[0], lo = v[1], hi = v[2];
+    if (n < 1 || n > INT32_MAX)
+        return spk_fail(ctx, SPK_ERR_ARG, "band: N = %lld: expects 1 <= N <= %d (32-bit column "
+                        "indices)", (long long)n, INT32_MAX);
+    if (lo < 1 || lo > hi || hi > n)
+        return spk_fail(ctx, SPK_ERR_ARG, "band: MIN = %lld, MAX = %lld: expects 1 <= MIN <= MAX "
+                        "<= N = %lld", (long long)lo, (long long)hi, (long long)n);
+    int64_t half = got > 3 ? v[3] : hi;
+    if (half > n)
+        half = n;                                /* every column: the window is the row */
+    if (hi > 2 * half + 1)
+        return spk_fail(ctx, SPK_ERR_ARG, "band: MAX = %lld entries do not fit the %lld columns "
+                        "within HALF = %lld of the diagonal", (long long)hi,
+                        (long long)(2 * half + 1), (long long)half);
+    if (v[4] < 1 || v[4] > 8)
+        return spk_fail(ctx, SPK_ERR_ARG, "band: SKEW = %lld: expects 1 (uniform lengths) to 8",
+                        (long long)v[4]);
+    return gen_band(ctx, n, lo, hi, half, v[4], (uint64_t)v[5], out);
+}
+
 spk_status spk_generate_csr(spk_context *ctx, const char *spec, spk_csr *out)
 {
     static const double block3[9] = {4, 1, 1, 1, 4, 1, 1, 1, 4};   /* SPD: eigenvalues 6 3 3 */
@@ -441,6 +535,8 @@ spk_status spk_generate_csr(spk_context *ctx, const char *spec, spk_csr *out)
     const char *name = generators[g].name, *p = spec + strlen(name) + 1;
     if (generators[g].kind == GEN_POWERLAW)
         return parse_powerlaw(ctx, spec, p, out);
+    if (generators[g].kind == GEN_BAND)
+        return parse_band(ctx, spec, p, out);
 
     int64_t N, rows = 0;
     const char *e = field_end(p);
@@ -454,7 +550,7 @@ spk_status spk_generate_csr(spk_context *ctx, const char *spec, spk_csr *out)
     case GEN_POISSON3D: break;
     case GEN_POISSON3D27: S.box = 1; S.diag = 26.0; break;
     case GEN_ELASTICITY3D: S.box = 1; S.diag = 26.0; S.dof = 3; S.B = block3; break;
-    case GEN_POWERLAW: break;
+    case GEN_POWERLAW: case GEN_BAND: break;
     }
     spk_status st = check_rows(ctx, name, N, S.dim, S.dof, &rows);
     if (st)

@@ -6,29 +6,26 @@
  *   0. no nonzeros                                   -> csr (nothing to balance)
  *   1. one long row holds a large share of nnz, or
  *      giant isolated rows over an ordinary bulk     -> coo (work split by nonzeros)
- *   2. rows nearly uniform, little padding           -> ell
+ *   2. padding at most 1.5x (max / mean)             -> ell
  *   3. rows too long for ELL's guard (a long tail)   -> csr (row blocks, CSR-Adaptive)
- *   4. short rows, uneven but not wildly             -> jds (ELL without the padding)
- *   5. anything else (moderate variation)            -> csr (CSR-vector)
+ *   4. anything else (padding 1.5x .. 3x)            -> hyb (ELL bulk + COO rest)
  * CPU rule: dia for a few well-filled diagonals, else csr (the end of spk_select_format).
  *
- * The thresholds are FIRST GUESSES, taken from Bell & Garland (SC'09), CUSP and Ginkgo as
- * digested in /work/shared/ANCHORS.md; they stay guesses until the GPU kernels are measured
- * (the benchmark issue) and are to be replaced by the measured break-even points. */
+ * Rules 2 and 4 are measured: bench/select_sweep.py on the H200 (tenth session,
+ * docs/selection.md) swept band matrices of mean row length 8-48, max / mean 1 - 3.6, columns
+ * near the diagonal or anywhere. The coo rules (1) are still the first guesses taken from
+ * Bell & Garland (SC'09), CUSP and Ginkgo as digested in /work/shared/ANCHORS.md. */
 #include "spk_internal.h"
 #include "../kernels/formats.h"
 
 #include <stdio.h>
 
-/* ELL padding limit of the choice, well under the conversion guard SPK_ELL_MAX_FILL (3): 25%
- * extra traffic on the value/index streams. ANCHORS' derived rule (a) puts ELL at max/mean
- * <= ~1.5 and moves to SELL/JDS above a fill of ~1.2; 1.25 also admits the 7-point Poisson
- * matrix down to N = 6 (fill 7 / (7 - 6/N) = 1.17), the structured case where Bell & Garland
- * find ELL fastest. */
-#define SPK_SEL_ELL_FILL_LIMIT 1.25
-/* ELL also wants the rows to be nearly uniform, not just short of the maximum: coefficient of
- * variation (Merrill & Garland's "row_length_variation") at most 0.25. A guess. */
-#define SPK_SEL_ELL_MAX_CV 0.25
+/* ELL up to a padding (max / mean) of 1.5, whatever the spread of the rows: ELL moves n max
+ * slots, so its cost follows the padding alone. Measured (bench/select_sweep.py, H200): up to
+ * 1.5 ELL was spk's fastest format or within 4.1% of it (HYB) on every swept matrix, and HYB
+ * 6-11% slower than ELL at 1.38-1.5 on short rows (mean 8); past 1.5 HYB overtakes ELL, by up
+ * to 10% at 2. (The first guess, 1.25 with cv <= 0.25, sent 1.25-2 to JDS, 1.3-1.5x slower.) */
+#define SPK_SEL_ELL_FILL_LIMIT 1.5
 
 /* A row this long is past where Ginkgo stops giving one (sub)warp per row: its `automatical`
  * CSR strategy switches to load balancing when the longest row exceeds 1024 (NVIDIA). */
@@ -51,12 +48,11 @@
  * tail goes to csr; HYB stays a format to ask for. */
 #define SPK_SEL_HYB_MIN_FILL SPK_ELL_MAX_FILL
 
-/* JDS for short rows whose padding ELL should not pay (fill up to 2x): one thread per sorted
- * row, coalesced like ELL, no padding. "Short" = at most 32 entries, the range where CUSP's
- * CSR-vector leaves lanes idle (it gives a row fewer than 32 lanes when the mean is <= 16).
- * The most speculative rule here. */
-#define SPK_SEL_JDS_MAX_FILL 2.0
-#define SPK_SEL_JDS_MAX_ROW 32
+/* Between ELL's limit and its guard, HYB: an ELL part of the width most rows reach and the
+ * rest as COO. Measured on the sweep at max / mean 1.5-3 (mean 8-48, both column layouts): HYB
+ * spk's fastest or within 10% of it, while CSR (CSR-vector at cv <= 1) took 1.2-2x HYB's time
+ * and JDS 1.1-1.6x. JDS is never chosen: it lost to ELL or HYB on all but one swept matrix
+ * (by 1% there). */
 
 /* CPU: DIA when its slots are at most 1.5x the entries: there CSR's 12 B per entry + 8 per row
  * and DIA's 8 B per slot break even in bytes (fill 1.5 + rows / nnz). Measured on a 2-core
@@ -90,10 +86,9 @@ spk_format spk_select_shape(const spk_matrix_info *s, char *why, size_t len)
                  (long long)s->row_p99);
         return SPK_FMT_COO;
     }
-    if (fill <= SPK_SEL_ELL_FILL_LIMIT && fill <= SPK_ELL_MAX_FILL &&
-        s->row_cv <= SPK_SEL_ELL_MAX_CV) {
-        snprintf(why, len, "ell: rows nearly uniform (cv %.2f, max %lld = %.2fx mean), padding %.2fx",
-                 s->row_cv, (long long)s->row_max, fill, fill);
+    if (fill <= SPK_SEL_ELL_FILL_LIMIT && fill <= SPK_ELL_MAX_FILL) {
+        snprintf(why, len, "ell: padding %.2fx (max %lld, mean %.1f, cv %.2f) is at most 1.5x, "
+                 "where ELL was measured fastest", fill, (long long)s->row_max, mean, s->row_cv);
         return SPK_FMT_ELL;
     }
     if (fill > SPK_SEL_HYB_MIN_FILL) {
@@ -110,14 +105,11 @@ spk_format spk_select_shape(const spk_matrix_info *s, char *why, size_t len)
                  (long long)s->nrows, (long long)s->row_max, fill);
         return SPK_FMT_COO;
     }
-    if (fill <= SPK_SEL_JDS_MAX_FILL && s->row_max <= SPK_SEL_JDS_MAX_ROW) {
-        snprintf(why, len, "jds: short rows (max %lld) too uneven for ell (cv %.2f, padding %.2fx); "
-                 "sorted rows, no padding", (long long)s->row_max, s->row_cv, fill);
-        return SPK_FMT_JDS;
-    }
-    snprintf(why, len, "csr: moderate variation (cv %.2f, max %lld = %.1fx mean %.1f): "
-             "CSR-vector, no padding", s->row_cv, (long long)s->row_max, fill, mean);
-    return SPK_FMT_CSR;
+    snprintf(why, len, "hyb: padding %.2fx (max %lld, mean %.1f, cv %.2f) too much for ell; "
+             "ELL width %lld + %.0f%% of the entries in COO", fill, (long long)s->row_max, mean,
+             s->row_cv, (long long)s->hyb_width,
+             100.0 * (double)s->hyb_coo_nnz / (double)s->nnz);
+    return SPK_FMT_HYB;
 }
 
 spk_format spk_select_format(const spk_matrix_info *info, spk_device device, char *reason,

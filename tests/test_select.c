@@ -267,10 +267,19 @@ static void test_choice(void)
     expect_lengths("mildly varying 7..9", N, 9, len, SPK_FMT_ELL, "ell cv padding 1.13x");
     for (int i = 0; i < N; i++)
         len[i] = 2 + i % 9;                             /* 2..10: fill 1.67, cv 0.43 */
-    expect_lengths("short uneven 2..10", N, 10, len, SPK_FMT_JDS, "jds short uneven padding");
+    expect_lengths("short uneven 2..10", N, 10, len, SPK_FMT_HYB, "hyb padding 1.67x too much ELL width COO");
     for (int i = 0; i < N; i++)
-        len[i] = 40 + i % 41;                           /* 40..80: fill 1.33, rows > 32 */
-    expect_lengths("long moderate 40..80", N, 80, len, SPK_FMT_CSR, "csr moderate cv");
+        len[i] = 40 + i % 41;                           /* 40..80: fill 1.33, whatever the cv */
+    expect_lengths("long moderate 40..80", N, 80, len, SPK_FMT_ELL, "ell padding 1.33x cv 0.20");
+    for (int i = 0; i < N; i++)
+        len[i] = 4 + i % 9;                             /* 4..12: fill 1.50, ELL's limit */
+    expect_lengths("at ell's limit 4..12", N - 1, 12, len, SPK_FMT_ELL, "ell padding 1.50x at most 1.5x");
+    for (int i = 0; i < N; i++)
+        len[i] = 4 + i % 10;                            /* 4..13: fill 1.53, just past it */
+    expect_lengths("past ell's limit 4..13", N, 13, len, SPK_FMT_HYB, "hyb padding 1.53x");
+    for (int i = 0; i < N; i++)
+        len[i] = i % 3 == 0 ? 30 : 5;                   /* fill 2.25, cv 0.74 */
+    expect_lengths("two lengths, fill 2.25", N, 30, len, SPK_FMT_HYB, "hyb padding 2.25x");
     for (int i = 0; i < N; i++)
         len[i] = i % 10 == 0 ? 40 : 4;                  /* a tail: fill 5.3 */
     expect_lengths("tail: 10% of rows 10x", N, 40, len, SPK_FMT_CSR, "csr tail row blocks hyb width 4 COO");
@@ -292,11 +301,13 @@ static void test_choice(void)
     /* the stencils; the 7-point boundary rows are shorter, padding stays under 1.25 */
     expect_generated("poisson3d:40", SPK_FMT_ELL, "ell cv padding");
     expect_generated("poisson3d:6", SPK_FMT_ELL, "ell padding 1.17x");
-    expect_generated("poisson3d:3", SPK_FMT_JDS, "jds padding 1.40x");
+    expect_generated("poisson3d:3", SPK_FMT_ELL, "ell padding 1.40x");
     expect_generated("poisson2d:100", SPK_FMT_ELL, "ell");
     expect_generated("elasticity3d:20", SPK_FMT_ELL, "ell max 81");
-    expect_generated("elasticity3d:4", SPK_FMT_CSR, "csr moderate max 81");
-    expect_generated("poisson3d27:5", SPK_FMT_JDS, "jds max 27");
+    expect_generated("elasticity3d:4", SPK_FMT_HYB, "hyb padding 1.73x max 81");
+    expect_generated("poisson3d27:5", SPK_FMT_HYB, "hyb max 27");
+    expect_generated("band:20000:1:31:4096", SPK_FMT_HYB, "hyb padding 1.9");
+    expect_generated("band:20000:1:32:64:3", SPK_FMT_CSR, "csr tail");       /* fill 3.5 */
     expect_generated("powerlaw:20000:10", SPK_FMT_CSR, "csr tail row blocks COO");
     expect_generated("powerlaw:100000:4:3", SPK_FMT_CSR, "csr tail hyb");
 
@@ -316,11 +327,12 @@ static void test_choice(void)
     free(len);
 }
 
-/* ELL never past the guard, and never past the choice's own limit, over random statistics. */
+/* ELL never past the guard, and never past the choice's own limit, over random statistics;
+ * HYB only between that limit and the guard; JDS never. */
 static void test_never_ell_past_guard(void)
 {
     uint64_t s = 5;
-    int ell = 0;
+    int ell = 0, hyb = 0;
     for (int t = 0; t < 20000; t++) {
         spk_matrix_info in;
         memset(&in, 0, sizeof in);
@@ -335,11 +347,17 @@ static void test_never_ell_past_guard(void)
         spk_format f = spk_select_format(&in, SPK_DEVICE_CUDA, NULL, 0);
         if (f == SPK_FMT_ELL) {
             ell++;
-            T_CHECK(in.ell_fill <= 1.25 && in.ell_fill <= SPK_ELL_MAX_FILL && in.row_cv <= 0.25,
+            T_CHECK(in.ell_fill <= 1.5 && in.ell_fill <= SPK_ELL_MAX_FILL,
                     "ell at fill %.3f cv %.3f", in.ell_fill, in.row_cv);
         }
+        if (f == SPK_FMT_HYB) {
+            hyb++;
+            T_CHECK(in.ell_fill > 1.5 && in.ell_fill <= SPK_ELL_MAX_FILL, "hyb at fill %.3f",
+                    in.ell_fill);
+        }
+        T_CHECK(f != SPK_FMT_JDS, "jds at fill %.3f cv %.3f", in.ell_fill, in.row_cv);
     }
-    T_CHECK(ell > 0, "the sweep never reached ell");
+    T_CHECK(ell > 0 && hyb > 0, "the sweep never reached ell (%d) or hyb (%d)", ell, hyb);
     /* a contradictory record (fill past the guard with cv 0) must not get ELL either */
     spk_matrix_info in = {0};
     in.nrows = 10;
@@ -401,6 +419,86 @@ static void check_stencil(const char *spec, int64_t rows, int64_t nnz, int64_t m
         }
         T_CHECK(ok, "%s: row sums must be 0 inside and >= 0 on the boundary", spec);
     }
+    spk_csr_free(&A);
+}
+
+/* The rows of A lie in [lo, hi] each (after the window's cut, width 2 half + 1), their columns
+ * within half of the diagonal, the diagonal present and strictly dominant. */
+static int band_rows_ok(const spk_csr *A, int64_t lo, int64_t hi, int64_t half)
+{
+    for (int64_t i = 0; i < A->nrows; i++) {
+        const int64_t wlo = i > half ? i - half : 0;
+        const int64_t whi = A->nrows - 1 - i > half ? i + half : A->nrows - 1;
+        const int64_t len = A->rowptr[i + 1] - A->rowptr[i], room = whi - wlo + 1;
+        if (len > hi || len < (lo < room ? lo : room))
+            return 0;
+        double d = 0, off = 0;
+        for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++) {
+            if (A->colind[q] < wlo || A->colind[q] > whi)
+                return 0;
+            if (A->colind[q] == i)
+                d = A->val[q];
+            else
+                off += fabs(A->val[q]);
+        }
+        if (!(d > off))
+            return 0;
+    }
+    return 1;
+}
+
+static void test_band(void)
+{
+    spk_csr A, B, C;
+    spk_matrix_info in;
+    /* lengths uniform in [4, 12]: mean 8, sd sqrt((9^2 - 1) / 12) = 2.58, cv 0.32, fill 1.5 */
+    T_CHECK(spk_generate_csr(ctx, "band:20000:4:12:16:1:5", &A) == SPK_OK, "%s", spk_last_error(ctx));
+    spk_generate_csr(ctx, "band:20000:4:12:16:1:5", &B);
+    spk_generate_csr(ctx, "band:20000:4:12:16:1:6", &C);
+    spk_stats_compute(&A, &in);
+    T_CHECK(canonical(&A) && band_rows_ok(&A, 4, 12, 16) && !in.symmetric && in.diag_positive,
+            "band:20000:4:12:16: canonical %d, rows %d", canonical(&A), band_rows_ok(&A, 4, 12, 16));
+    T_CHECK(fabs(in.row_mean - 8) < 0.1 && fabs(in.row_cv - 0.32) < 0.02 && in.row_min == 4 &&
+                in.row_max == 12,
+            "band:20000:4:12: mean %.3f cv %.3f min %lld max %lld", in.row_mean, in.row_cv,
+            (long long)in.row_min, (long long)in.row_max);
+    T_CHECK(A.nnz == B.nnz && !memcmp(A.colind, B.colind, (size_t)A.nnz * 4) &&
+                !memcmp(A.val, B.val, (size_t)A.nnz * 8),
+            "band: same seed, same matrix");
+    T_CHECK(A.nnz != C.nnz || memcmp(A.colind, C.colind, (size_t)A.nnz * 4), "band: seeds 5 and 6 agree");
+    spk_csr_free(&A);
+    spk_csr_free(&B);
+    spk_csr_free(&C);
+    /* HALF defaults to MAX; a narrow band cuts its first and last rows */
+    T_CHECK(spk_generate_csr(ctx, "band:1000:3:3", &A) == SPK_OK && canonical(&A) &&
+                band_rows_ok(&A, 3, 3, 3) && A.nnz == 3000,
+            "band:1000:3:3");
+    spk_csr_free(&A);
+    T_CHECK(spk_generate_csr(ctx, "band:100:5:5:2", &A) == SPK_OK && band_rows_ok(&A, 5, 5, 2) &&
+                A.rowptr[1] == 3 && A.rowptr[2] - A.rowptr[1] == 4 && A.rowptr[51] - A.rowptr[50] == 5 &&
+                A.nnz == 5 * 100 - 2 * (2 + 1),
+            "band:100:5:5:2: the window's cut (row 0: %lld)", (long long)A.rowptr[1]);
+    spk_csr_free(&A);
+    /* HALF >= N: anywhere; long rows take the complement sampling */
+    T_CHECK(spk_generate_csr(ctx, "band:60:40:60:1000:1:2", &A) == SPK_OK && canonical(&A) &&
+                band_rows_ok(&A, 40, 60, 60),
+            "band:60:40:60:1000");
+    spk_csr_free(&A);
+    T_CHECK(spk_generate_csr(ctx, "band:5:5:5", &A) == SPK_OK && A.nnz == 25 && canonical(&A),
+            "band:5:5:5 is dense");
+    spk_csr_free(&A);
+    /* SKEW 2: lengths 1 + floor(32 u^2), whose mean is 1 + sum_{k=1}^{31} (1 - (k/32)^(1/2)) */
+    double want = 1.0;
+    for (int k = 1; k < 32; k++)
+        want += 1.0 - sqrt(k / 32.0);
+    T_CHECK(spk_generate_csr(ctx, "band:40000:1:32:64:2", &A) == SPK_OK && canonical(&A) &&
+                band_rows_ok(&A, 1, 32, 64),
+            "band:40000:1:32:64:2");
+    spk_stats_compute(&A, &in);
+    T_CHECK(fabs(in.row_mean - want) < 0.1 && in.row_max == 32 && in.row_min == 1 &&
+                in.ell_fill > 2.5 && in.row_p50 < 16,
+            "band SKEW 2: mean %.3f (want %.3f), max %lld, fill %.2f, p50 %lld", in.row_mean, want,
+            (long long)in.row_max, in.ell_fill, (long long)in.row_p50);
     spk_csr_free(&A);
 }
 
@@ -480,6 +578,7 @@ static void test_generators(void)
     T_CHECK(spk_generate_csr(ctx, "powerlaw:1:1", &A) == SPK_OK && A.nnz == 1 && A.val[0] == 1.0,
             "powerlaw:1:1");
     spk_csr_free(&A);
+    test_band();
 }
 
 static void expect_error(const char *spec, const char *msg)
@@ -503,7 +602,22 @@ static void test_generator_errors(void)
     expect_error("elasticity3d:895", "32-bit");
     expect_error("poisson3d:99999999999999999999", "expects an integer N in [1, 2^63)");
     expect_error("poisson4d:3", "unknown generator 'poisson4d' (known: poisson2d:N, poisson3d:N, "
-                                "poisson3d27:N, elasticity3d:N, powerlaw:N:AVG[:SEED])");
+                                "poisson3d27:N, elasticity3d:N, powerlaw:N:AVG[:SEED], "
+                                "band:N:MIN:MAX[:HALF[:SKEW[:SEED]]])");
+    expect_error("band:100", "needs MIN and MAX");
+    expect_error("band:100:5", "needs MIN and MAX");
+    expect_error("band:0:1:1", "N = 0");
+    expect_error("band:3000000000:1:1", "32-bit");
+    expect_error("band:100:0:5", "1 <= MIN <= MAX <= N = 100");
+    expect_error("band:100:6:5", "MIN = 6, MAX = 5");
+    expect_error("band:100:5:101", "MAX = 101");
+    expect_error("band:100:5:20:3", "MAX = 20 entries do not fit the 7 columns within HALF = 3");
+    expect_error("band:100:x:5", "expects MIN as an integer >= 0, got 'x'");
+    expect_error("band:100:5:6:-1", "expects HALF as an integer >= 0, got '-1'");
+    expect_error("band:100:1:2:3:1:4:5", "nothing after SEED, got '5'");
+    expect_error("band:100:1:2:3:0", "SKEW = 0");
+    expect_error("band:100:1:2:3:9", "SKEW = 9");
+    expect_error("band:100:1:2:", "expects HALF as an integer >= 0, got ''");
     expect_error("powerlaw:100", "needs AVG");
     expect_error("powerlaw:100:0", "1 <= AVG <= N = 100, got '0'");
     expect_error("powerlaw:100:101", "got '101'");
@@ -513,7 +627,7 @@ static void test_generator_errors(void)
     expect_error("powerlaw:100:5:1:2", "SEED >= 0");
     T_CHECK(spk_is_generator_spec("poisson3d:5") && spk_is_generator_spec("powerlaw:1:1") &&
                 spk_is_generator_spec("poisson3d27:2") && spk_is_generator_spec("elasticity3d:x") &&
-                spk_is_generator_spec("poisson2d:"),
+                spk_is_generator_spec("poisson2d:") && spk_is_generator_spec("band:9:1:1"),
             "generator specs");
     T_CHECK(!spk_is_generator_spec("poisson3d") && !spk_is_generator_spec("inputs/nos5.mtx") &&
                 !spk_is_generator_spec("c:/poisson3d:5") && !spk_is_generator_spec(NULL) &&

@@ -36,7 +36,7 @@ static const char usage_text[] =
     "\n"
     "  -A FILE|SPEC        the matrix: a Matrix Market file, or a generator spec:\n"
     "                      poisson2d:N, poisson3d:N, poisson3d27:N, elasticity3d:N,\n"
-    "                      powerlaw:N:AVG[:SEED]\n"
+    "                      powerlaw:N:AVG[:SEED], band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]\n"
     "  -b FILE             right-hand side, n x 1 or 1 x n (array, or coordinate with\n"
     "                      missing entries 0); default b = A * ones, and the error of x\n"
     "                      against ones is reported\n"
