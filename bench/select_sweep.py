@@ -74,7 +74,8 @@ def layout_of(name):
 
 
 def report(doc, markdown):
-    """The table of one sweep; returns the number of matrices without a result."""
+    """The table of one sweep and its summary, as text, and the number of matrices without a
+    result."""
     rows, missing = [], 0
     for mat in doc["matrices"]:
         t = {r["format"]: r["us"] for r in mat["results"]
@@ -108,19 +109,18 @@ def report(doc, markdown):
         cells += [best, auto, "%.3f" % ratio,
                   "%s %s" % (mat.get("best_cusparse", "-"), fmt_us(mat.get("best_cusparse_us")))]
         lines.append(("| " + " | ".join(cells) + " |") if markdown else "  ".join(cells))
-    print("\n".join(lines))
     ratios = [r[5] for r in rows if not math.isnan(r[5])]
     within = sum(1 for x in ratios if x <= 1.10)
     if ratios:
         worst = max(rows, key=lambda r: r[5] if not math.isnan(r[5]) else 0)
         geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
-        print("\n%s: %d matrices; auto within 10%% of spk's fastest on %d, the fastest on %d; "
+        lines.append("\n%s: %d matrices; auto within 10%% of spk's fastest on %d, the fastest on %d; "
               "geometric mean auto/fastest %.3f; worst %.3f (%s: auto %s, fastest %s)" %
               (doc.get("gpu", "?"), len(rows), within, sum(1 for x in ratios if x <= 1.0 + 1e-9),
                geo, worst[5], worst[0]["name"], worst[4], worst[3]))
     if missing:
-        print("%d matrices without any spk result" % missing)
-    return missing
+        lines.append("%d matrices without any spk result" % missing)
+    return "\n".join(lines), missing
 
 
 def main():
@@ -137,7 +137,9 @@ def main():
         ap.error("give --build (run the sweep) or --report (print an earlier one)")
     if a.report:
         with open(a.report) as f:
-            return 1 if report(json.load(f), a.markdown) else 0
+            text, missing = report(json.load(f), a.markdown)
+        print(text)
+        return 1 if missing else 0
 
     exe = os.path.join(a.build, "bench_spmv")
     if not os.access(exe, os.X_OK):
@@ -165,12 +167,9 @@ def main():
     with open(base + ".json") as f:
         doc = json.load(f)
     with open(base + ".md", "w") as md:
-        stdout, sys.stdout = sys.stdout, md
-        try:
-            missing = report(doc, True)
-        finally:
-            sys.stdout = stdout
-    missing = report(doc, a.markdown)
+        md.write(report(doc, True)[0] + "\n")
+    text, missing = report(doc, a.markdown)
+    print(text)
     return 1 if rc != 0 or missing else 0
 
 

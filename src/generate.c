@@ -340,6 +340,13 @@ static double powerlaw_scale(const double *t, int64_t n, double avg)
     return dlo < dhi ? lo : hi;
 }
 
+/* Row i's window of columns: [i - half, i + half] cut to [0, n). */
+static void row_window(int64_t n, int64_t half, int64_t i, int64_t *lo, int64_t *hi)
+{
+    *lo = i > half ? i - half : 0;
+    *hi = n - 1 - i > half ? i + half : n - 1;
+}
+
 /* The columns and values of out's rows, whose lengths out->rowptr already holds (the longest
  * maxlen): row i takes its diagonal and distinct random columns of the window
  * [i - half, i + half] cut to [0, n) (half >= n: every column), off-diagonal values uniform in
@@ -368,8 +375,8 @@ static spk_status fill_random_rows(spk_context *ctx, const char *name, int64_t h
 #pragma omp for schedule(dynamic, 256)
         for (int64_t i = 0; i < n; i++) {
             const int64_t p0 = out->rowptr[i], len = out->rowptr[i + 1] - p0;
-            const int64_t lo = i > half ? i - half : 0;
-            const int64_t hi = n - 1 - i > half ? i + half : n - 1;
+            int64_t lo, hi;
+            row_window(n, half, i, &lo, &hi);
             uint64_t s = row_stream(seed ^ 0x5eedc01u, i);
             window_row(&s, lo, hi - lo, i, len, out->colind + p0, mine);
             double offsum = 0.0;
@@ -424,7 +431,8 @@ static int64_t band_len(uint64_t seed, int64_t n, int64_t lo, int64_t hi, int64_
     const double u = (double)(row_stream(seed, i) >> 11) * 0x1p-53;
     int64_t len = lo + (int64_t)((double)(hi - lo + 1) * pow(u, (double)skew));
     len = len < hi ? len : hi;
-    const int64_t wlo = i > half ? i - half : 0, whi = n - 1 - i > half ? i + half : n - 1;
+    int64_t wlo, whi;
+    row_window(n, half, i, &wlo, &whi);
     return len < whi - wlo + 1 ? len : whi - wlo + 1;
 }
 

@@ -22,9 +22,9 @@
 
 /* ELL up to a padding (max / mean) of 1.5, whatever the spread of the rows: ELL moves n max
  * slots, so its cost follows the padding alone. Measured (bench/select_sweep.py, H200): up to
- * 1.5 ELL was spk's fastest format or within 4.1% of it (HYB) on every swept matrix, and HYB
- * 6-11% slower than ELL at 1.38-1.5 on short rows (mean 8); past 1.5 HYB overtakes ELL, by up
- * to 10% at 2. (The first guess, 1.25 with cv <= 0.25, sent 1.25-2 to JDS, 1.3-1.5x slower.) */
+ * 1.5 ELL was spk's fastest format or within 4.4% of it (HYB) on every swept matrix, and HYB
+ * 7-11% slower than ELL at 1.37-1.5 on short rows near the diagonal (mean 8); past 1.5 HYB
+ * overtakes ELL, by up to 11% at 2. (The first guess, 1.25 with cv <= 0.25, sent 1.25-2 to JDS, 1.12-1.49x slower.) */
 #define SPK_SEL_ELL_FILL_LIMIT 1.5
 
 /* A row this long is past where Ginkgo stops giving one (sub)warp per row: its `automatical`
@@ -50,9 +50,9 @@
 
 /* Between ELL's limit and its guard, HYB: an ELL part of the width most rows reach and the
  * rest as COO. Measured on the sweep at max / mean 1.5-3 (mean 8-48, both column layouts): HYB
- * spk's fastest or within 10% of it, while CSR (CSR-vector at cv <= 1) took 1.2-2x HYB's time
- * and JDS 1.1-1.6x. JDS is never chosen: it lost to ELL or HYB on all but one swept matrix
- * (by 1% there). */
+ * spk's fastest or within 3.5% of it, while CSR (CSR-vector at cv <= 1) took 1.13-1.47x HYB's
+ * time and JDS 1.09-1.54x. JDS is never chosen: it lost to ELL or HYB on every swept matrix but one
+ * of the first run (by 1% there). */
 
 /* CPU: DIA when its slots are at most 1.5x the entries: there CSR's 12 B per entry + 8 per row
  * and DIA's 8 B per slot break even in bytes (fill 1.5 + rows / nnz). Measured on a 2-core
