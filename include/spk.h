@@ -13,8 +13,9 @@
  *    beyond a few atomic per-process caches of CUDA kernel occupancy (one GPU model a process).
  *  - The library never prints and never exits. It reads eight environment variables, tuning
  *    knobs for benchmarks and tests (SPK_BATCH_US, SPK_CUDA_GRAPH, SPK_CSR_KERNEL,
- *    SPK_ELL_INDEX, SPK_ELL_ROWS, SPK_GS_ROWS, SPK_GS_KERNEL, SPK_HUGEPAGES): docs/api.md says
- *    what each does.
+ *    SPK_ELL_INDEX, SPK_ELL_ROWS, SPK_GS_ROWS, SPK_GS_KERNEL, SPK_HUGEPAGES), once, when a
+ *    context is created; an unknown value fails spk_context_create with a message naming the
+ *    variable and the values it takes. docs/api.md says what each does.
  */
 #ifndef SPK_H
 #define SPK_H
@@ -33,9 +34,9 @@ extern "C" {
 #endif
 
 #define SPK_VERSION_MAJOR 0
-#define SPK_VERSION_MINOR 2
+#define SPK_VERSION_MINOR 3
 #define SPK_VERSION_PATCH 0
-#define SPK_VERSION_STRING "0.2.0"
+#define SPK_VERSION_STRING "0.3.0"
 
 /* ---- status: did the call fail ------------------------------------------------------------ */
 typedef enum spk_status {
@@ -73,10 +74,14 @@ typedef enum spk_method {
     SPK_METHOD_GMRES
 } spk_method;
 
+/* The preconditioners: each is a row of the library's preconditioner table (docs/design.md).
+ * USER is the caller's own, made of callbacks (spk_precond_user, below). */
 typedef enum spk_precond {
     SPK_PRECOND_NONE = 0,
-    SPK_PRECOND_JACOBI
+    SPK_PRECOND_JACOBI,    /* M = diag(A)                                                   */
+    SPK_PRECOND_USER       /* spk_options.precond_user                                      */
 } spk_precond;
+#define SPK_PRECOND_COUNT 3
 
 /* ---- reason: did the solve converge (after PETSc's KSPConvergedReason) ------------------- */
 typedef enum spk_reason {
@@ -122,12 +127,20 @@ SPK_API const char *spk_reason_str(spk_reason reason);
 SPK_API const char *spk_format_str(spk_format fmt);     /* "csr" ...                 */
 SPK_API const char *spk_method_str(spk_method m);       /* "cg" ...                  */
 SPK_API const char *spk_device_str(spk_device d);       /* "cpu", "cuda", "auto"     */
-/* Parse the names above; SPK_ERR_ARG for an unknown name. */
+SPK_API const char *spk_precond_str(spk_precond p);     /* "none", "jacobi", "user"  */
+/* One line on what the preconditioner is and when it helps (for a --help text). Never NULL. */
+SPK_API const char *spk_precond_summary(spk_precond p);
+/* Parse the names above; SPK_ERR_ARG for an unknown name. spk_precond_parse does not take
+ * "user": a user preconditioner comes with its callbacks (spk_options.precond_user). */
 SPK_API spk_status spk_format_parse(const char *s, spk_format *fmt);
 SPK_API spk_status spk_method_parse(const char *s, spk_method *m);
 SPK_API spk_status spk_device_parse(const char *s, spk_device *d);
+SPK_API spk_status spk_precond_parse(const char *s, spk_precond *p);
 /* 1 if this library was built with CUDA support. */
 SPK_API int spk_has_cuda(void);
+/* The CUDA stream (a cudaStream_t) on which the context queues all its work, or NULL on a CPU
+ * context: a user preconditioner's own kernels queued there run in order with the solve. */
+SPK_API void *spk_context_stream(const spk_context *ctx);
 
 /* ---- matrices ------------------------------------------------------------------------------ */
 
@@ -180,7 +193,7 @@ SPK_API void spk_matrix_destroy(spk_matrix *A);
  * and a value array, the layout's row offsets); on the host path the first update from device
  * memory allocates a host staging buffer once. Later updates allocate nothing.
  * `symmetric` and `diag_positive` of spk_matrix_get_info are recomputed when next read.
- * Solvers made from A refresh their Jacobi diagonal at their next solve (or call
+ * Solvers made from A refresh their preconditioner at their next solve (or call
  * spk_solver_refresh). The caller keeps val.
  * SPK_ERR_ARG (NULL, destroyed matrix, nnz differs from the creation count, a NaN/Inf value:
  * then A is unchanged), SPK_ERR_NOMEM, SPK_ERR_CUDA (the GPU path's buffers could not be made:
@@ -216,20 +229,36 @@ SPK_API spk_status spk_matrix_get_info(const spk_matrix *A, spk_matrix_info *inf
  * into `reason` (may be NULL). A pure function of the statistics and the device. */
 SPK_API spk_format spk_select_format(const spk_matrix_info *info, spk_device device,
                                      char *reason, size_t reason_len);
+/* Whether `fmt` can hold a matrix of these statistics on `device`: SPK_OK, or
+ * SPK_ERR_UNSUPPORTED with the limit it breaks in `why` (ELL past its padding limit, DIA past
+ * its diagonal or padding limit or on the GPU). The limits spk_matrix_prepare applies. */
+SPK_API spk_status spk_format_check(const spk_matrix_info *info, spk_format fmt,
+                                    spk_device device, char *why, size_t why_len);
 
 /* Prepare A for SpMV on the context's device in `fmt` (AUTO: spk_select_format). Converts and
- * uploads; a later call with another format replaces the previous layout.
+ * uploads; a later call with another format replaces the previous layout, and a call for the
+ * format A is prepared in already (AUTO: the one auto chose) does nothing.
  * SPK_ERR_UNSUPPORTED: ELL whose padding exceeds 3x nnz (use HYB); DIA past 64 diagonals or
  * 3x padding (use CSR), or DIA on the GPU (CPU only). */
 SPK_API spk_status spk_matrix_prepare(spk_context *ctx, spk_matrix *A, spk_format fmt);
 /* The prepared format (SPK_FMT_AUTO if none yet) and the backend's name ("ell-cuda"). */
 SPK_API spk_format spk_matrix_format(const spk_matrix *A);
 SPK_API const char *spk_matrix_backend_name(const spk_matrix *A);
+/* Why A is prepared in its format: the automatic choice's reason, or "ell: asked for (auto
+ * would pick csr)"; "" before the first prepare. Owned by A, valid until it is prepared again. */
+SPK_API const char *spk_matrix_format_reason(const spk_matrix *A);
 
 /* y = alpha*A*x + beta*y with host arrays, on the context's device in the prepared format
  * (prepares with AUTO first if needed). x has ncols entries, y nrows. */
 SPK_API spk_status spk_matrix_spmv(spk_context *ctx, spk_matrix *A, double alpha,
                                    const double *x, double beta, double *y);
+
+/* The same with x and y in the memory of the context's device (GPU memory of a CUDA context,
+ * host arrays of a CPU one): no transfer, queued on the context's stream (see
+ * spk_context_stream). A user preconditioner's apply may call it on a matrix other than the
+ * one being solved. A must be prepared on ctx (it is prepared with AUTO if it is not). */
+SPK_API spk_status spk_matrix_spmv_device(spk_context *ctx, spk_matrix *A, double alpha,
+                                          const double *d_x, double beta, double *d_y);
 
 /* Host copy of the canonical CSR (0-based, rows sorted, duplicates summed). The pointers are
  * owned by A and valid until A is destroyed; spk_matrix_update_values rewrites the values in
@@ -246,6 +275,29 @@ SPK_API spk_status spk_matrix_csr(const spk_matrix *A, const int64_t **rowptr,
  * BiCGStab on the GPU deliver a batch of iterations at once, when it is read back. */
 typedef void (*spk_monitor_fn)(void *user, int64_t it, double rnorm, double rel, double seconds);
 
+/* A preconditioner of the caller's own, as PETSc's PCSHELL or SciPy's M = LinearOperator: an
+ * FEM code's domain decomposition, a direct coarse solve, anything that computes z = M^-1 r.
+ * Set spk_options.precond = SPK_PRECOND_USER and precond_user to it; the solver copies the
+ * struct at creation (`user` must stay valid while the solver lives). Every method takes it
+ * (CG needs M symmetric positive definite; GMRES and BiCGStab apply it on the right and need
+ * it fixed, the same operator at every call). */
+typedef struct spk_precond_user {
+    const char *name;          /* for messages and --explain; NULL: "user"                     */
+    /* z = M^-1 r with r and z of n entries in the memory of the solver's device (GPU memory on
+     * a CUDA context, host arrays on a CPU one); z never aliases r. It may call
+     * spk_matrix_spmv_device on other matrices, not the solver's own functions. A status
+     * other than SPK_OK ends the solve with that status (the message is the library's). */
+    spk_status (*apply)(void *user, int64_t n, const double *r, double *z);
+    /* Optional: A's values changed (spk_solver_refresh, or the first solve after
+     * spk_matrix_update_values); rebuild what depends on them. */
+    spk_status (*refresh)(void *user, const spk_matrix *A);
+    void       *user;
+    /* 1: on a CUDA context apply only queues its work on the context's stream
+     * (spk_context_stream), so r is ready for it and z is ready after it in stream order.
+     * 0: the stream is synchronised before apply, and z must be complete when it returns. */
+    int         stream_ordered;
+} spk_precond_user;
+
 typedef struct spk_options {
     spk_method  method;        /* default AUTO                                                 */
     spk_precond precond;       /* default NONE                                                 */
@@ -259,6 +311,7 @@ typedef struct spk_options {
     spk_monitor_fn monitor;
     void       *monitor_user;
     int         use_x0;        /* 1: x holds the initial guess; 0: start from x = 0 (default) */
+    const spk_precond_user *precond_user;  /* with precond = SPK_PRECOND_USER, else unused    */
 } spk_options;
 SPK_API void spk_options_default(spk_options *opt);
 
@@ -274,6 +327,7 @@ typedef struct spk_result {
     spk_reason  reason;
     spk_method  method;        /* the method that ran (AUTO resolved)                          */
     spk_format  format;        /* the format that ran                                          */
+    spk_precond precond;       /* the preconditioner that ran                                  */
     spk_device  device;
     int64_t     iterations;
     double      bnorm;         /* ||b||                                                        */
@@ -287,12 +341,13 @@ typedef struct spk_result {
     spk_history_entry *history;   /* when options.history: owned, free with spk_result_free */
     int64_t     history_len;
     char        method_reason[128]; /* why AUTO picked the method, "" otherwise              */
+    char        format_reason[256]; /* why A ran in its format (spk_matrix_format_reason)       */
 } spk_result;
 SPK_API void spk_result_free(spk_result *res);
 
 /* ---- the solver object: set up once, solve many times ------------------------------------- */
 /* A solver holds the method (AUTO resolved from A's statistics at creation), a copy of the
- * options, A prepared in opt->format on the context's device, the Jacobi diagonal, and a
+ * options, A prepared in opt->format on the context's device, the preconditioner, and a
  * workspace of device vectors made at the first solve and reused by every later one: after
  * the first solve, solving again -- with new right-hand sides, or after
  * spk_matrix_update_values -- allocates nothing (spk_context_alloc_count does not move),
@@ -303,16 +358,17 @@ SPK_API void spk_result_free(spk_result *res);
  * ctx must be the context A is used with. One solver per matrix and format at a time: two
  * solvers of different formats on one matrix re-prepare it at each switch. */
 
-/* Create a solver for A with options opt (NULL: spk_options_default). Prepares A and builds
- * the Jacobi diagonal now. SPK_ERR_ARG (NULL, destroyed matrix, A not square, a bad option),
- * SPK_ERR_UNSUPPORTED (Jacobi with a zero diagonal, or a non-positive one for CG; ELL/DIA fill, DIA on the GPU),
- * SPK_ERR_NOMEM, SPK_ERR_CUDA. On failure *S is NULL. */
+/* Create a solver for A with options opt (NULL: spk_options_default). Prepares A and sets up
+ * the preconditioner now. SPK_ERR_ARG (NULL, destroyed matrix, A not square, a bad option,
+ * SPK_PRECOND_USER without precond_user or its apply), SPK_ERR_UNSUPPORTED (Jacobi with a zero
+ * diagonal, or a non-positive one for CG; ELL/DIA fill, DIA on the GPU), SPK_ERR_NOMEM,
+ * SPK_ERR_CUDA. On failure *S is NULL. */
 SPK_API spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options *opt,
                                      spk_solver **S);
 /* Solve A x = b with host arrays b and x (length n). With opt->use_x0, x is the initial guess,
  * else the solve starts from zero. *res is overwritten (release a previous history with
  * spk_result_free first). res->setup_s of the first solve includes the creation's setup.
- * If A's values changed since the last solve, the Jacobi diagonal is refreshed first.
+ * If A's values changed since the last solve, the preconditioner is refreshed first.
  * SPK_ERR_ARG (NULL, destroyed solver, NaN/Inf in b or x0), SPK_ERR_UNSUPPORTED (the refresh
  * found a bad diagonal), SPK_ERR_NOMEM, SPK_ERR_CUDA. Whether it converged: res->reason. */
 SPK_API spk_status spk_solver_solve(spk_solver *S, const double *b, double *x, spk_result *res);
@@ -321,10 +377,11 @@ SPK_API spk_status spk_solver_solve(spk_solver *S, const double *b, double *x, s
  * their norms (SPK_ERR_ARG; d_x is then left as it was). */
 SPK_API spk_status spk_solver_solve_device(spk_solver *S, const double *d_b, double *d_x,
                                            spk_result *res);
-/* After spk_matrix_update_values: rebuild the Jacobi diagonal from A's new values in place
- * (from the device values after an update on the GPU; no allocation but, once, the device
- * array of the diagonal's positions); the prepared layout was refilled by the update itself. Solving does this on
- * its own when needed; calling it says when the cost (and a bad-diagonal failure) happens.
+/* After spk_matrix_update_values: refresh the preconditioner from A's new values in place
+ * (Jacobi: the diagonal, from the device values after an update on the GPU, with no allocation
+ * but, once, the device array of the diagonal's positions; a user preconditioner: its refresh
+ * callback); the prepared layout was refilled by the update itself. Solving does this on its
+ * own when needed; calling it says when the cost (and a bad-diagonal failure) happens.
  * SPK_ERR_ARG (NULL, destroyed solver), SPK_ERR_UNSUPPORTED (a zero diagonal, or a
  * non-positive one for CG: every solve answers the same until an update makes the diagonal
  * usable again), SPK_ERR_CUDA. */
@@ -332,7 +389,7 @@ SPK_API spk_status spk_solver_refresh(spk_solver *S);
 /* The method the solver runs (AUTO resolved) and the format A is prepared in. */
 SPK_API spk_method spk_solver_method(const spk_solver *S);
 SPK_API spk_format spk_solver_format(const spk_solver *S);
-/* Free the workspace, the diagonal and the handle. NULL-safe. A stays (prepared). */
+/* Free the workspace, the preconditioner and the handle. NULL-safe. A stays (prepared). */
 SPK_API void spk_solver_destroy(spk_solver *S);
 
 /* One-shot: spk_solver_create, spk_solver_solve, spk_solver_destroy.

@@ -180,7 +180,12 @@ static spk_status coo_update(spk_context *ctx, void *state, const spk_csr *A)
 }
 
 const spk_spmv_backend spk_backend_coo_cpu = {
-    "coo-cpu", SPK_FMT_COO, SPK_DEVICE_CPU, coo_setup, coo_spmv, coo_destroy, coo_update,
-    NULL,
-    NULL,                          /* update_device: the host refill is the update */
+    .name = "coo-cpu",
+    .format = SPK_FMT_COO,
+    .device = SPK_DEVICE_CPU,
+    .setup = coo_setup,
+    .spmv = coo_spmv,
+    .destroy = coo_destroy,
+    .update = coo_update,
+    /* update_device: the host refill is the update */
 };

@@ -229,7 +229,13 @@ static spk_status coo_update_device(spk_context *ctx, void *state, const spk_csr
 }
 
 extern "C" const spk_spmv_backend spk_backend_coo_cuda = {
-    "coo-cuda", SPK_FMT_COO, SPK_DEVICE_CUDA, coo_setup, coo_spmv, coo_destroy, coo_update,
-    NULL,
-    coo_update_device,
+    .name = "coo-cuda",
+    .format = SPK_FMT_COO,
+    .device = SPK_DEVICE_CUDA,
+    .setup = coo_setup,
+    .spmv = coo_spmv,
+    .destroy = coo_destroy,
+    .update = coo_update,
+    .spmv_dot = NULL,                /* none; written out, as C++ warns of omitted fields */
+    .update_device = coo_update_device,
 };

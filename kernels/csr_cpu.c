@@ -28,7 +28,13 @@ static spk_status csr_update(spk_context *ctx, void *state, const spk_csr *A)
 }
 
 const spk_spmv_backend spk_backend_csr_cpu = {
-    "csr-cpu", SPK_FMT_CSR, SPK_DEVICE_CPU, csr_setup, csr_spmv, csr_destroy, csr_update,
-    NULL,                          /* spmv_dot: kept apart, see docs/benchmarks.md (CPU) */
-    NULL,                          /* update_device: the host refill is the update */
+    .name = "csr-cpu",
+    .format = SPK_FMT_CSR,
+    .device = SPK_DEVICE_CPU,
+    .setup = csr_setup,
+    .spmv = csr_spmv,
+    .destroy = csr_destroy,
+    .update = csr_update,
+    /* spmv_dot: kept apart, see docs/benchmarks.md (CPU) */
+    /* update_device: the host refill is the update */
 };

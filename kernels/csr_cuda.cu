@@ -12,9 +12,9 @@
  *    100k entries costs ~25 blocks working side by side instead of one warp walking it alone.
  *
  * Matrices with irregular rows (row-length cv > 1) run the row-block kernel of
- * csr_adaptive_cuda.cu (CSR-Adaptive) instead of all three; SPK_CSR_KERNEL=vector|merge|adaptive
- * in the environment at setup forces one (merge: the merge path of csr_merge_cuda.cu, kept
- * for comparison).
+ * csr_adaptive_cuda.cu (CSR-Adaptive) instead of all three; the knob
+ * SPK_CSR_KERNEL=vector|merge|adaptive forces one (merge: the merge path of csr_merge_cuda.cu,
+ * kept for comparison).
  *
  * Everything is deterministic (no atomics). Row offsets are int64 (nnz may pass 2^31); column
  * indices int32. The kernels read the canonical CSR uploaded as is: no conversion.
@@ -266,14 +266,13 @@ static spk_status csr_spmv_dot(spk_context *ctx, const void *state, const double
 /* Row blocks (csr_adaptive_cuda.cu) when the row lengths' standard deviation exceeds
  * SPK_CSR_MERGE_CV times their mean (the cv of spk_stats_compute / --explain); the merge path
  * only when asked (SPK_CSR_KERNEL=merge): on the power-law matrices the row blocks took 254 /
- * 145 us where it took 299 / 224 (H200, fifth session). On the H200 (bench/results/) the
+ * 145 us where it took 299 / 224 (H200). On the H200 (bench/results/) the
  * matrices split into two groups with nothing between: cv <= 0.10 (the stencils,
  * elasticity3d), where CSR-vector runs at 71-85% of copy bandwidth and a balancing kernel can
  * only add its overhead; cv 2.1-2.2 (powerlaw), where CSR-vector runs at 29-31%. At cv > 1 the
  * rows that share a warp routinely differ in length by more than 2x, so CSR-vector's lanes
  * idle. Where in (0.1, 2.1) the crossover really lies is not measured: the 1 is the middle of
- * the gap, not a fit. *kernel: SPK_CSR_KERNEL=vector|merge|adaptive if set (SPK_ERR_ARG for
- * another value; "auto" or empty: the rule). */
+ * the gap, not a fit. *kernel: the knob SPK_CSR_KERNEL's choice if set, else the rule. */
 #ifndef SPK_CSR_MERGE_CV
 #define SPK_CSR_MERGE_CV 1.0
 #endif
@@ -281,17 +280,9 @@ static spk_status csr_spmv_dot(spk_context *ctx, const void *state, const double
 static spk_status csr_kernel_choose(spk_context *ctx, const spk_csr *A, int *kernel)
 {
     *kernel = SPK_CSR_VECTOR;
-    const char *env = getenv("SPK_CSR_KERNEL");
-    if (env && *env && strcmp(env, "auto") != 0) {
-        if (strcmp(env, "vector") == 0)
-            return SPK_OK;
-        if (strcmp(env, "merge") == 0 || strcmp(env, "adaptive") == 0) {
-            *kernel = env[0] == 'm' ? SPK_CSR_MERGE : SPK_CSR_ADAPTIVE;
-            return SPK_OK;
-        }
-        return spk_fail(ctx, SPK_ERR_ARG,
-                        "SPK_CSR_KERNEL=%s: expected vector, merge, adaptive or auto (or unset)",
-                        env);
+    if (ctx->tune.csr_kernel != SPK_TUNE_AUTO) {     /* the knob SPK_CSR_KERNEL */
+        *kernel = ctx->tune.csr_kernel;
+        return SPK_OK;
     }
     /* coefficient of variation of the row lengths, as spk_stats_compute reports it */
     const int64_t n = A->nrows;
@@ -480,7 +471,13 @@ static spk_status csr_update_device(spk_context *ctx, void *state, const spk_csr
 }
 
 extern "C" const spk_spmv_backend spk_backend_csr_cuda = {
-    "csr-cuda", SPK_FMT_CSR, SPK_DEVICE_CUDA, csr_setup, csr_spmv, csr_destroy, csr_update,
-    csr_spmv_dot,
-    csr_update_device,
+    .name = "csr-cuda",
+    .format = SPK_FMT_CSR,
+    .device = SPK_DEVICE_CUDA,
+    .setup = csr_setup,
+    .spmv = csr_spmv,
+    .destroy = csr_destroy,
+    .update = csr_update,
+    .spmv_dot = csr_spmv_dot,
+    .update_device = csr_update_device,
 };

@@ -4,7 +4,8 @@
  * device allocation, the device layouts of ELL and COO (HYB reuses both), and the small device
  * helpers every kernel uses (the y = alpha*s + beta*y epilogue, warp and block sums).
  *
- * C++ only: included by the .cu files (src/cuda_ctx.cu, kernels/<fmt>_cuda.cu). None of these
+ * C++ only: included by the .cu files (src/cuda_ctx.cu, kernels/<fmt>_cuda.cu, the methods'
+ * solvers/<method>_cuda.cu). None of these
  * helpers returns from its caller; each returns a status the caller tests, as STYLE.md asks. */
 #ifndef SPK_CUDA_COMMON_H
 #define SPK_CUDA_COMMON_H
@@ -42,7 +43,7 @@ typedef struct spk_cuda_scratch {
 
 /* Pinned host mirror of the results: a copy into pinned memory is a true DMA, and the one
  * stream synchronisation after it is the only wait a reduction costs. */
-/* Bytes one fetch (vec ops fetch / fetch_wait) can carry: the header of spk_cg_scalars. */
+/* Bytes one fetch (vec ops fetch / fetch_wait) can carry: a method's scalar block. */
 #define SPK_CUDA_FETCH_MAX 2048
 
 typedef struct spk_cuda_host_scratch {
@@ -65,7 +66,7 @@ typedef struct spk_cuda_state {
     cudaStream_t     stream;           /* every spk launch and copy of this context             */
     cudaStream_t     capture;          /* non-blocking, made at the first CUDA-graph capture:
                                         * `stream` stands in for it while the steps are queued
-                                        * into the graph (kernels/cg_cuda.cu)                   */
+                                        * into the graph (kernels/steps_cuda.cu)                */
     cublasHandle_t   blas;             /* bound to `stream`, host pointer mode                  */
     spk_cuda_scratch      *d_scratch;  /* device                                                */
     spk_cuda_host_scratch *h_scratch;  /* pinned host                                           */
@@ -174,7 +175,7 @@ static inline unsigned spk_cuda_grid(const spk_cuda_state *cs, int64_t items, in
 }
 
 /* Blocks of a kernel that ends in a fused reduction (spk_last_block_sum): at most one
- * resident wave and never more than the partials' room, SPK_CG_MAX_BLOCKS. Such kernels are
+ * resident wave and never more than the partials' room, SPK_MAX_BLOCKS. Such kernels are
  * declared SPK_RESIDENT_BOUNDS, so that a wave of max_threads_sm / SPK_CUDA_BLOCK blocks per SM
  * really is resident: at 40 registers only 6 of 8 blocks fit, and the last quarter of a
  * grid-stride grid then runs as a second, mostly empty wave (measured: CG on poisson3d:150,
@@ -185,30 +186,22 @@ static inline unsigned spk_cuda_red_grid(const spk_cuda_state *cs, int64_t items
 {
     int64_t want = (items + per_block - 1) / per_block;
     int64_t cap = (int64_t)cs->sm_count * (cs->max_threads_sm / SPK_CUDA_BLOCK);
-    if (cap > SPK_CG_MAX_BLOCKS)
-        cap = SPK_CG_MAX_BLOCKS;
+    if (cap > SPK_MAX_BLOCKS)
+        cap = SPK_MAX_BLOCKS;
     if (want > cap)
         want = cap;
     return (unsigned)(want > 0 ? want : 1);
 }
 
-/* The fused CG iteration's device ops (kernels/cg_cuda.cu), rows of the CUDA vec-ops table. */
+/* Device-resident scalars (kernels/steps_cuda.cu), rows of the CUDA vec-ops table. */
 spk_status spk_cuda_dot_sink(spk_context *ctx, int64_t n, const double *x, const double *y,
                              const spk_dot_sink *sink);
-spk_status spk_cuda_cg_r(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *q,
-                         double *r, const double *dinv);
-spk_status spk_cuda_cg_xp(spk_context *ctx, int64_t n, spk_cg_scalars *S, double *x, double *p,
-                          const double *r, const double *dinv);
 spk_status spk_cuda_fetch(spk_context *ctx, const void *dev, size_t bytes, int slot, void *host);
 spk_status spk_cuda_fetch_wait(spk_context *ctx, int slot);
 spk_status spk_cuda_put(spk_context *ctx, const void *host, size_t bytes, void *dev);
-/* spk_vec_ops.steps / graph_free (kernels/cg_cuda.cu). */
 spk_status spk_cuda_steps(spk_context *ctx, void **graph, spk_status (*step)(void *), void *self,
                           int64_t count);
 void spk_cuda_graph_free(void *graph);
-/* GMRES's CGS2 in three passes (kernels/gmres_cuda.cu), the vec-ops table's cgs2. */
-spk_status spk_cuda_cgs2(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
-                         double *w, double *out);
 
 /* ---- shared launchers ---------------------------------------------------------------------- */
 
@@ -361,9 +354,9 @@ __device__ __forceinline__ void spk_block_sum(double (&v)[NOUT])
     __syncthreads();                     /* sh may be reused by the caller's next iteration */
 }
 
-/* The end of a fused reduction of NOUT sums, after a grid of at most SPK_CG_MAX_BLOCKS
+/* The end of a fused reduction of NOUT sums, after a grid of at most SPK_MAX_BLOCKS
  * blocks: every thread of every block calls it once with its own sums. Block b leaves its
- * block sums in part[o * SPK_CG_MAX_BLOCKS + b]; the last block to arrive (counted in *count,
+ * block sums in part[o * SPK_MAX_BLOCKS + b]; the last block to arrive (counted in *count,
  * which atomicInc returns to 0) adds the partials in block order, so the totals have the same
  * bits whatever order the blocks ran in. Returns true in every thread of that last block,
  * with the totals in v; false elsewhere (v then holds nothing useful). */
@@ -377,7 +370,7 @@ __device__ __forceinline__ bool spk_last_block_sum(double (&v)[NOUT], double *pa
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int o = 0; o < NOUT; o++)
-            part[o * SPK_CG_MAX_BLOCKS + blockIdx.x] = v[o];
+            part[o * SPK_MAX_BLOCKS + blockIdx.x] = v[o];
         __threadfence();                 /* the partial is visible before the count says so */
         last = atomicInc(count, gridDim.x - 1) == gridDim.x - 1;
     }
@@ -400,7 +393,7 @@ __device__ __forceinline__ bool spk_last_block_sum(double (&v)[NOUT], double *pa
             const unsigned b = base + k * blockDim.x + threadIdx.x;
 #pragma unroll
             for (int o = 0; o < NOUT; o++)          /* L2: other SMs wrote them */
-                got[o][k] = b < gridDim.x ? __ldcg(&part[o * SPK_CG_MAX_BLOCKS + b]) : 0.0;
+                got[o][k] = b < gridDim.x ? __ldcg(&part[o * SPK_MAX_BLOCKS + b]) : 0.0;
         }
 #pragma unroll
         for (int k = 0; k < PER; k++) {

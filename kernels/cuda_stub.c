@@ -76,30 +76,55 @@ static spk_status stub_update(spk_context *ctx, void *state, const spk_csr *A)
 }
 
 const spk_spmv_backend spk_backend_coo_cuda = {
-    "coo-cuda", SPK_FMT_COO, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy, stub_update,
-    NULL, NULL,
+    .name = "coo-cuda",
+    .format = SPK_FMT_COO,
+    .device = SPK_DEVICE_CUDA,
+    .setup = stub_setup,
+    .spmv = stub_spmv,
+    .destroy = stub_destroy,
+    .update = stub_update,
 };
 const spk_spmv_backend spk_backend_csr_cuda = {
-    "csr-cuda", SPK_FMT_CSR, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy, stub_update,
-    NULL, NULL,
+    .name = "csr-cuda",
+    .format = SPK_FMT_CSR,
+    .device = SPK_DEVICE_CUDA,
+    .setup = stub_setup,
+    .spmv = stub_spmv,
+    .destroy = stub_destroy,
+    .update = stub_update,
 };
 int spk_ell_cuda_state_rows(const void *state) { (void)state; return 0; }
 int spk_hyb_cuda_state_rows(const void *state) { (void)state; return 0; }
 
 const spk_spmv_backend spk_backend_ell_cuda = {
-    "ell-cuda", SPK_FMT_ELL, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy, stub_update,
-    NULL, NULL,
+    .name = "ell-cuda",
+    .format = SPK_FMT_ELL,
+    .device = SPK_DEVICE_CUDA,
+    .setup = stub_setup,
+    .spmv = stub_spmv,
+    .destroy = stub_destroy,
+    .update = stub_update,
 };
 const spk_spmv_backend spk_backend_hyb_cuda = {
-    "hyb-cuda", SPK_FMT_HYB, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy, stub_update,
-    NULL, NULL,
+    .name = "hyb-cuda",
+    .format = SPK_FMT_HYB,
+    .device = SPK_DEVICE_CUDA,
+    .setup = stub_setup,
+    .spmv = stub_spmv,
+    .destroy = stub_destroy,
+    .update = stub_update,
 };
 const spk_spmv_backend spk_backend_jds_cuda = {
-    "jds-cuda", SPK_FMT_JDS, SPK_DEVICE_CUDA, stub_setup, stub_spmv, stub_destroy, stub_update,
-    NULL, NULL,
+    .name = "jds-cuda",
+    .format = SPK_FMT_JDS,
+    .device = SPK_DEVICE_CUDA,
+    .setup = stub_setup,
+    .spmv = stub_spmv,
+    .destroy = stub_destroy,
+    .update = stub_update,
 };
 
-/* ---- vector ops ----------------------------------------------------------------------------- */
+/* ---- vector ops -------------------------------------------------------------------------- */
 
 static spk_status no_cuda(spk_context *ctx)
 {
@@ -150,50 +175,14 @@ static spk_status s_invert(spk_context *ctx, int64_t n, double *d, int allow_neg
 {
     return no_cuda(ctx);
 }
-static spk_status s_cg_update(spk_context *ctx, int64_t n, double a, const double *p,
-                              const double *q, double *x, double *r, const double *dinv,
-                              double *z, double *rr, double *rz)
-{
-    return no_cuda(ctx);
-}
-static spk_status s_xpay(spk_context *ctx, int64_t n, const double *z, double beta, double *p)
-{
-    return no_cuda(ctx);
-}
-static spk_status s_bicg_p(spk_context *ctx, int64_t n, const double *r, double beta,
-                           double omega, const double *v, double *p)
-{
-    return no_cuda(ctx);
-}
-static spk_status s_gemv_t(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
-                           const double *w, double *h)
-{
-    return no_cuda(ctx);
-}
 static spk_status s_gemv_n_sub(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
                                const double *h, double *w)
 {
     return no_cuda(ctx);
 }
-static spk_status s_cgs2(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
-                         double *w, double *out)
-{
-    return no_cuda(ctx);
-}
 static spk_status s_sync(spk_context *ctx) { return no_cuda(ctx); }
-
 static spk_status s_dot_sink(spk_context *ctx, int64_t n, const double *x, const double *y,
                              const spk_dot_sink *sink)
-{
-    return no_cuda(ctx);
-}
-static spk_status s_cg_r(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *q,
-                         double *r, const double *dinv)
-{
-    return no_cuda(ctx);
-}
-static spk_status s_cg_xp(spk_context *ctx, int64_t n, spk_cg_scalars *S, double *x, double *p,
-                          const double *r, const double *dinv)
 {
     return no_cuda(ctx);
 }
@@ -208,10 +197,37 @@ static spk_status s_put(spk_context *ctx, const void *host, size_t bytes, void *
 }
 
 static const spk_vec_ops stub_ops = {
-    SPK_DEVICE_CUDA, s_alloc, s_free, s_xfer, s_xfer, s_xfer, s_fill, s_dot, s_nrm2, s_dot2,
-    s_axpy, s_axpby, s_scal, s_pmul, s_invert, s_cg_update, s_xpay, s_bicg_p, s_gemv_t,
-    s_gemv_n_sub, s_cgs2, s_sync, s_dot_sink, s_cg_r, s_cg_xp, s_fetch, s_fetch_wait, s_put,
-    NULL, NULL,
+    .device = SPK_DEVICE_CUDA,
+    .alloc = s_alloc,
+    .free = s_free,
+    .upload = s_xfer,
+    .download = s_xfer,
+    .copy = s_xfer,
+    .fill = s_fill,
+    .dot = s_dot,
+    .nrm2 = s_nrm2,
+    .dot2 = s_dot2,
+    .axpy = s_axpy,
+    .axpby = s_axpby,
+    .scal = s_scal,
+    .pmul = s_pmul,
+    .invert = s_invert,
+    .gemv_n_sub = s_gemv_n_sub,
+    .sync = s_sync,
+    .dot_sink = s_dot_sink,
+    .fetch = s_fetch,
+    .fetch_wait = s_fetch_wait,
+    .put = s_put,
 };
 
 const spk_vec_ops *spk_vec_ops_cuda(void) { return &stub_ops; }
+
+/* ---- the methods' GPU steps: none (their drivers answer SPK_ERR_NOT_COMPILED) ------------ */
+struct spk_cg_ops;
+struct spk_bicg_ops;
+struct spk_gmres_ops;
+const struct spk_cg_ops *spk_cg_ops_cuda(void) { return NULL; }
+const struct spk_bicg_ops *spk_bicg_ops_cuda(void) { return NULL; }
+const struct spk_gmres_ops *spk_gmres_ops_cuda(void) { return NULL; }
+
+void *spk_context_stream(const spk_context *ctx) { (void)ctx; return NULL; }

@@ -417,7 +417,13 @@ static spk_status dia_update(spk_context *ctx, void *state, const spk_csr *A)
 }
 
 const spk_spmv_backend spk_backend_dia_cpu = {
-    "dia-cpu", SPK_FMT_DIA, SPK_DEVICE_CPU, dia_setup, dia_spmv, dia_destroy, dia_update,
-    dia_spmv_dot,
-    NULL,                          /* update_device: the host refill is the update              */
+    .name = "dia-cpu",
+    .format = SPK_FMT_DIA,
+    .device = SPK_DEVICE_CPU,
+    .setup = dia_setup,
+    .spmv = dia_spmv,
+    .destroy = dia_destroy,
+    .update = dia_update,
+    .spmv_dot = dia_spmv_dot,
+    /* update_device: the host refill is the update */
 };

@@ -196,7 +196,12 @@ static spk_status ell_update(spk_context *ctx, void *state, const spk_csr *A)
 }
 
 const spk_spmv_backend spk_backend_ell_cpu = {
-    "ell-cpu", SPK_FMT_ELL, SPK_DEVICE_CPU, ell_setup, ell_spmv, ell_destroy, ell_update,
-    NULL,
-    NULL,                          /* update_device: the host refill is the update */
+    .name = "ell-cpu",
+    .format = SPK_FMT_ELL,
+    .device = SPK_DEVICE_CPU,
+    .setup = ell_setup,
+    .spmv = ell_spmv,
+    .destroy = ell_destroy,
+    .update = ell_update,
+    /* update_device: the host refill is the update */
 };

@@ -211,7 +211,7 @@ static void ell_dot_launch(const spk_cuda_state *cs, const spk_ell_dev *A, const
      * one block, so that the sum (0) lands in *sink->out. */
     const int64_t want = ((A->nrows + R - 1) / R + SPK_CUDA_BLOCK - 1) / SPK_CUDA_BLOCK;
     int64_t cap = ell_dot_wave<Idx, R>(cs);
-    cap = cap < SPK_CG_MAX_BLOCKS ? cap : SPK_CG_MAX_BLOCKS;
+    cap = cap < SPK_MAX_BLOCKS ? cap : SPK_MAX_BLOCKS;
     const unsigned grid = (unsigned)(want < 1 ? 1 : want < cap ? want : cap);
     ell_dot_kernel<Idx, R><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->width, Aj,
                                                                     A->val, x, y, *sink);
@@ -267,24 +267,22 @@ spk_status spk_ell_dev_spmv(spk_context *ctx, const spk_ell_dev *A, double alpha
 }
 
 /* Rows per thread: two where the rows hold at most SPK_ELL_PAIR_WIDTH slots, one otherwise
- * (measured: docs/benchmarks.md, eighth session); SPK_ELL_ROWS=1 or 2 in the environment
- * forces either, for A/B runs and tests. */
-static int ell_rows_per_thread(const spk_ell_fmt *h)
+ * (measured: docs/benchmarks.md); the knob SPK_ELL_ROWS=1 or 2 forces either, for A/B runs and
+ * tests. */
+static int ell_rows_per_thread(const spk_context *ctx, const spk_ell_fmt *h)
 {
-    const char *e = getenv("SPK_ELL_ROWS");
-    if (e && (strcmp(e, "1") == 0 || strcmp(e, "2") == 0))
-        return e[0] - '0';
+    if (ctx->tune.ell_rows)
+        return ctx->tune.ell_rows;
     return h->width <= SPK_ELL_PAIR_WIDTH ? 2 : 1;
 }
 
 /* The compact index layout: every real slot's column within SPK_ELL_OFF16_MAX of its row
  * (stencils and FEM meshes numbered by grid: poisson3d:150's farthest neighbour is 22,500
- * rows away), and SPK_ELL_INDEX=32 not set in the environment. Then the offsets are stored as
- * int16 and an ELL slot costs 10 bytes instead of 12. */
-static bool ell_offsets_fit(const spk_ell_fmt *h)
+ * rows away), and not the knob SPK_ELL_INDEX=32. Then the offsets are stored as int16 and an
+ * ELL slot costs 10 bytes instead of 12. */
+static bool ell_offsets_fit(const spk_context *ctx, const spk_ell_fmt *h)
 {
-    const char *e = getenv("SPK_ELL_INDEX");
-    if (e && strcmp(e, "32") == 0)
+    if (ctx->tune.ell_index32)
         return false;
     for (int64_t k = 0; k < h->width; k++)
         for (int64_t i = 0; i < h->nrows; i++) {
@@ -302,13 +300,13 @@ spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, spk_ell_de
     d->width = h->width;
     d->nnz = h->nnz;
     d->stream = 0;
-    d->rows = ell_rows_per_thread(h);
+    d->rows = ell_rows_per_thread(ctx, h);
     d->col = NULL;
     d->off = NULL;
     d->val = NULL;
     const size_t slots = (size_t)h->nrows * (size_t)h->width;
     spk_status st;
-    if (slots > 0 && ell_offsets_fit(h)) {
+    if (slots > 0 && ell_offsets_fit(ctx, h)) {
         int16_t *off = (int16_t *)spk_malloc(ctx, slots, sizeof *off);
         if (!off)
             return spk_fail(ctx, SPK_ERR_NOMEM, "ELL column offsets: out of host memory "
@@ -472,7 +470,13 @@ extern "C" int spk_ell_cuda_state_rows(const void *state)
 }
 
 extern "C" const spk_spmv_backend spk_backend_ell_cuda = {
-    "ell-cuda", SPK_FMT_ELL, SPK_DEVICE_CUDA, ell_setup, ell_spmv, ell_destroy, ell_update,
-    ell_spmv_dot,
-    ell_update_device,
+    .name = "ell-cuda",
+    .format = SPK_FMT_ELL,
+    .device = SPK_DEVICE_CUDA,
+    .setup = ell_setup,
+    .spmv = ell_spmv,
+    .destroy = ell_destroy,
+    .update = ell_update,
+    .spmv_dot = ell_spmv_dot,
+    .update_device = ell_update_device,
 };

@@ -187,7 +187,12 @@ static spk_status hyb_update(spk_context *ctx, void *state, const spk_csr *A)
 }
 
 const spk_spmv_backend spk_backend_hyb_cpu = {
-    "hyb-cpu", SPK_FMT_HYB, SPK_DEVICE_CPU, hyb_setup, hyb_spmv, hyb_destroy, hyb_update,
-    NULL,
-    NULL,                          /* update_device: the host refill is the update */
+    .name = "hyb-cpu",
+    .format = SPK_FMT_HYB,
+    .device = SPK_DEVICE_CPU,
+    .setup = hyb_setup,
+    .spmv = hyb_spmv,
+    .destroy = hyb_destroy,
+    .update = hyb_update,
+    /* update_device: the host refill is the update */
 };

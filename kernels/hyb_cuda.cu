@@ -178,7 +178,13 @@ extern "C" int spk_hyb_cuda_state_rows(const void *state)
 }
 
 extern "C" const spk_spmv_backend spk_backend_hyb_cuda = {
-    "hyb-cuda", SPK_FMT_HYB, SPK_DEVICE_CUDA, hyb_setup, hyb_spmv, hyb_destroy, hyb_update,
-    NULL,
-    hyb_update_device,
+    .name = "hyb-cuda",
+    .format = SPK_FMT_HYB,
+    .device = SPK_DEVICE_CUDA,
+    .setup = hyb_setup,
+    .spmv = hyb_spmv,
+    .destroy = hyb_destroy,
+    .update = hyb_update,
+    .spmv_dot = NULL,                /* none; written out, as C++ warns of omitted fields */
+    .update_device = hyb_update_device,
 };

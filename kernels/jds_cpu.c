@@ -202,7 +202,12 @@ static spk_status jds_update(spk_context *ctx, void *state, const spk_csr *A)
 }
 
 const spk_spmv_backend spk_backend_jds_cpu = {
-    "jds-cpu", SPK_FMT_JDS, SPK_DEVICE_CPU, jds_setup, jds_spmv, jds_destroy, jds_update,
-    NULL,
-    NULL,                          /* update_device: the host refill is the update */
+    .name = "jds-cpu",
+    .format = SPK_FMT_JDS,
+    .device = SPK_DEVICE_CPU,
+    .setup = jds_setup,
+    .spmv = jds_spmv,
+    .destroy = jds_destroy,
+    .update = jds_update,
+    /* update_device: the host refill is the update */
 };

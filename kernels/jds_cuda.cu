@@ -175,7 +175,13 @@ static spk_status jds_update_device(spk_context *ctx, void *state, const spk_csr
 }
 
 extern "C" const spk_spmv_backend spk_backend_jds_cuda = {
-    "jds-cuda", SPK_FMT_JDS, SPK_DEVICE_CUDA, jds_setup, jds_spmv, jds_destroy, jds_update,
-    NULL,
-    jds_update_device,
+    .name = "jds-cuda",
+    .format = SPK_FMT_JDS,
+    .device = SPK_DEVICE_CUDA,
+    .setup = jds_setup,
+    .spmv = jds_spmv,
+    .destroy = jds_destroy,
+    .update = jds_update,
+    .spmv_dot = NULL,                /* none; written out, as C++ warns of omitted fields */
+    .update_device = jds_update_device,
 };

@@ -6,14 +6,14 @@
  * chunk's sum over the lanes of a vector register (a reassociation C alone forbids), instead
  * of one chain of dependent adds at one add per FP latency (~4 cycles), which is slower than
  * a vector held in L2/L3 can be read. Measured on a 2-core EPYC (32 MB L3), the CG iteration
- * of poisson3d:64 (SpMV + dot + cg_update + xpay) interleaved with the plain loops, median of
+ * of poisson3d:64 (SpMV, a dot and the fused updates) interleaved with the plain loops, median of
  * 40 rounds: 2 threads 1.31 -> 1.27 ms (-3.5%), 1 thread unchanged within noise (2.00 ms): the
  * SpMV is 2/3 of the iteration (docs/benchmarks.md, CPU section).
  *
  * Every sum runs over spk_chunks(n) chunks fixed by n alone, one thread per chunk, and adds
  * the chunks' partials in chunk order (src/spk_internal.h): a result has the same bits on
  * every run and whatever the thread count, on one build, and stays within the tests' rounding
- * bound of the long-double sums. */
+ * bound of the long-double sums. The methods' fused steps are in their rooms under solvers/. */
 #include "../src/spk_internal.h"
 
 #include <math.h>
@@ -188,75 +188,6 @@ static spk_status v_invert(spk_context *ctx, int64_t n, double *d, int allow_neg
     return SPK_OK;
 }
 
-/* Two loops, one per shape, so that each is a straight vectorizable body: without M, z is r
- * (or a copy of it) and r'z = r'r. */
-static spk_status v_cg_update(spk_context *ctx, int64_t n, double a, const double *p,
-                              const double *q, double *x, double *r, const double *dinv,
-                              double *z, double *rr, double *rz)
-{
-    double part[2][SPK_CHUNKS];
-    const int nc = spk_chunks(n);
-#pragma omp parallel for schedule(static) if (nc > 1)
-    for (int c = 0; c < nc; c++) {
-        const int64_t lo = spk_chunk_lo(n, nc, c), hi = spk_chunk_lo(n, nc, c + 1);
-        double s_rr = 0.0, s_rz = 0.0;
-        if (!dinv) {
-#pragma omp simd reduction(+ : s_rr) if (nc > 1)
-            for (int64_t i = lo; i < hi; i++) {
-                x[i] += a * p[i];               /* x = x + alpha p   */
-                double ri = r[i] - a * q[i];    /* r = r - alpha A p */
-                r[i] = ri;
-                s_rr += ri * ri;
-            }
-        } else {
-#pragma omp simd reduction(+ : s_rr, s_rz) if (nc > 1)
-            for (int64_t i = lo; i < hi; i++) {
-                x[i] += a * p[i];
-                double ri = r[i] - a * q[i];
-                r[i] = ri;
-                double zi = dinv[i] * ri;       /* z = M^-1 r        */
-                z[i] = zi;
-                s_rr += ri * ri;
-                s_rz += ri * zi;
-            }
-        }
-        part[0][c] = s_rr;
-        part[1][c] = s_rz;
-    }
-    if (!dinv && z != r && n > 0)
-        memcpy(z, r, (size_t)n * sizeof *z);
-    *rr = spk_chunks_sum(part[0], nc);
-    *rz = dinv ? spk_chunks_sum(part[1], nc) : *rr;
-    return SPK_OK;
-}
-
-static spk_status v_xpay(spk_context *ctx, int64_t n, const double *z, double beta, double *p)
-{
-#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
-    for (int64_t i = 0; i < n; i++)
-        p[i] = z[i] + beta * p[i];
-    return SPK_OK;
-}
-
-static spk_status v_bicg_p(spk_context *ctx, int64_t n, const double *r, double beta,
-                           double omega, const double *v, double *p)
-{
-#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
-    for (int64_t i = 0; i < n; i++)
-        p[i] = r[i] + beta * (p[i] - omega * v[i]);
-    return SPK_OK;
-}
-
-static spk_status v_gemv_t(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
-                           const double *w, double *h)
-{
-    for (int j = 0; j < k; j++) {
-        const double *vj = V + (int64_t)j * ldv;
-        h[j] = sum_products(n, vj, w);
-    }
-    return SPK_OK;
-}
-
 static spk_status v_gemv_n_sub(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
                                const double *h, double *w)
 {
@@ -270,110 +201,15 @@ static spk_status v_gemv_n_sub(spk_context *ctx, int64_t n, int k, const double 
     return SPK_OK;
 }
 
-/* The specification: the four passes, so CPU GMRES keeps its results to the bit. */
-static spk_status v_cgs2(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
-                         double *w, double *out)
-{
-    if (n < 0 || k < 1 || (n > 0 && ldv < n))
-        return spk_fail(ctx, SPK_ERR_ARG, "cgs2: n = %lld, k = %d, ldv = %lld (need n >= 0, "
-                        "k >= 1, ldv >= n)", (long long)n, k, (long long)ldv);
-    spk_status st;
-    if ((st = v_gemv_t(ctx, n, k, V, ldv, w, out)) ||
-        (st = v_gemv_n_sub(ctx, n, k, V, ldv, out, w)) ||
-        (st = v_gemv_t(ctx, n, k, V, ldv, w, out + k)) ||
-        (st = v_gemv_n_sub(ctx, n, k, V, ldv, out + k, w)))
-        return st;
-    out[2 * k] = sum_products(n, w, w);
-    return SPK_OK;
-}
-
 static spk_status v_sync(spk_context *ctx) { return SPK_OK; }
 
-/* ---- the fused CG iteration (solvers/cg.c; the CUDA twin is kernels/cg_cuda.cu) ---------- */
+/* ---- device-resident scalars: on the host, plain copies (kernels/steps_cuda.cu on the GPU) - */
 
 static spk_status v_dot_sink(spk_context *ctx, int64_t n, const double *x, const double *y,
                              const spk_dot_sink *sink)
 {
     if (!(sink->skip && *sink->skip))
         *sink->out = sum_products(n, x, y);
-    return SPK_OK;
-}
-
-static spk_status v_cg_r(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *q,
-                         double *r, const double *dinv)
-{
-    if (S->state != SPK_CG_RUN)
-        return SPK_OK;
-    const double pq = S->pq;
-    if (!(pq > 0.0)) {                            /* p'Ap <= 0: A not SPD, or NaN           */
-        S->state = SPK_CG_DONE;
-        S->why = SPK_CG_WHY_PQ;
-        return SPK_OK;
-    }
-    const double alpha = S->rz / pq;
-    double part[2][SPK_CHUNKS];
-    const int nc = spk_chunks(n);
-#pragma omp parallel for schedule(static) if (nc > 1)
-    for (int c = 0; c < nc; c++) {
-        const int64_t lo = spk_chunk_lo(n, nc, c), hi = spk_chunk_lo(n, nc, c + 1);
-        double s_rr = 0.0, s_rz = 0.0;
-        if (dinv) {
-#pragma omp simd reduction(+ : s_rr, s_rz) if (nc > 1)
-            for (int64_t i = lo; i < hi; i++) {
-                double ri = r[i] - alpha * q[i];
-                r[i] = ri;
-                s_rr += ri * ri;
-                s_rz += ri * (dinv[i] * ri);
-            }
-        } else {
-#pragma omp simd reduction(+ : s_rr) if (nc > 1)
-            for (int64_t i = lo; i < hi; i++) {
-                double ri = r[i] - alpha * q[i];
-                r[i] = ri;
-                s_rr += ri * ri;
-            }
-        }
-        part[0][c] = s_rr;
-        part[1][c] = s_rz;
-    }
-    const double rr = spk_chunks_sum(part[0], nc);
-    const double rz = dinv ? spk_chunks_sum(part[1], nc) : rr;
-    S->alpha = alpha;
-    S->rr = rr;
-    S->rz_new = rz;
-    S->it++;
-    S->hist[S->it % SPK_CG_HIST] = rr;
-    if (sqrt(rr) <= S->thr || !isfinite(rr)) {
-        S->state = SPK_CG_LAST;
-        S->why = SPK_CG_WHY_STOP;
-    } else if (!(rz > 0.0)) {                     /* r'M^-1 r <= 0: M not SPD               */
-        S->state = SPK_CG_LAST;
-        S->why = SPK_CG_WHY_RZ;
-    }
-    return SPK_OK;
-}
-
-static spk_status v_cg_xp(spk_context *ctx, int64_t n, spk_cg_scalars *S, double *x, double *p,
-                          const double *r, const double *dinv)
-{
-    if (S->state == SPK_CG_DONE)
-        return SPK_OK;
-    const double alpha = S->alpha;
-    if (S->state == SPK_CG_LAST) {
-#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N)
-        for (int64_t i = 0; i < n; i++)
-            x[i] += alpha * p[i];
-        S->state = SPK_CG_DONE;
-        return SPK_OK;
-    }
-    const double beta = S->rz_new / S->rz;
-#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N)
-    for (int64_t i = 0; i < n; i++) {
-        const double pi = p[i];
-        x[i] += alpha * pi;
-        p[i] = (dinv ? dinv[i] * r[i] : r[i]) + beta * pi;
-    }
-    S->rz = S->rz_new;
     return SPK_OK;
 }
 
@@ -393,10 +229,28 @@ static spk_status v_put(spk_context *ctx, const void *host, size_t bytes, void *
 }
 
 static const spk_vec_ops cpu_ops = {
-    SPK_DEVICE_CPU, v_alloc, v_free, v_copy, v_copy, v_copy, v_fill, v_dot, v_nrm2, v_dot2,
-    v_axpy, v_axpby, v_scal, v_pmul, v_invert, v_cg_update, v_xpay, v_bicg_p, v_gemv_t,
-    v_gemv_n_sub, v_cgs2, v_sync, v_dot_sink, v_cg_r, v_cg_xp, v_fetch, v_fetch_wait, v_put,
-    NULL, NULL,                         /* steps, graph_free: solvers/batch.c calls step itself */
+    .device = SPK_DEVICE_CPU,
+    .alloc = v_alloc,
+    .free = v_free,
+    .upload = v_copy,                   /* host memory is the device memory: copies */
+    .download = v_copy,
+    .copy = v_copy,
+    .fill = v_fill,
+    .dot = v_dot,
+    .nrm2 = v_nrm2,
+    .dot2 = v_dot2,
+    .axpy = v_axpy,
+    .axpby = v_axpby,
+    .scal = v_scal,
+    .pmul = v_pmul,
+    .invert = v_invert,
+    .gemv_n_sub = v_gemv_n_sub,
+    .sync = v_sync,
+    .dot_sink = v_dot_sink,
+    .fetch = v_fetch,
+    .fetch_wait = v_fetch_wait,
+    .put = v_put,
+    /* no steps: solvers/batch.c calls each step itself */
 };
 
 const spk_vec_ops *spk_vec_ops_cpu(void) { return &cpu_ops; }

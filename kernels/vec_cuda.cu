@@ -1,8 +1,7 @@
-/* kernels/vec_cuda.cu -- the vector-ops table on the GPU. dot, nrm2, axpy, scal and the two
- * GEMVs of GMRES's classical Gram-Schmidt go to cuBLAS; the solver steps that would otherwise
- * take several passes are our own fused kernels: dot2 (x'y and x'z in one read of x, PETSc's
- * VecDotNorm2) and cg_update (x, r, z updated and r'r, r'z reduced in one pass: 5 reads and
- * 3 writes of n doubles instead of 11 reads and 3 writes unfused; MAGMA's cg_merge idea).
+/* kernels/vec_cuda.cu -- the vector-ops table on the GPU. dot, nrm2, axpy, scal and GMRES's
+ * update w -= V h go to cuBLAS; dot2 (x'y and x'z in one read of x, PETSc's VecDotNorm2) and
+ * the element-wise steps are our own kernels. The methods' fused steps live in their rooms
+ * (solvers/<method>_cuda.cu), the device-resident scalars' machinery in kernels/steps_cuda.cu.
  *
  * nrm2 is sqrt of the cuBLAS dot (scaled cuBLAS nrm2 only on under/overflow), as the CPU
  * table does, so nrm2(x) == sqrt(dot(x, x)) holds on both.
@@ -13,14 +12,14 @@
  * Sizes: vectors are int64. cuBLAS's int API stops at 2^31-1 elements, so every cuBLAS call
  * uses the _64 entry points (cublasDdot_64 ..., cuBLAS 12+); our kernels index with int64 and
  * grid-stride, so no size is chunked. Every kernel and cuBLAS call runs on the context's
- * stream; download, the scalar results and gemv_t's h are the only points that wait. */
+ * stream; download and the scalar results are the only points that wait. */
 #include "cuda_common.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#define SPK_FUSED_OUT 2                  /* outputs of dot2 and cg_update */
+#define SPK_FUSED_OUT 2                  /* outputs of dot2 */
 
 static spk_status vec_begin(spk_context *ctx, int64_t n, spk_cuda_state **cs, const char *op)
 {
@@ -76,22 +75,6 @@ __global__ void pmul_kernel(int64_t n, const double *__restrict__ d, const doubl
         y[i] = d[i] * x[i];
 }
 
-/* p = z + beta p */
-__global__ void xpay_kernel(int64_t n, const double *__restrict__ z, double beta,
-                            double *__restrict__ p)
-{
-    SPK_GRID_STRIDE(i, n)
-        p[i] = z[i] + beta * p[i];
-}
-
-/* p = r + beta (p - omega v) */
-__global__ void bicg_p_kernel(int64_t n, const double *__restrict__ r, double beta, double omega,
-                              const double *__restrict__ v, double *__restrict__ p)
-{
-    SPK_GRID_STRIDE(i, n)
-        p[i] = r[i] + beta * (p[i] - omega * v[i]);
-}
-
 /* The first index whose diagonal entry cannot be inverted (the CPU table's rule: zero or
  * non-finite; also negative unless allow_negative). atomicMin on an integer is exact, so the
  * answer is the first such index whatever order the threads run in. */
@@ -125,32 +108,6 @@ dot2_kernel(int64_t n, const double *__restrict__ x, const double *__restrict__ 
         double xi = x[i];
         s[0] += xi * y[i];
         s[1] += xi * z[i];
-    }
-    spk_block_sum<SPK_FUSED_OUT>(s);
-    if (threadIdx.x == 0) {
-        part[blockIdx.x] = s[0];
-        part[gridDim.x + blockIdx.x] = s[1];
-    }
-}
-
-/* Stage 1 of cg_update: x += a p; r -= a q; z = dinv .* r (dinv NULL: z = r, and z may be r);
- * partials of r'r and r'z. r and z may alias, so neither is __restrict__. */
-__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
-cg_update_kernel(int64_t n, double a, const double *__restrict__ p, const double *__restrict__ q,
-                 double *__restrict__ x, double *r, const double *__restrict__ dinv, double *z,
-                 double *__restrict__ part)
-{
-    double s[SPK_FUSED_OUT] = {0.0, 0.0};
-    const int write_z = z != r;
-    SPK_GRID_STRIDE(i, n) {
-        x[i] += a * p[i];                          /* x = x + alpha p   */
-        double ri = r[i] - a * q[i];               /* r = r - alpha A p */
-        r[i] = ri;
-        double zi = dinv ? dinv[i] * ri : ri;      /* z = M^-1 r        */
-        if (write_z)
-            z[i] = zi;
-        s[0] += ri * ri;
-        s[1] += ri * zi;
     }
     spk_block_sum<SPK_FUSED_OUT>(s);
     if (threadIdx.x == 0) {
@@ -419,46 +376,6 @@ static spk_status c_invert(spk_context *ctx, int64_t n, double *d, int allow_neg
     return spk_cuda_launched(ctx, "invert_kernel");
 }
 
-static spk_status c_cg_update(spk_context *ctx, int64_t n, double a, const double *p,
-                              const double *q, double *x, double *r, const double *dinv,
-                              double *z, double *rr, double *rz)
-{
-    spk_cuda_state *cs;
-    *rr = *rz = 0.0;
-    spk_status st = vec_begin(ctx, n, &cs, "cg_update");
-    if (st || n == 0)
-        return st;
-    int nb = red_blocks(cs, n);
-    cg_update_kernel<<<nb, SPK_CUDA_BLOCK, 0, cs->stream>>>(n, a, p, q, x, r, dinv, z,
-                                                            cs->d_scratch->part);
-    if ((st = spk_cuda_launched(ctx, "cg_update_kernel")))
-        return st;
-    return red_finish2(ctx, cs, nb, "cg_update", rr, rz);
-}
-
-static spk_status c_xpay(spk_context *ctx, int64_t n, const double *z, double beta, double *p)
-{
-    spk_cuda_state *cs;
-    spk_status st = vec_begin(ctx, n, &cs, "xpay");
-    if (st || n == 0)
-        return st;
-    xpay_kernel<<<spk_cuda_grid(cs, n, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0, cs->stream>>>(n, z,
-                                                                                        beta, p);
-    return spk_cuda_launched(ctx, "xpay_kernel");
-}
-
-static spk_status c_bicg_p(spk_context *ctx, int64_t n, const double *r, double beta,
-                           double omega, const double *v, double *p)
-{
-    spk_cuda_state *cs;
-    spk_status st = vec_begin(ctx, n, &cs, "bicg_p");
-    if (st || n == 0)
-        return st;
-    bicg_p_kernel<<<spk_cuda_grid(cs, n, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0, cs->stream>>>(
-        n, r, beta, omega, v, p);
-    return spk_cuda_launched(ctx, "bicg_p_kernel");
-}
-
 static spk_status gemv_args(spk_context *ctx, int64_t n, int k, int64_t ldv, const char *op)
 {
     if (k < 0)
@@ -466,33 +383,6 @@ static spk_status gemv_args(spk_context *ctx, int64_t n, int k, int64_t ldv, con
     if (n > 0 && ldv < n)
         return spk_fail(ctx, SPK_ERR_ARG, "%s: ldv = %lld must be >= n = %lld", op,
                         (long long)ldv, (long long)n);
-    return SPK_OK;
-}
-
-/* h = V' w: cublasDgemv (transposed) into the small device buffer, then back through its
- * pinned mirror. One wait, for h. */
-static spk_status c_gemv_t(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
-                           const double *w, double *h)
-{
-    spk_cuda_state *cs;
-    spk_status st = vec_begin(ctx, n, &cs, "gemv_t");
-    if (st || (st = gemv_args(ctx, n, k, ldv, "gemv_t")) || k == 0)
-        return st;
-    if (n == 0) {                        /* V'w over no rows: zeros, without asking cuBLAS */
-        memset(h, 0, (size_t)k * sizeof *h);
-        return SPK_OK;
-    }
-    const double one = 1.0, zero = 0.0;
-    if ((st = spk_cuda_small_reserve(ctx, cs, k)) ||
-        (st = spk_cublas(ctx, cublasDgemv_64(cs->blas, CUBLAS_OP_T, n, k, &one, V, ldv, w, 1,
-                                             &zero, cs->d_small, 1),
-                         "cublasDgemv_64(T, %lld x %d)", (long long)n, k)) ||
-        (st = spk_cuda(ctx, cudaMemcpyAsync(cs->h_small, cs->d_small, (size_t)k * sizeof(double),
-                                            cudaMemcpyDeviceToHost, cs->stream),
-                       "gemv_t: reading h back")) ||
-        (st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "gemv_t")))
-        return st;
-    memcpy(h, cs->h_small, (size_t)k * sizeof *h);
     return SPK_OK;
 }
 
@@ -534,10 +424,29 @@ static spk_status c_sync(spk_context *ctx)
 }
 
 static const spk_vec_ops cuda_ops = {
-    SPK_DEVICE_CUDA, c_alloc, c_free, c_upload, c_download, c_copy, c_fill, c_dot, c_nrm2,
-    c_dot2, c_axpy, c_axpby, c_scal, c_pmul, c_invert, c_cg_update, c_xpay, c_bicg_p, c_gemv_t,
-    c_gemv_n_sub, spk_cuda_cgs2, c_sync, spk_cuda_dot_sink, spk_cuda_cg_r, spk_cuda_cg_xp, spk_cuda_fetch,
-    spk_cuda_fetch_wait, spk_cuda_put, spk_cuda_steps, spk_cuda_graph_free,
+    .device = SPK_DEVICE_CUDA,
+    .alloc = c_alloc,
+    .free = c_free,
+    .upload = c_upload,
+    .download = c_download,
+    .copy = c_copy,
+    .fill = c_fill,
+    .dot = c_dot,
+    .nrm2 = c_nrm2,
+    .dot2 = c_dot2,
+    .axpy = c_axpy,
+    .axpby = c_axpby,
+    .scal = c_scal,
+    .pmul = c_pmul,
+    .invert = c_invert,
+    .gemv_n_sub = c_gemv_n_sub,
+    .sync = c_sync,
+    .dot_sink = spk_cuda_dot_sink,
+    .fetch = spk_cuda_fetch,
+    .fetch_wait = spk_cuda_fetch_wait,
+    .put = spk_cuda_put,
+    .steps = spk_cuda_steps,
+    .graph_free = spk_cuda_graph_free,
 };
 
 extern "C" const spk_vec_ops *spk_vec_ops_cuda(void) { return &cuda_ops; }

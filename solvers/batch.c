@@ -5,7 +5,11 @@
  * The host waits for batch j's read-back only once batch j + 1 is queued (depth 2); on the CPU
  * a step has run when it returns, so the read-back is taken at once (depth 1, batches of one).
  * On the GPU the batch is sized from the time per iteration measured between read-backs, to
- * about spk_batch_seconds() of work, at most `max_batch` iterations. */
+ * about SPK_BATCH_SECONDS of work (the tuning knob SPK_BATCH_US, src/tuning.c), at most
+ * `max_batch` iterations. The read-back after a batch sits in the stream between two kernels,
+ * a few microseconds of idle GPU, so a batch is about a millisecond, not one iteration;
+ * iterations queued past the stop cost a launch each (an SpMV without a fused skip runs in
+ * full). */
 #include "solver.h"
 
 spk_status spk_batch_run(spk_krylov *k, const spk_batch_method *m, int64_t first_batch,
@@ -14,7 +18,7 @@ spk_status spk_batch_run(spk_krylov *k, const spk_batch_method *m, int64_t first
     const spk_vec_ops *ops = k->ops;
     const int cpu = ops->device == SPK_DEVICE_CPU && !m->gpu_shape;
     const int depth = cpu ? 1 : 2;
-    const double batch_seconds = spk_batch_seconds();
+    const double batch_seconds = k->ctx->tune.batch_s;
     int64_t launched = 0, batch = cpu ? 1 : first_batch, it_prev = 0;
     int fifo[2], nfifo = 0, next = 0, done = 0;
     double t_prev = spk_now();
@@ -25,7 +29,7 @@ spk_status spk_batch_run(spk_krylov *k, const spk_batch_method *m, int64_t first
         if (!done && launched < k->maxiter) {
             int64_t nb = k->maxiter - launched < batch ? k->maxiter - launched : batch;
             /* on an error, a read-back in flight only lands in pinned scratch */
-            if (ops->steps && !cpu)
+            if (ops->steps && !cpu && !m->no_graph)
                 st = ops->steps(k->ctx, &graph, m->step, m->self, nb);
             else
                 for (int64_t j = 0; j < nb && !st; j++)

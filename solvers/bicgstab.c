@@ -7,9 +7,9 @@
  * One iteration = one full step, 2 SpMVs, as SciPy counts. The scalars live with the vectors
  * (spk_bicg_scalars, on the device for the CUDA table) and every scalar decision -- alpha,
  * omega, beta, the breakdown tests, both stopping tests -- is made by the step that finishes
- * the reduction it needs (solvers/bicg_scalar.h, written once for host and device), so the
- * host queues whole iterations without waiting and reads the block back once per batch, as
- * solvers/cg.c does. An iteration, 7 launches and no wait:
+ * the reduction it needs (solvers/bicgstab_scalar.h, written once for host and device), so
+ * the host queues whole iterations without waiting and reads the block back once per batch,
+ * as solvers/cg.c does. An iteration, 7 launches and no wait (bicg_step below):
  *
  *   update_p:   p = r + beta (p - omega v);  p^ = M^-1 p
  *   v = A p^                                            (backend SpMV)
@@ -20,9 +20,14 @@
  *   update_xr:  x += alpha p^ + omega s^;  r = s - omega t;  (r0, r), (r, r);  ||r|| passes:
  *               stop; else the next rho = (r0, r) test and beta
  *
- * Memory traffic in n-doubles, beyond the matrix: update_p 4 (6 with Jacobi), the SpMVs' x
- * and y 2 + 2, dots 2 + 2, update_s 3 (5), update_xr 7 (8): 22n, 27n with Jacobi (the host-
- * scalar loop before it moved 27n / 33n, in ~15 launches with 4 waits for the host).
+ * M comes through its row of the preconditioner table: M = I (p^ is p and s^ is s, nothing
+ * stored), a diagonal fused into update_p and update_s, or the general path, where the row's
+ * apply forms p^ and s^ between the steps.
+ *
+ * Memory traffic in n-doubles, beyond the matrix: update_p 4 (6 with a fused Jacobi), the
+ * SpMVs' x and y 2 + 2, dots 2 + 2, update_s 3 (5), update_xr 7 (8): 22n, 27n with Jacobi (a
+ * host-scalar loop moves 27n / 33n, in ~15 launches with 4 waits for the host). The general
+ * path is 22n plus the two applies (a Jacobi applied there: 3n each, 28n).
  *
  * The convergence test is made twice per iteration: on s at the half step (x += alpha p^ and
  * stop when ||s|| passes, so omega = 0/0 never happens) and on r at the end. x += alpha p^ is
@@ -44,11 +49,11 @@
  * still converges; with eps, watt_2 + Jacobi broke down at step 2 (converges in 312 with
  * eps^2), sherman3 + Jacobi at 249 (630), sherman1 + Jacobi in HYB at 105 (230).
  *
- * Norms are square roots of the fused sums (||s|| too, formerly a scaled nrm2 on under- or
- * overflow of s's): ||s|| outside ~[1e-154, 1e154] is then 0 or Inf, as ||r|| always was. */
+ * Norms are square roots of the fused sums (||s|| too): ||s|| outside ~[1e-154, 1e154] is
+ * then 0 or Inf, as ||r|| is. */
 #include "solver.h"
 
-#include "bicg_scalar.h"
+#include "bicgstab_scalar.h"
 
 #include <math.h>
 #include <string.h>
@@ -63,6 +68,8 @@ typedef struct bicg {
     spk_bicg_scalars       *S;           /* the block, device memory                          */
     double *r, *r0, *p, *v, *t;          /* r holds s between the half steps                  */
     double *ph, *sh;                     /* M^-1 p and M^-1 s; without M, aliases of p and r  */
+    const double *dinv;                  /* D^-1, fused into update_p and update_s, or NULL   */
+    int general;                         /* M applied by its row between the steps            */
 } bicg;
 
 /* Queue one iteration. */
@@ -74,13 +81,25 @@ static spk_status bicg_step(const bicg *w, double *x)
     const int64_t n = k->n;
     spk_bicg_scalars *S = w->S;
     spk_status st;
-    if ((st = bo->update_p(ctx, n, S, w->r, w->v, w->p, k->dinv, w->ph)) ||
-        (st = spk_apply_A(k, w->ph, w->v)) ||                                /* v = A p^   */
-        (st = bo->dots(ctx, n, S, SPK_BICG_ALPHA, w->v, w->r0)) ||
-        (st = bo->update_s(ctx, n, S, w->v, w->r, k->dinv, w->sh)) ||
-        (st = spk_apply_A(k, w->sh, w->t)) ||                                /* t = A s^   */
+    /* p = r + beta (p - omega v);  p^ = M^-1 p */
+    if ((st = bo->update_p(ctx, n, S, w->r, w->v, w->p, w->dinv, w->ph)))
+        return st;
+    if (w->general && (st = spk_precond_apply(k, w->p, w->ph)))
+        return st;
+    /* v = A p^;  alpha = rho / (r0, v) */
+    if ((st = spk_apply_A(k, w->ph, w->v)) ||
+        (st = bo->dots(ctx, n, S, SPK_BICG_ALPHA, w->v, w->r0)))
+        return st;
+    /* s = r - alpha v;  ||s|| passes: stop at the half step;  s^ = M^-1 s */
+    if ((st = bo->update_s(ctx, n, S, w->v, w->r, w->dinv, w->sh)))
+        return st;
+    if (w->general && (st = spk_precond_apply(k, w->r, w->sh)))
+        return st;
+    /* t = A s^;  omega = (t, s) / (t, t) */
+    if ((st = spk_apply_A(k, w->sh, w->t)) ||
         (st = bo->dots(ctx, n, S, SPK_BICG_OMEGA, w->t, w->r)))
         return st;
+    /* x += alpha p^ + omega s^;  r = s - omega t;  ||r|| passes: stop;  beta */
     return bo->update_xr(ctx, n, S, x, w->ph, w->sh, w->t, w->r0, w->r);
 }
 
@@ -124,9 +143,14 @@ spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x)
     const spk_vec_ops *ops = k->ops;
     const int64_t n = k->n;
     spk_result *res = k->res;
-    bicg w = {k, spk_bicg_ops_for(ops->device), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    const spk_pc_path path = spk_krylov_pc_path(k);
+    bicg w = {k, spk_bicg_ops_for(ops->device), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+              spk_krylov_dinv(k), path == SPK_PC_GENERAL};
     double *sv = NULL;
     spk_status st;
+    if (!w.bops)
+        return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "BiCGStab on the %s: not in this build",
+                        spk_device_str(ops->device));
 
     /* The solver's workspace (kept between solves): the block and the reductions' partials
      * share one vector. p and v start at zero, so that the first p = r + 0 (p - 0 v) is r even
@@ -138,13 +162,13 @@ spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x)
         (st = spk_krylov_vec(k, SPK_WS_METHOD + 2, n, &w.p)) ||
         (st = spk_krylov_vec(k, SPK_WS_METHOD + 3, n, &w.v)) ||
         (st = spk_krylov_vec(k, SPK_WS_METHOD + 4, n, &w.t)) ||
-        (st = spk_krylov_vec(k, SPK_WS_METHOD + 5, s_len + 2 * SPK_CG_MAX_BLOCKS, &sv)) ||
-        (k->dinv && (st = spk_krylov_vec(k, SPK_WS_METHOD + 6, n, &w.ph))) ||
-        (k->dinv && (st = spk_krylov_vec(k, SPK_WS_METHOD + 7, n, &w.sh))) ||
+        (st = spk_krylov_vec(k, SPK_WS_METHOD + 5, s_len + 2 * SPK_MAX_BLOCKS, &sv)) ||
+        (path != SPK_PC_IDENTITY && (st = spk_krylov_vec(k, SPK_WS_METHOD + 6, n, &w.ph))) ||
+        (path != SPK_PC_IDENTITY && (st = spk_krylov_vec(k, SPK_WS_METHOD + 7, n, &w.sh))) ||
         (st = ops->fill(ctx, n, 0.0, w.p)) || (st = ops->fill(ctx, n, 0.0, w.v)))
         return st;
     w.S = (spk_bicg_scalars *)(void *)sv;
-    if (!k->dinv) {                                  /* M = I: no copies, p^ = p, s^ = s */
+    if (path == SPK_PC_IDENTITY) {                   /* M = I: no copies, p^ = p, s^ = s */
         w.ph = w.p;
         w.sh = w.r;
     }
@@ -177,8 +201,10 @@ spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x)
     if ((st = ops->put(ctx, &h[0], sizeof h[0], w.S)))
         return st;
 
-    const spk_batch_method m = {&c, bicg_run_step, bicg_take, w.S, sizeof *w.S,
-                                {&h[0], &h[1]}, 0};
+    const spk_batch_method m = {
+        .self = &c, .step = bicg_run_step, .take = bicg_take, .dev_block = w.S,
+        .bytes = sizeof *w.S, .host = {&h[0], &h[1]}, .no_graph = !k->pc->graph_safe,
+    };
     int last;
     if ((st = spk_batch_run(k, &m, SPK_BICG_BATCH_FIRST, SPK_BICG_BATCH, &last)))
         return st;

@@ -3,26 +3,32 @@
  * an SPD preconditioner M.
  *
  * The scalars live with the vectors (spk_cg_scalars, on the device for the CUDA table): alpha,
- * beta and the stopping test are computed by the steps themselves, so the host queues whole
- * iterations without waiting and reads the scalars back once per batch (Ginkgo's and MAGMA's
- * device-side scalars; the batch and the double-buffered read-back are ours). An iteration:
+ * beta and the stopping test are computed by the steps themselves (solvers/cg_scalar.h), so
+ * the host queues whole iterations without waiting and reads the scalars back once per batch
+ * (Ginkgo's and MAGMA's device-side scalars; the batch and the double-buffered read-back are
+ * ours, solvers/batch.c). An iteration is cg_step below, the textbook loop in order.
  *
- *   q = A p and p'q in one pass   (backend spmv_dot; else spmv, then ops->dot_sink)
- *   ops->cg_r:  alpha = r'z / p'q;  r -= alpha q;  r'r, r'z;  stop when ||r|| <= threshold
- *   ops->cg_xp: x += alpha p;  p = M^-1 r + beta p
+ * M comes through its row of the preconditioner table, in one of three paths:
+ *   M = I       z is r; nothing is applied
+ *   diagonal    z = D^-1 r is never stored: r'z is summed in the r step, D^-1 r formed in xp
+ *   general     z = M^-1 r by the row's apply into a vector of its own, then r'z (rz step)
+ * Memory traffic per iteration beyond the SpMV, in n-doubles: r step 3 (4 with D), xp 5 (6):
+ * 8n without M, 10n with Jacobi; the general path 10n plus the apply's own (a Jacobi applied
+ * there: 13n).
  *
- * Memory traffic beyond the SpMV: 8n doubles, 10n with Jacobi (z = M^-1 r is never stored).
- * The batch aims at ~1 ms of work (spk_batch_seconds), at most SPK_CG_BATCH iterations: the
- * read-back between two batches idles the GPU for a few microseconds, and a small system would
- * otherwise be bound by round trips. Iterations queued past the stop see the state and
- * return at once, so stopping costs at most two batches of launches (and of SpMVs, where the
- * backend has no fused spmv_dot to skip); x, the iteration count
- * and the residual are those of the iteration that met the test, as in the textbook loop.
- * The history and the monitor see every iteration's residual, delivered batch by batch.
+ * The batch aims at ~1 ms of work, at most SPK_CG_BATCH iterations: the read-back between two
+ * batches idles the GPU for a few microseconds, and a small system would otherwise be bound by
+ * round trips. Iterations queued past the stop see the state and return at once, so stopping
+ * costs at most two batches of launches (and of SpMVs, where the backend has no fused spmv_dot
+ * to skip); x, the iteration count and the residual are those of the iteration that met the
+ * test, as in the textbook loop. The history and the monitor see every iteration's residual,
+ * delivered batch by batch.
  *
  * The stopping test is on the recursive residual r (unpreconditioned), as SciPy and PETSc do;
  * the caller recomputes the true residual at the end. */
 #include "solver.h"
+
+#include "cg_scalar.h"
 
 #include <math.h>
 #include <string.h>
@@ -38,28 +44,44 @@ static spk_reason nonpositive_reason(double v)
 
 /* One solve's device-side state, for the batch driver (solvers/batch.c). */
 typedef struct cg_run {
-    spk_krylov     *k;
-    spk_cg_scalars *S;               /* device                                              */
-    double         *part, *x, *r, *p, *q;
-    spk_cg_scalars  h[2];            /* read-backs, double-buffered                         */
-    int64_t         recorded;        /* last iteration handed to history and monitor        */
+    spk_krylov       *k;
+    const spk_cg_ops *co;
+    spk_cg_scalars   *S;             /* device                                              */
+    double           *part, *x, *r, *p, *q;
+    double           *z;             /* M^-1 r on the general path, else NULL               */
+    const double     *dinv;          /* D^-1 on the diagonal path, else NULL                */
+    spk_cg_scalars    h[2];          /* read-backs, double-buffered                         */
+    int64_t           recorded;      /* last iteration handed to history and monitor        */
 } cg_run;
 
-/* Queue one iteration. */
+/* One iteration, queued (the scalars are the device's: nothing here waits for them). */
 static spk_status cg_step(void *self)
 {
     const cg_run *c = (const cg_run *)self;
     spk_krylov *k = c->k;
-    const spk_vec_ops *ops = k->ops;
-    spk_dot_sink sink = {&c->S->state, &c->S->pq, &c->S->count[0], c->part};
+    spk_context *ctx = k->ctx;
+    const int64_t n = k->n;
+    spk_cg_scalars *S = c->S;
     spk_status st;
+
+    /* q = A p and p'q in one pass where the backend fuses them */
+    spk_dot_sink sink = {&S->state, &S->pq, &S->count[0], c->part};
     if (k->be->spmv_dot)
-        st = k->be->spmv_dot(k->ctx, k->state, c->p, c->q, &sink);
+        st = k->be->spmv_dot(ctx, k->state, c->p, c->q, &sink);
     else if (!(st = spk_apply_A(k, c->p, c->q)))
-        st = ops->dot_sink(k->ctx, k->n, c->p, c->q, &sink);
-    if (st || (st = ops->cg_r(k->ctx, k->n, c->S, c->q, c->r, k->dinv)))
+        st = k->ops->dot_sink(ctx, n, c->p, c->q, &sink);
+    if (st)
         return st;
-    return ops->cg_xp(k->ctx, k->n, c->S, c->x, c->p, c->r, k->dinv);
+    /* alpha = r'z / p'q;  r -= alpha q;  r'r (and r'D^-1 r);  stop when ||r|| <= threshold */
+    if ((st = c->co->r(ctx, n, S, c->q, c->r, c->dinv)))
+        return st;
+    if (c->z) {
+        /* z = M^-1 r;  r'z */
+        if ((st = spk_precond_apply(k, c->r, c->z)) || (st = c->co->rz(ctx, n, S, c->r, c->z)))
+            return st;
+    }
+    /* x += alpha p;  beta = r'z_new / r'z;  p = z + beta p */
+    return c->co->xp(ctx, n, S, c->x, c->p, c->z ? c->z : c->r, c->dinv);
 }
 
 /* Take in a read-back: record the iterations since the last one (history, monitor). */
@@ -81,37 +103,70 @@ static spk_status cg_take(void *self, int slot, int64_t *it, int *done)
     return SPK_OK;
 }
 
-spk_status spk_cg(spk_krylov *k, const double *b, double *x)
+/* r = b - A x;  z = M^-1 r;  p = z;  r'r, r'z (host scalars: once per solve). */
+static spk_status cg_start(cg_run *c, const double *b, double *rr, double *rz)
 {
+    spk_krylov *k = c->k;
     spk_context *ctx = k->ctx;
     const spk_vec_ops *ops = k->ops;
     const int64_t n = k->n;
-    spk_result *res = k->res;
-    double *r = NULL, *p = NULL, *q = NULL, *sv = NULL, *part = NULL;
-    spk_status st;
-
-    /* the workspace: kept by the solver object, every vector written before it is read */
-    const int64_t s_len = (int64_t)((sizeof(spk_cg_scalars) + sizeof(double) - 1) / sizeof(double));
-    if ((st = spk_krylov_vec(k, SPK_WS_METHOD + 0, n, &r)) ||
-        (st = spk_krylov_vec(k, SPK_WS_METHOD + 1, n, &p)) ||
-        (st = spk_krylov_vec(k, SPK_WS_METHOD + 2, n, &q)) ||
-        (st = spk_krylov_vec(k, SPK_WS_METHOD + 3, s_len, &sv)) ||
-        (st = spk_krylov_vec(k, SPK_WS_METHOD + 4, 2 * SPK_CG_MAX_BLOCKS, &part)))
+    spk_status st = spk_apply_A(k, c->x, c->r);
+    if (!st)
+        st = ops->axpby(ctx, n, 1.0, b, -1.0, c->r);
+    if (st)
         return st;
-    spk_cg_scalars *S = (spk_cg_scalars *)(void *)sv;
-
-    /* r = b - A x; p = z = M^-1 r; rr = r'r, rz = r'z (host scalars: once per solve) */
-    if ((st = spk_apply_A(k, x, r)) || (st = ops->axpby(ctx, n, 1.0, b, -1.0, r)))
+    if (!c->dinv && !c->z) {
+        if (!(st = ops->copy(ctx, n, c->r, c->p)))
+            st = ops->dot(ctx, n, c->r, c->r, rr);
+        *rz = *rr;
         return st;
-    double rr, rz;
-    if (k->dinv) {
-        if ((st = ops->pmul(ctx, n, k->dinv, r, p)) || (st = ops->dot2(ctx, n, r, r, p, &rr, &rz)))
-            return st;
-    } else {
-        if ((st = ops->copy(ctx, n, r, p)) || (st = ops->dot(ctx, n, r, r, &rr)))
-            return st;
-        rz = rr;
     }
+    if (c->dinv)
+        st = ops->pmul(ctx, n, c->dinv, c->r, c->p);
+    else if (!(st = spk_precond_apply(k, c->r, c->z)))
+        st = ops->copy(ctx, n, c->z, c->p);
+    return st ? st : ops->dot2(ctx, n, c->r, c->r, c->p, rr, rz);
+}
+
+/* The workspace, kept by the solver object between solves; every vector is written before it
+ * is read. */
+static spk_status cg_workspace(cg_run *c)
+{
+    spk_krylov *k = c->k;
+    const int64_t n = k->n;
+    const int64_t s_len = (int64_t)((sizeof(spk_cg_scalars) + sizeof(double) - 1) / sizeof(double));
+    double *sv = NULL;
+    spk_status st = spk_krylov_vec(k, SPK_WS_METHOD + 0, n, &c->r);
+    if (!st)
+        st = spk_krylov_vec(k, SPK_WS_METHOD + 1, n, &c->p);
+    if (!st)
+        st = spk_krylov_vec(k, SPK_WS_METHOD + 2, n, &c->q);
+    if (!st)
+        st = spk_krylov_vec(k, SPK_WS_METHOD + 3, s_len, &sv);
+    if (!st)
+        st = spk_krylov_vec(k, SPK_WS_METHOD + 4, 2 * SPK_MAX_BLOCKS, &c->part);
+    if (!st && spk_krylov_pc_path(k) == SPK_PC_GENERAL)
+        st = spk_krylov_vec(k, SPK_WS_METHOD + 5, n, &c->z);
+    c->S = (spk_cg_scalars *)(void *)sv;
+    return st;
+}
+
+spk_status spk_cg(spk_krylov *k, const double *b, double *x)
+{
+    spk_result *res = k->res;
+    cg_run c;
+    memset(&c, 0, sizeof c);                         /* h[] zero: counters at 0 */
+    c.k = k;
+    c.x = x;
+    c.co = spk_cg_ops_for(k->ops->device);
+    c.dinv = spk_krylov_dinv(k);
+    if (!c.co)
+        return spk_fail(k->ctx, SPK_ERR_NOT_COMPILED, "CG on the %s: not in this build",
+                        spk_device_str(k->ops->device));
+    spk_status st = cg_workspace(&c);
+    double rr, rz;
+    if (st || (st = cg_start(&c, b, &rr, &rz)))
+        return st;
     res->rnorm = sqrt(rr);
     if ((st = spk_stop_record(k, 0, 0, res->rnorm)))
         return st;
@@ -123,17 +178,19 @@ spk_status spk_cg(spk_krylov *k, const double *b, double *x)
         return SPK_OK;
     }
 
-    cg_run c = {k, S, part, x, r, p, q, {{0}}, 0};     /* h[] zero: counters at 0 */
     spk_cg_scalars *h = c.h;
-    h[0].part = part;
+    h[0].part = c.part;
     h[0].thr = spk_stop_threshold(k->opt, res->bnorm);
     h[0].rz = rz;
     h[0].rr = rr;
     h[0].state = SPK_CG_RUN;
-    if ((st = ops->put(ctx, &h[0], sizeof h[0], S)))
+    if ((st = k->ops->put(k->ctx, &h[0], sizeof h[0], c.S)))
         return st;
 
-    const spk_batch_method m = {&c, cg_step, cg_take, S, sizeof *S, {&h[0], &h[1]}, 0};
+    const spk_batch_method m = {
+        .self = &c, .step = cg_step, .take = cg_take, .dev_block = c.S, .bytes = sizeof *c.S,
+        .host = {&h[0], &h[1]}, .no_graph = !k->pc->graph_safe,
+    };
     int last;
     if ((st = spk_batch_run(k, &m, 4, SPK_CG_BATCH, &last)))
         return st;

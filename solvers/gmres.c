@@ -1,20 +1,22 @@
 /* solvers/gmres.c -- restarted GMRES(m) (Saad & Schultz, SIAM J. Sci. Stat. Comput. 7(3),
  * 1986; Saad, Iterative Methods for Sparse Linear Systems, 2nd ed., alg. 6.9, 9.5), RIGHT
  * preconditioned: Arnoldi on A M^-1, so the least-squares residual is the unpreconditioned
- * one; M (Jacobi) is fixed, so a cycle ends with x += M^-1 (V y) and no basis Z is kept.
- * Orthogonalization by classical Gram-Schmidt twice (CGS2; Giraud, Langou & Rozloznik,
- * Comput. Math. Appl. 50, 2005): h1 = V'w, w -= V h1, h2 = V'w, w -= V h2 over the contiguous
- * column-major n x (m+1) basis, the two passes' coefficients summed, then ||w||: one call of
- * the vec-ops table's cgs2, which on the GPU runs it in three passes over V with one wait
- * (kernels/gmres_cuda.cu) and on the CPU as the four loops.
+ * one; M (any row of the preconditioner table, applied through it) is fixed, so a cycle ends
+ * with x += M^-1 (V y) and no basis Z is kept. Orthogonalization by classical Gram-Schmidt
+ * twice (CGS2; Giraud, Langou & Rozloznik, Comput. Math. Appl. 50, 2005): h1 = V'w, w -= V h1,
+ * h2 = V'w, w -= V h2 over the contiguous column-major n x (m+1) basis, the two passes'
+ * coefficients summed, then ||w||: one call of GMRES's cgs2 (solvers/gmres_ops.h), three
+ * passes over V with one wait on the GPU (solvers/gmres_cuda.cu), the four loops on the CPU.
  *
- * Per inner iteration (k = j+1 basis vectors): 1 SpMV, 1 preconditioner apply, 1 cgs2, 1
- * scal; traffic beyond the matrix (3k + 9) n doubles on the GPU, + 3n with Jacobi. A cycle
- * adds V y, the update and the true residual b - A x (1 SpMV, ~(m + 14) n).
+ * Per inner iteration (k = j+1 basis vectors): 1 SpMV, 1 preconditioner apply (none for
+ * M = I), 1 cgs2, 1 scal; traffic beyond the matrix (3k + 9) n doubles on the GPU, + 3n with
+ * Jacobi. A cycle adds V y, the update and the true residual b - A x (1 SpMV, ~(m + 14) n).
  * `iterations` counts inner iterations over all cycles (SciPy's callback_type='pr_norm' count);
  * history rows carry the cycle, numbered from 1. Stopping, restart check and breakdown rules:
  * gm_after_cycle below and docs/solvers.md. */
 #include "solver.h"
+
+#include "gmres_ops.h"
 
 #include <float.h>
 #include <math.h>
@@ -32,9 +34,10 @@
 
 typedef struct gm {
     spk_krylov *k;
+    const spk_gmres_ops *go;
     int m;
     double *V;                 /* n x (m+1), column-major, leading dimension n            */
-    double *z;                 /* M^-1 v_j; NULL without M                                 */
+    double *z;                 /* M^-1 v_j; NULL for M = I                                 */
     double *H;                 /* (m+1) x m host, column-major: column j at H + j (m+1)     */
     double *cs, *sn, *g, *h, *y;   /* h: cgs2's h1, h2 and ||w||^2 (2 (m+1) + 1)           */
     int64_t it, cycle;
@@ -65,14 +68,14 @@ static spk_status gm_arnoldi(gm *w, int j, double *wnorm, double *hnext)
     double *hj = w->H + (int64_t)j * (w->m + 1), *wv = col(w, j + 1);
     const double *zj = col(w, j);
     spk_status st;
-    if (k->dinv) {
-        if ((st = spk_precond_apply(k, zj, w->z)))
+    if (w->z) {
+        if ((st = spk_precond_apply(k, zj, w->z)))           /* z = M^-1 v_j      */
             return st;
         zj = w->z;
     }
-    if ((st = spk_apply_A(k, zj, wv)))
+    if ((st = spk_apply_A(k, zj, wv)))                       /* w = A z           */
         return st;
-    if ((st = ops->cgs2(k->ctx, n, j + 1, w->V, n, wv, w->h)))   /* h1, h2, ||w||^2 */
+    if ((st = w->go->cgs2(k->ctx, n, j + 1, w->V, n, wv, w->h)))   /* h1, h2, ||w||^2 */
         return st;
     for (int i = 0; i <= j; i++)
         hj[i] = (0.0 + w->h[i]) + w->h[j + 1 + i];
@@ -133,7 +136,7 @@ static spk_status gm_update(gm *w, int jend, double *x)
     spk_status st = k->ops->fill(k->ctx, k->n, 0.0, u);
     if (!st)
         st = k->ops->gemv_n_sub(k->ctx, k->n, jend, w->V, k->n, w->h, u);
-    if (!st && k->dinv) {
+    if (!st && w->z) {
         st = spk_precond_apply(k, u, w->z);
         u = w->z;
     }
@@ -243,7 +246,7 @@ static spk_status gm_alloc(gm *w)
                         m, (long long)k->n, (long long)cols);
     /* the solver's workspace, kept between solves; every entry is written before it is read */
     spk_status st = spk_krylov_vec(k, SPK_WS_METHOD + 0, k->n * cols, &w->V);
-    if (!st && k->dinv)
+    if (!st && !k->pc->identity)
         st = spk_krylov_vec(k, SPK_WS_METHOD + 1, k->n, &w->z);
     if (!st)                                         /* H, then cs sn g y, h (2 cols + 1) */
         st = spk_krylov_host(k, cols * ((int64_t)m + 6) + 1, &w->H);
@@ -265,7 +268,11 @@ spk_status spk_gmres(spk_krylov *k, const double *b, double *x)
         return spk_fail(k->ctx, SPK_ERR_ARG, "GMRES restart = %d must be >= 1", m);
     if ((int64_t)m > k->n)
         m = (int)k->n;                               /* the Krylov space has at most n  */
-    gm w = {k, m, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0};
+    gm w = {k, spk_gmres_ops_for(k->ops->device), m, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+            NULL, 0, 0, 0};
+    if (!w.go)
+        return spk_fail(k->ctx, SPK_ERR_NOT_COMPILED, "GMRES on the %s: not in this build",
+                        spk_device_str(k->ops->device));
     spk_status st = gm_alloc(&w);
     double beta;
     if (st || (st = gm_residual(&w, b, x, &beta)))

@@ -1,10 +1,12 @@
 /* solvers/solver.h -- what a Krylov method sees: the operator A (through its backend), the
- * vector-ops table of the device, an optional Jacobi preconditioner, the options and the
- * result to fill. The methods are plain C and know nothing of formats or devices. */
+ * vector-ops table of the device, the preconditioner (through its row of the preconditioner
+ * table), the options and the result to fill. The methods are plain C and know nothing of
+ * formats, devices or which preconditioner they run. */
 #ifndef SPK_SOLVER_H
 #define SPK_SOLVER_H
 
 #include "../src/spk_internal.h"
+#include "precond.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,7 +26,8 @@ typedef struct spk_krylov {
     const spk_spmv_backend   *be;      /* A through its backend                               */
     const void               *state;
     int64_t                   n;
-    const double             *dinv;    /* device vector 1/diag(A), NULL: no preconditioner    */
+    const spk_precond_ops    *pc;      /* M through its row                                   */
+    void                     *pc_state;
     const spk_options        *opt;
     spk_result               *res;     /* reason, iterations, rnorm, history                   */
     int64_t                   maxiter; /* resolved from opt                                   */
@@ -66,13 +69,6 @@ spk_reason spk_stop_check(const spk_options *opt, double bnorm, double rnorm);
 #define SPK_MISMATCH_FACTOR 10.0
 /* Record iteration `it` (history when asked, monitor callback every k). */
 spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnorm);
-/* The GPU work one batch of device-scalar iterations aims at (CG, BiCGStab): the read-back
- * after a batch sits in the stream between two kernels, a few microseconds of idle GPU, so a
- * batch is about a millisecond, not one iteration; iterations queued past the stop cost a
- * launch each (an SpMV without a fused skip runs in full). SPK_BATCH_US overrides it (a
- * tuning knob for the benchmarks, in microseconds). */
-#define SPK_BATCH_SECONDS_DEFAULT 1e-3
-double spk_batch_seconds(void);
 /* solvers/batch.c: the host loop of a method with device-resident scalars. `step` queues one
  * iteration; after each batch the block at dev_block (`bytes`) is fetched into host[slot], and
  * `take` is handed each read-back in order (slot 0 or 1): it records the iterations since the
@@ -87,6 +83,8 @@ typedef struct spk_batch_method {
     size_t      bytes;
     void       *host[2];
     int         gpu_shape;           /* 1: depth 2 and timed batches on the CPU too (tests)  */
+    int         no_graph;            /* 1: never capture the steps into a CUDA graph (a step
+                                        runs host code: a user preconditioner)              */
 } spk_batch_method;
 spk_status spk_batch_run(spk_krylov *k, const spk_batch_method *m, int64_t first_batch,
                          int64_t max_batch, int *last);
@@ -94,21 +92,16 @@ spk_status spk_batch_run(spk_krylov *k, const spk_batch_method *m, int64_t first
 /* 1 if x is a usable nonzero denominator: finite and |x| > tiny * scale. */
 int spk_denominator_ok(double x, double scale);
 
-/* solvers/jacobi.c: z = dinv .* r, or a copy when there is no preconditioner. */
+/* ---- the preconditioner as a method sees it (solvers/stop.c) ---- */
+/* How a fused path takes M: M = I (nothing to apply), a diagonal it fuses into its vector
+ * steps (spk_krylov_dinv), or the general path, which applies M and then runs the fused
+ * steps on z. */
+typedef enum { SPK_PC_IDENTITY, SPK_PC_DIAGONAL, SPK_PC_GENERAL } spk_pc_path;
+spk_pc_path spk_krylov_pc_path(const spk_krylov *k);
+/* M^-1 = diag(d) for SPK_PC_DIAGONAL: d on the device; NULL otherwise. */
+const double *spk_krylov_dinv(const spk_krylov *k);
+/* z = M^-1 r through the row (a copy for M = I). */
 spk_status spk_precond_apply(spk_krylov *k, const double *r, double *z);
-/* Build dinv = 1 / diag(A) on the device. For CG (require_positive) a diagonal <= 0 is an
- * error; for the others only a zero diagonal is. *dinv is allocated with k->ops. */
-spk_status spk_jacobi_setup(spk_context *ctx, const spk_vec_ops *ops, const spk_csr *A,
-                            int require_positive, double **dinv);
-/* Rebuild an existing dinv (n doubles on the device) from A's current values, with the host
- * array `work` (n doubles) as staging: nothing is allocated. On a bad diagonal the status is
- * SPK_ERR_UNSUPPORTED and dinv is not usable until a later refresh succeeds. */
-spk_status spk_jacobi_refresh(spk_context *ctx, const spk_vec_ops *ops, const spk_csr *A,
-                              int require_positive, double *dinv, double *work);
-/* dinv holds diag(A) (n doubles on the device): invert it in place, or, on a bad entry, leave
- * it and answer SPK_ERR_UNSUPPORTED naming the row and its value (1-based). */
-spk_status spk_jacobi_invert(spk_context *ctx, const spk_vec_ops *ops, int64_t n,
-                             int require_positive, double *dinv);
 
 /* y = A x through the backend (beta = 0). */
 spk_status spk_apply_A(spk_krylov *k, const double *x, double *y);

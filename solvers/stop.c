@@ -4,7 +4,6 @@
 #include "solver.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 double spk_stop_threshold(const spk_options *opt, double bnorm)
@@ -68,9 +67,19 @@ spk_status spk_apply_A(spk_krylov *k, const double *x, double *y)
     return k->be->spmv(k->ctx, k->state, 1.0, x, 0.0, y);
 }
 
-double spk_batch_seconds(void)
+spk_pc_path spk_krylov_pc_path(const spk_krylov *k)
 {
-    const char *e = getenv("SPK_BATCH_US");
-    double us = e ? strtod(e, NULL) : 0.0;
-    return us > 0 && us < 1e7 ? us * 1e-6 : SPK_BATCH_SECONDS_DEFAULT;
+    if (k->pc->identity)
+        return SPK_PC_IDENTITY;
+    return spk_krylov_dinv(k) ? SPK_PC_DIAGONAL : SPK_PC_GENERAL;
+}
+
+const double *spk_krylov_dinv(const spk_krylov *k)
+{
+    return k->pc->diag ? k->pc->diag(k->pc_state) : NULL;
+}
+
+spk_status spk_precond_apply(spk_krylov *k, const double *r, double *z)
+{
+    return k->pc->apply(k->pc_state, r, z);
 }

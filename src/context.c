@@ -44,16 +44,14 @@ static int alloc_should_fail(spk_context *ctx)
  * advised for transparent huge pages, as NumPy does for its own arrays of 4 MiB and more: where
  * the kernel's THP mode is "madvise" (Debian's default) a plain malloc gets 4 KiB pages, and a
  * CPU SpMV streaming tens of megabytes then misses the TLB every 4 KiB of each stream (about
- * -4% per CPU CG iteration with the advice: docs/benchmarks.md). SPK_HUGEPAGES=0 turns it off. */
+ * -4% per CPU CG iteration with the advice: docs/benchmarks.md). The knob SPK_HUGEPAGES=0 turns
+ * it off (src/tuning.c). */
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
 #define SPK_HUGE_ALIGN ((size_t)2 << 20)
 
-static int huge_wanted(size_t bytes)
+static int huge_wanted(const spk_context *ctx, size_t bytes)
 {
-    if (bytes < SPK_HUGE_ALIGN)
-        return 0;
-    const char *e = getenv("SPK_HUGEPAGES"); /* per large allocation: cheap beside its pages */
-    return !(e && strcmp(e, "0") == 0);
+    return bytes >= SPK_HUGE_ALIGN && (!ctx || ctx->tune.hugepages);
 }
 
 static void *huge_alloc(size_t bytes)
@@ -68,7 +66,7 @@ static void *huge_alloc(size_t bytes)
     return p;
 }
 #else
-static int huge_wanted(size_t bytes) { (void)bytes; return 0; }
+static int huge_wanted(const spk_context *ctx, size_t bytes) { (void)ctx; (void)bytes; return 0; }
 static void *huge_alloc(size_t bytes) { return malloc(bytes); }
 #endif
 
@@ -93,7 +91,7 @@ void *spk_malloc(spk_context *ctx, size_t n, size_t size)
     if (alloc_should_fail(ctx))
         return NULL;
     size_t bytes = n * size > 0 ? n * size : 1;
-    return huge_wanted(bytes) ? huge_alloc(bytes) : malloc(bytes);
+    return huge_wanted(ctx, bytes) ? huge_alloc(bytes) : malloc(bytes);
 }
 
 void *spk_calloc(spk_context *ctx, size_t n, size_t size)
@@ -103,7 +101,7 @@ void *spk_calloc(spk_context *ctx, size_t n, size_t size)
     if (alloc_should_fail(ctx))
         return NULL;
     size_t bytes = n * size;
-    if (!huge_wanted(bytes))
+    if (!huge_wanted(ctx, bytes))
         return calloc(n ? n : 1, size ? size : 1);
     void *p = huge_alloc(bytes);
     if (p)
@@ -129,10 +127,13 @@ spk_status spk_context_create(spk_context **out, spk_device device)
     if (!ctx)
         return SPK_ERR_NOMEM;
     *out = ctx;
-    if (device != SPK_DEVICE_AUTO && device != SPK_DEVICE_CPU && device != SPK_DEVICE_CUDA) {
-        ctx->device = SPK_DEVICE_CPU;
+    ctx->device = SPK_DEVICE_CPU;
+    spk_tuning_default(&ctx->tune);
+    if (device != SPK_DEVICE_AUTO && device != SPK_DEVICE_CPU && device != SPK_DEVICE_CUDA)
         return spk_fail(ctx, SPK_ERR_ARG, "unknown device %d", (int)device);
-    }
+    spk_status st = spk_tuning_read(ctx, &ctx->tune);
+    if (st)
+        return st;
 
     char name[128] = "", why[256] = "";
     int have_gpu = (device != SPK_DEVICE_CPU) && spk_cuda_probe(name, sizeof name, why, sizeof why);

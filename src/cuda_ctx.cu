@@ -155,6 +155,12 @@ spk_status spk_cuda_download_bytes(spk_context *ctx, void *host, const void *dev
                     bytes);
 }
 
+extern "C" void *spk_context_stream(const spk_context *ctx)
+{
+    const spk_cuda_state *cs = ctx ? (const spk_cuda_state *)ctx->cuda : NULL;
+    return cs ? (void *)cs->stream : NULL;
+}
+
 spk_status spk_cuda_state_of(spk_context *ctx, spk_cuda_state **cs)
 {
     *cs = ctx ? (spk_cuda_state *)ctx->cuda : NULL;

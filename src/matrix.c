@@ -3,6 +3,7 @@
 #include "spk_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,8 +214,15 @@ spk_status spk_matrix_prepare(spk_context *ctx, spk_matrix *A, spk_format fmt)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_prepare: NULL or destroyed matrix");
     if ((unsigned)fmt >= SPK_FMT_COUNT)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_prepare: unknown format %d", (int)fmt);
+    char why[sizeof A->format_reason];
+    const spk_format chosen = spk_select_format(&A->info, ctx->device, why, sizeof why);
     if (fmt == SPK_FMT_AUTO)
-        fmt = spk_select_format(&A->info, ctx->device, NULL, 0);
+        fmt = chosen;
+    else if (fmt != chosen)
+        snprintf(why, sizeof why, "%s: asked for (auto would pick %s)", spk_format_str(fmt),
+                 spk_format_str(chosen));
+    else
+        snprintf(why, sizeof why, "%s: asked for (auto picks it too)", spk_format_str(fmt));
     if (A->be && A->be->format == fmt && A->be->device == ctx->device && A->ctx_prepared == ctx)
         return SPK_OK;
     const spk_spmv_backend *be = spk_backend_find(fmt, ctx->device);
@@ -232,7 +240,13 @@ spk_status spk_matrix_prepare(spk_context *ctx, spk_matrix *A, spk_format fmt)
     A->be = be;
     A->state = state;
     A->ctx_prepared = ctx;
+    memcpy(A->format_reason, why, sizeof why);
     return SPK_OK;
+}
+
+const char *spk_matrix_format_reason(const spk_matrix *A)
+{
+    return matrix_ok(A) && A->be ? A->format_reason : "";
 }
 
 spk_format spk_matrix_format(const spk_matrix *A)
@@ -279,6 +293,19 @@ spk_status spk_matrix_spmv(spk_context *ctx, spk_matrix *A, double alpha, const 
         !(st = A->be->spmv(ctx, A->state, alpha, A->spmv_x, beta, A->spmv_y)))
         st = ops->download(ctx, m, A->spmv_y, y);
     return st;
+}
+
+spk_status spk_matrix_spmv_device(spk_context *ctx, spk_matrix *A, double alpha,
+                                  const double *d_x, double beta, double *d_y)
+{
+    if (!ctx || !matrix_ok(A) || (!d_x && A->csr.ncols) || (!d_y && A->csr.nrows))
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_spmv_device: NULL argument or destroyed "
+                        "matrix");
+    spk_status st = SPK_OK;
+    if (!A->be || A->ctx_prepared != ctx || A->be->device != ctx->device)
+        st = spk_matrix_prepare(ctx, A, A->be && spk_backend_find(A->be->format, ctx->device)
+                                            ? A->be->format : SPK_FMT_AUTO);
+    return st ? st : A->be->spmv(ctx, A->state, alpha, d_x, beta, d_y);
 }
 
 /* The context may be gone already (a matrix can outlive it, as its layout can): the vectors

@@ -11,10 +11,10 @@
  *   4. anything else (padding 1.5x .. 3x)            -> hyb (ELL bulk + COO rest)
  * CPU rule: dia for a few well-filled diagonals, else csr (the end of spk_select_format).
  *
- * Rules 2 and 4 are measured: bench/select_sweep.py on the H200 (tenth session,
- * docs/selection.md) swept band matrices of mean row length 8-48, max / mean 1 - 3.6, columns
- * near the diagonal or anywhere. The coo rules (1) are still the first guesses taken from
- * Bell & Garland (SC'09), CUSP and Ginkgo as digested in /work/shared/ANCHORS.md. */
+ * Rules 2 and 4 are measured: bench/select_sweep.py on the H200 (docs/selection.md) swept band
+ * matrices of mean row length 8-48, max / mean 1 - 3.6, columns near the diagonal or anywhere.
+ * The coo rules (1) are guesses taken from Bell & Garland (SC'09), CUSP and Ginkgo, not yet
+ * measured. */
 #include "spk_internal.h"
 #include "../kernels/formats.h"
 
@@ -24,7 +24,8 @@
  * slots, so its cost follows the padding alone. Measured (bench/select_sweep.py, H200): up to
  * 1.5 ELL was spk's fastest format or within 4.4% of it (HYB) on every swept matrix, and HYB
  * 7-11% slower than ELL at 1.37-1.5 on short rows near the diagonal (mean 8); past 1.5 HYB
- * overtakes ELL, by up to 11% at 2. (The first guess, 1.25 with cv <= 0.25, sent 1.25-2 to JDS, 1.12-1.49x slower.) */
+ * overtakes ELL, by up to 11% at 2; JDS, which a rule of 1.25 with cv <= 0.25 would send
+ * 1.25-2 to, was 1.12-1.49x slower there. */
 #define SPK_SEL_ELL_FILL_LIMIT 1.5
 
 /* A row this long is past where Ginkgo stops giving one (sub)warp per row: its `automatical`
@@ -42,7 +43,7 @@
 #define SPK_SEL_COO_P99_OVER_MEAN 2.0
 
 /* A long tail: ELL would pad past its guard, the case CUSP's ELL conversion refuses with the
- * advice to use HYB (Bell & Garland sec. 3.4). Measured on the H200 (fifth session), CSR's
+ * advice to use HYB (Bell & Garland sec. 3.4). Measured on the H200, CSR's
  * row-block kernel (CUDA CSR picks it at row-length cv > 1) beats HYB there: powerlaw:2000000:16
  * 254 against 279 us, powerlaw:4000000:4 145 against 186 (cuSPARSE's CSR 250 and 158). So the
  * tail goes to csr; HYB stays a format to ask for. */
@@ -158,4 +159,40 @@ spk_format spk_select_format(const spk_matrix_info *info, spk_device device, cha
              "(no padding, no permutation; %s; the gpu rule would pick %s)", dia_why,
              spk_format_str(gpu));
     return SPK_FMT_CSR;
+}
+
+spk_status spk_format_check(const spk_matrix_info *info, spk_format fmt, spk_device device,
+                            char *why, size_t why_len)
+{
+    char sink[8];
+    if (!why || why_len == 0) {
+        why = sink;
+        why_len = sizeof sink;
+    }
+    why[0] = '\0';
+    if (!info || (unsigned)fmt >= SPK_FMT_COUNT) {
+        snprintf(why, why_len, "no statistics or an unknown format");
+        return SPK_ERR_ARG;
+    }
+    if (fmt == SPK_FMT_ELL && info->ell_fill > SPK_ELL_MAX_FILL) {
+        snprintf(why, why_len, "ell: padding %.2fx above the %.0fx limit (use hyb)",
+                 info->ell_fill, SPK_ELL_MAX_FILL);
+        return SPK_ERR_UNSUPPORTED;
+    }
+    if (fmt == SPK_FMT_DIA) {
+        if (device == SPK_DEVICE_CUDA) {
+            snprintf(why, why_len, "dia: the cpu only");
+            return SPK_ERR_UNSUPPORTED;
+        }
+        if (info->dia_diags > SPK_DIA_MAX_DIAGS) {
+            snprintf(why, why_len, "dia: more than %d diagonals (use csr)", SPK_DIA_MAX_DIAGS);
+            return SPK_ERR_UNSUPPORTED;
+        }
+        if (info->dia_fill > SPK_DIA_MAX_FILL) {
+            snprintf(why, why_len, "dia: %lld diagonals pad %.2fx, above the %.0fx limit (use csr)",
+                     (long long)info->dia_diags, info->dia_fill, SPK_DIA_MAX_FILL);
+            return SPK_ERR_UNSUPPORTED;
+        }
+    }
+    return SPK_OK;
 }

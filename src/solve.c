@@ -1,6 +1,6 @@
 /* src/solve.c -- the solver object and spk_solve. A solver is set up once (method chosen, A
- * prepared in its format, Jacobi diagonal inverted on the device) and then solves any number
- * of systems with that matrix: each solve moves b and x to the device, runs the method,
+ * prepared in its format, the preconditioner set up through its row of the preconditioner
+ * table) and then solves any number of systems with that matrix: each solve moves b and x to the device, runs the method,
  * recomputes the true residual ||b - A x|| and brings x back. Every vector a solve needs lives
  * in the solver's workspace (solvers/workspace.c), made at the first solve and reused, so a
  * loop of value updates and solves allocates nothing after its first pass. spk_solve is
@@ -24,9 +24,9 @@ struct spk_solver {
     char               method_reason[128];
     const spk_vec_ops *ops;
     spk_krylov         k;            /* per-solve fields, and the workspace kept between them  */
-    double            *dinv;         /* device 1/diag(A), NULL without Jacobi                  */
-    double            *diag_work;    /* host n doubles: staging of a diagonal refresh          */
-    uint64_t           version;      /* A->version the diagonal was built from                 */
+    const spk_precond_ops *pc;       /* M's row of the preconditioner table                    */
+    void              *pc_state;
+    uint64_t           version;      /* A->version the preconditioner was built from           */
     double             pending_setup_s; /* creation time, reported by the first solve          */
 };
 
@@ -58,9 +58,12 @@ static spk_status check_setup(spk_context *ctx, const char *fn, const spk_matrix
         return spk_fail(ctx, SPK_ERR_ARG, "%s: maxiter = %lld must be >= 0", fn, (long long)opt->maxiter);
     if (opt->method == SPK_METHOD_GMRES && opt->restart < 1)
         return spk_fail(ctx, SPK_ERR_ARG, "%s: GMRES restart = %d must be >= 1", fn, opt->restart);
-    if ((unsigned)opt->method > SPK_METHOD_GMRES || (unsigned)opt->precond > SPK_PRECOND_JACOBI ||
+    if ((unsigned)opt->method > SPK_METHOD_GMRES || (unsigned)opt->precond >= SPK_PRECOND_COUNT ||
         (unsigned)opt->format >= SPK_FMT_COUNT)
         return spk_fail(ctx, SPK_ERR_ARG, "%s: unknown method, preconditioner or format", fn);
+    if (opt->precond == SPK_PRECOND_USER && (!opt->precond_user || !opt->precond_user->apply))
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: SPK_PRECOND_USER needs spk_options.precond_user "
+                        "with an apply callback", fn);
     return SPK_OK;
 }
 
@@ -82,21 +85,6 @@ static spk_status check_host_vectors(spk_context *ctx, const char *fn, int64_t n
 }
 
 /* ---- create, refresh, destroy ---------------------------------------------------------------- */
-
-/* dinv = 1 / diag(A) in place. After an update made on the GPU the diagonal is gathered there
- * from A's device values (no transfer; the first time makes the device array of the
- * diagonal's positions); otherwise it comes from the host CSR, uploaded. */
-static spk_status solver_diagonal(spk_solver *S)
-{
-    const int cg = S->method == SPK_METHOD_CG;
-    int on_device = 0;
-    spk_status st = spk_matrix_dev_diagonal(S->ctx, S->A, S->dinv, &on_device);
-    if (!st && on_device)
-        return spk_jacobi_invert(S->ctx, S->ops, S->k.n, cg, S->dinv);
-    if (!st)
-        st = spk_matrix_host_values(S->ctx, S->A);
-    return st ? st : spk_jacobi_refresh(S->ctx, S->ops, &S->A->csr, cg, S->dinv, S->diag_work);
-}
 
 spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options *opt,
                              spk_solver **out)
@@ -136,15 +124,15 @@ spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options 
     if ((st = spk_matrix_prepare(ctx, A, opt->format)))
         goto fail;
     S->format = A->be->format;
-    if (opt->precond == SPK_PRECOND_JACOBI) {
-        S->diag_work = spk_malloc(ctx, (size_t)(n > 0 ? n : 1), sizeof *S->diag_work);
-        if (!S->diag_work) {
-            st = spk_fail(ctx, SPK_ERR_NOMEM, "Jacobi diagonal of %lld doubles: out of memory", (long long)n);
-            goto fail;
-        }
-        if ((st = S->ops->alloc(ctx, n, &S->dinv)) || (st = solver_diagonal(S)))
-            goto fail;
+    S->opt.method = S->method;                       /* the row sees the method resolved */
+    S->pc = spk_precond_find(opt->precond, ctx->device);
+    if (!S->pc) {
+        st = spk_fail(ctx, SPK_ERR_UNSUPPORTED, "preconditioner %s: none for the %s",
+                      spk_precond_str(opt->precond), spk_device_str(ctx->device));
+        goto fail;
     }
+    if ((st = S->pc->setup(ctx, A, &S->opt, &S->pc_state)))
+        goto fail;
     S->version = A->version;
     S->pending_setup_s = spk_now() - t0;
     *out = S;
@@ -159,8 +147,8 @@ void spk_solver_destroy(spk_solver *S)
     if (!S || S->magic != SPK_SOLVER_MAGIC)
         return;
     spk_krylov_free(&S->k);
-    S->ops->free(S->ctx, S->dinv);
-    spk_free(S->diag_work);
+    if (S->pc)
+        S->pc->destroy(S->pc_state);
     S->magic = 0;
     spk_free(S);
 }
@@ -175,11 +163,11 @@ spk_status spk_solver_refresh(spk_solver *S)
     if (!solver_ok(S))
         return spk_fail(S ? S->ctx : NULL, SPK_ERR_ARG,
                         "spk_solver_refresh: NULL or destroyed solver (or its matrix)");
-    if (!S->dinv || S->version == S->A->version) {
+    if (!S->pc->refresh || S->version == S->A->version) {
         S->version = S->A->version;
         return SPK_OK;
     }
-    spk_status st = solver_diagonal(S);
+    spk_status st = S->pc->refresh(S->pc_state, S->A);
     if (!st)
         S->version = S->A->version;
     return st;
@@ -205,8 +193,10 @@ static spk_status solver_ready(spk_solver *S, spk_result *res)
     res->device = S->ctx->device;
     res->method = S->method;
     res->format = S->format;
+    res->precond = S->pc->kind;
     snprintf(res->method_reason, sizeof res->method_reason, "%s", S->method_reason);
     spk_status st = spk_matrix_prepare(S->ctx, S->A, S->format);
+    snprintf(res->format_reason, sizeof res->format_reason, "%s", S->A->format_reason);
     if (!st && S->version != S->A->version)
         st = spk_solver_refresh(S);
     return st;
@@ -252,7 +242,8 @@ static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, int 
     method_fn fn = m == SPK_METHOD_CG ? spk_cg : m == SPK_METHOD_GMRES ? spk_gmres : spk_bicgstab;
     k->be = S->A->be;
     k->state = S->A->state;
-    k->dinv = S->dinv;
+    k->pc = S->pc;
+    k->pc_state = S->pc_state;
     k->opt = &S->opt;
     k->res = res;
     k->hist_cap = 0;                                 /* the history is per result         */

@@ -1,6 +1,7 @@
-/* spk_internal.h -- what the library's files share and callers never see: the context, the
- * canonical host CSR, the two tables (SpMV backends and vector operations) and the helpers
- * that turn failures into values. */
+/* spk_internal.h -- what the library's files share and callers never see: the context and its
+ * tuning knobs, the canonical host CSR, the SpMV backend and vector-ops tables, and the helpers
+ * that turn failures into values. (The preconditioner table is solvers/precond.h; each
+ * method's own steps live in its room under solvers/.) */
 #ifndef SPK_INTERNAL_H
 #define SPK_INTERNAL_H
 
@@ -16,10 +17,30 @@ extern "C" {
 
 #define SPK_MSG_LEN 1024
 
+/* ---- tuning knobs (src/tuning.c): read once per context from the environment ------------ */
+#define SPK_TUNE_AUTO (-1)
+/* The GPU work one batch of device-scalar iterations aims at (solvers/batch.c). */
+#define SPK_BATCH_SECONDS 1e-3
+typedef struct spk_tuning {
+    double batch_s;      /* SPK_BATCH_US: seconds of GPU work between read-backs             */
+    int    cuda_graph;   /* SPK_CUDA_GRAPH: 0 launches the iterations one by one             */
+    int    csr_kernel;   /* SPK_CSR_KERNEL: SPK_CSR_VECTOR / _MERGE / _ADAPTIVE, or AUTO     */
+    int    ell_index32;  /* SPK_ELL_INDEX=32: keep int32 columns, never int16 offsets         */
+    int    ell_rows;     /* SPK_ELL_ROWS: 1 or 2 rows per thread; 0 by the width             */
+    int    gs_rows;      /* SPK_GS_ROWS: 1, 2 or 4 rows per lane in GMRES's CGS2; 0 by n      */
+    int    gs_rows_only; /* SPK_GS_KERNEL=rows: CGS2's second pass on the rows kernel         */
+    int    hugepages;    /* SPK_HUGEPAGES: 0 makes large host arrays plain malloc              */
+} spk_tuning;
+/* The knobs from the environment; SPK_ERR_ARG (message on ctx) for a value a knob does not
+ * take. spk_context_create calls it; a test that changes a variable calls it again. */
+spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t);
+void spk_tuning_default(spk_tuning *t);
+
 struct spk_context {
     spk_device device;            /* resolved: CPU or CUDA                                     */
     char       msg[SPK_MSG_LEN];  /* detail of the last failure                                */
     char       device_name[128];
+    spk_tuning tune;
     uint64_t   alloc_count;       /* host + device allocations made through spk_malloc/ops     */
     uint64_t   fail_alloc_at;     /* test hook: make allocation number k fail (0 = never)       */
     void      *cuda;              /* spk_cuda_state (stream, cuBLAS handle, scratch) or NULL    */
@@ -161,6 +182,7 @@ struct spk_matrix {
     spk_matrix_info  info;
     const struct spk_spmv_backend *be;   /* prepared backend, NULL until prepared             */
     void            *state;        /* the backend's layout (host or device)                     */
+    char             format_reason[256];  /* why be's format (spk_matrix_format_reason)         */
     spk_context     *ctx_prepared; /* context that owns `state`'s device memory                */
     uint32_t         magic;        /* SPK_MATRIX_MAGIC while alive: catches use after destroy   */
     /* value updates (src/update.c): canonical entry p is the sum, in input order, of the input
@@ -228,15 +250,9 @@ void spk_matrix_dev_free(struct spk_matrix_dev *d);                          /* 
 #define SPK_SOLVER_MAGIC 0x53507c9eu
 
 /* ---- the SpMV backend table (kernels/) ---------------------------------------------------- */
-/* ---- device-resident scalars of the fused CG iteration (solvers/cg.c) --------------------
- * They live where the vectors live (device memory for the CUDA table, host memory for the
- * CPU one), so an iteration queues its kernels without waiting for a scalar: alpha, beta and
- * the stopping test are computed by the kernels, which read this block and write it back.
- * The host reads the block back once per batch of iterations. */
-#define SPK_CG_HIST       64     /* r'r of the last SPK_CG_HIST iterations, ring             */
-#define SPK_CG_MAX_BLOCKS 2048   /* fused reductions run at most this many blocks             */
-enum { SPK_CG_RUN = 0, SPK_CG_LAST = 1, SPK_CG_DONE = 2 };            /* spk_cg_scalars.state */
-enum { SPK_CG_WHY_NONE = 0, SPK_CG_WHY_STOP = 1, SPK_CG_WHY_PQ = 2, SPK_CG_WHY_RZ = 3 };
+/* Fused reductions whose scalars stay on the device (the methods' steps, a backend's fused
+ * SpMV + dot) run at most this many blocks, and keep one partial per block and output. */
+#define SPK_MAX_BLOCKS 2048
 
 /* Where a fused dot product lands: *out = x'y, summed over per-block partials `part` in a
  * fixed order by the last block to finish (counted in *count, which the sum returns to 0),
@@ -246,23 +262,8 @@ typedef struct spk_dot_sink {
     const int32_t *skip;
     double        *out;
     uint32_t      *count;
-    double        *part;         /* SPK_CG_MAX_BLOCKS doubles                                 */
+    double        *part;         /* SPK_MAX_BLOCKS doubles                                    */
 } spk_dot_sink;
-
-typedef struct spk_cg_scalars {
-    double  *part;               /* set by the host: 2 * SPK_CG_MAX_BLOCKS device doubles     */
-    double   thr;                /* set by the host: stop when sqrt(r'r) <= thr               */
-    double   pq;                 /* p'Ap of the current iteration                             */
-    double   rr;                 /* r'r after the current update                              */
-    double   rz;                 /* r'z before it (beta's denominator)                        */
-    double   rz_new;             /* r'z after it                                              */
-    double   alpha;
-    int64_t  it;                 /* iterations completed                                      */
-    int32_t  state;              /* SPK_CG_RUN / LAST (x update pending) / DONE               */
-    int32_t  why;                /* SPK_CG_WHY_*: what ended the iteration                    */
-    uint32_t count[4];           /* last-block counters, 0 between kernels                    */
-    double   hist[SPK_CG_HIST];  /* r'r of iteration i at hist[i % SPK_CG_HIST]               */
-} spk_cg_scalars;
 
 typedef struct spk_spmv_backend {
     const char  *name;            /* "ell-cuda": printed by --explain                          */
@@ -279,8 +280,8 @@ typedef struct spk_spmv_backend {
      * the layout `state` built by setup from the same pattern, in place. No allocation, no
      * re-analysis; a device backend uploads only its value array(s). */
     spk_status (*update)(spk_context *ctx, void *state, const spk_csr *A);
-    /* Optional (NULL: the solver runs spmv, then ops->dot_sink): y = A x and sink->out = x'y
-     * in the same pass, deterministic, skipped when *sink->skip != 0 (solvers/cg.c). */
+    /* Optional (NULL: the method runs spmv, then ops->dot_sink): y = A x and sink->out = x'y
+     * in the same pass, deterministic, skipped when *sink->skip != 0 (CG's q = A p, p'q). */
     spk_status (*spmv_dot)(spk_context *ctx, const void *state, const double *x, double *y,
                            const struct spk_dot_sink *sink);
     /* Optional (NULL: updates take the host path, `update`): the update on the device. d_val
@@ -299,8 +300,9 @@ const spk_spmv_backend *spk_backend_find(spk_format fmt, spk_device dev);
 const spk_spmv_backend *const *spk_backend_all(size_t *count);
 
 /* ---- the vector-ops table (kernels/vec_cpu.c, kernels/vec_cuda.cu) ---------------------- */
-/* All vectors are device vectors of the ops' device (host memory for the CPU table). Scalar
- * results come back to host doubles. */
+/* Method-neutral operations on the vectors of one device (host memory for the CPU table) and
+ * the machinery of device-resident scalars (fetch, put, steps); each method's fused steps are
+ * in its own room under solvers/. Scalar results come back to host doubles. */
 typedef struct spk_vec_ops {
     spk_device device;
     spk_status (*alloc)(spk_context *ctx, int64_t n, double **v);      /* zero-filled          */
@@ -319,50 +321,22 @@ typedef struct spk_vec_ops {
     spk_status (*axpby)(spk_context *ctx, int64_t n, double a, const double *x, double b,
                         double *y);
     spk_status (*scal)(spk_context *ctx, int64_t n, double a, double *x);
-    /* y = d .* x (Jacobi apply) */
+    /* y = d .* x (Jacobi's apply) */
     spk_status (*pmul)(spk_context *ctx, int64_t n, const double *d, const double *x,
                        double *y);
     /* d = 1 / d, checking d: first index with d <= 0 (or == 0 if allow_negative) into *bad,
      * else -1. */
     spk_status (*invert)(spk_context *ctx, int64_t n, double *d, int allow_negative,
                          int64_t *bad);
-    /* CG fused update: x += a p; r -= a q; z = dinv .* r (z = r alias when dinv NULL);
-     * rr = r'r, rz = r'z. One pass. */
-    spk_status (*cg_update)(spk_context *ctx, int64_t n, double a, const double *p,
-                            const double *q, double *x, double *r, const double *dinv,
-                            double *z, double *rr, double *rz);
-    /* p = z + beta p */
-    spk_status (*xpay)(spk_context *ctx, int64_t n, const double *z, double beta, double *p);
-    /* BiCGStab: p = r + beta (p - omega v) */
-    spk_status (*bicg_p)(spk_context *ctx, int64_t n, const double *r, double beta,
-                         double omega, const double *v, double *p);
-    /* h[0..k) = V' w, V column-major n x k with leading dimension ldv (h is a host array) */
-    spk_status (*gemv_t)(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
-                         const double *w, double *h);
-    /* w = w - V h (h host array of k) */
+    /* w = w - V h, V column-major n x k with leading dimension ldv, h a host array of k */
     spk_status (*gemv_n_sub)(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
                              const double *h, double *w);
-    /* GMRES's CGS2 in three passes over V (n x k, leading dimension ldv) and w, k >= 1:
-     * h1 = V'w; w -= V h1 with h2 = V'w (the new w); w -= V h2 with ss = w'w. out is a host
-     * array of 2k + 1: h1, h2, ss. One wait, for out (gemv_t, gemv_n_sub twice and a dot, in
-     * four passes over V and three waits, compute the same). */
-    spk_status (*cgs2)(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
-                       double *w, double *out);
-    /* Block until queued work is done (timing). */
+    /* Block until queued work is done (timing; host code that reads device vectors). */
     spk_status (*sync)(spk_context *ctx);
-    /* ---- the fused CG iteration, scalars in S (device memory) ---- */
-    /* sink->out = x'y (the fallback after a backend spmv without spmv_dot) */
+    /* ---- device-resident scalars (solvers/batch.c and the methods' fused steps) ---- */
+    /* sink->out = x'y unless *sink->skip (after a backend spmv without a fused spmv_dot) */
     spk_status (*dot_sink)(spk_context *ctx, int64_t n, const double *x, const double *y,
                            const spk_dot_sink *sink);
-    /* Unless S->state != RUN: alpha = rz / pq (stop with WHY_PQ unless pq > 0); r -= alpha q;
-     * rr = r'r, rz_new = r'(dinv .* r) (dinv NULL: r'r); it += 1; hist; S->state = LAST when
-     * r'r <= thr2 or is not finite (WHY_STOP) or rz_new <= 0 (WHY_RZ). */
-    spk_status (*cg_r)(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *q,
-                       double *r, const double *dinv);
-    /* Unless S->state == DONE: x += alpha p; then if RUN, p = dinv .* r + (rz_new / rz) p and
-     * rz = rz_new, if LAST, state = DONE. */
-    spk_status (*cg_xp)(spk_context *ctx, int64_t n, spk_cg_scalars *S, double *x, double *p,
-                        const double *r, const double *dinv);
     /* Copy `bytes` of device memory to `host` (slot 0 or 1 of a double buffer): queued after
      * the work before it; `host` is valid once fetch_wait(slot) returns. CPU: a memcpy. */
     spk_status (*fetch)(spk_context *ctx, const void *dev, size_t bytes, int slot, void *host);
@@ -382,7 +356,7 @@ const spk_vec_ops *spk_vec_ops_cpu(void);
 const spk_vec_ops *spk_vec_ops_cuda(void);   /* a table answering NOT_COMPILED without CUDA */
 const spk_vec_ops *spk_vec_ops_for(spk_device dev);
 
-/* ---- host loops: when to fork, and sums in a fixed order (vec_cpu.c, bicg_cpu.c, stats.c) --
+/* ---- host loops: when to fork, and sums in a fixed order (vec_cpu.c, the methods' steps) --
  * OpenMP's reduction(+) adds the threads' partial sums in the order the threads finish, so a
  * sum of doubles over three threads or more changes in its last bits from run to run. The
  * host's floating-point sums cut [0, n) instead into spk_chunks(n) chunks, a count that

@@ -268,11 +268,14 @@ static void test_large_alloc(void)
                 a ? (long)(end - (uintptr_t)a) : 0L, tail);
         spk_free(a);
         setenv("SPK_HUGEPAGES", "0", 1);
+        T_CHECK(spk_tuning_read(ctx, &ctx->tune) == SPK_OK && !ctx->tune.hugepages,
+                "SPK_HUGEPAGES=0 not read: %s", spk_last_error(ctx));
         a = spk_malloc(ctx, big, 1);
         head = a ? advised_huge((uintptr_t)a, &end) : -1;
         T_CHECK(head == 0, "SPK_HUGEPAGES=0: no advice (%d)", head);
         spk_free(a);
         unsetenv("SPK_HUGEPAGES");
+        spk_tuning_read(ctx, &ctx->tune);
     }
 #endif
     /* the counted-allocation contract holds on the large path too */

@@ -354,12 +354,14 @@ static void coo_pipeline(pass *P)
         const char *env = getenv("SPK_CSR_KERNEL");
         char *saved = env ? strdup(env) : NULL;
         setenv("SPK_CSR_KERNEL", "vector", 1);
+        spk_tuning_read(P->ctx, &P->ctx->tune);
         prepare_check(P, A, "arrow (CSR-vector)", SPK_FMT_CSR);
         if (saved)
             setenv("SPK_CSR_KERNEL", saved, 1);
         else
             unsetenv("SPK_CSR_KERNEL");
         free(saved);
+        spk_tuning_read(P->ctx, &P->ctx->tune);
     }
     prepare_check(P, A, "arrow", SPK_FMT_HYB);
     prepare_check(P, A, "arrow", SPK_FMT_CSR);

@@ -41,11 +41,12 @@ static const char usage_text[] =
     "                      missing entries 0); default b = A * ones, and the error of x\n"
     "                      against ones is reported\n"
     "  --x0 FILE           initial guess (default 0)\n"
-    "  -o FILE             write the solution x (array n x 1, %.17g)\n"
+    "  -o FILE             write the solution x (array n x 1, %%.17g)\n"
     "  --method M          auto|cg|bicgstab|gmres (default auto: cg for a symmetric matrix\n"
     "                      with a positive diagonal, else bicgstab)\n"
     "  --restart M         GMRES restart length (default 30)\n"
-    "  --precond P         none|jacobi (default none)\n"
+    "  --precond P         the preconditioner (default none):\n"
+    "%s"
     "  --format F          auto|coo|csr|ell|hyb|jds|dia (default auto: from row-length\n"
     "                      statistics; dia: the CPU only)\n"
     "  --device D          auto|cpu|gpu (default auto: the GPU when one is usable)\n"
@@ -66,6 +67,50 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 converged, 1 not converged, 2 bad usage or input, 3 device or system\n"
     "failure.\n";
+
+/* The preconditioners the command line takes, from the library's table: "none|jacobi", or
+ * for --help each name with its one-line summary, wrapped under the option column. */
+static void precond_list(char *buf, size_t len, int help)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int p = 0; p < SPK_PRECOND_COUNT; p++) {
+        spk_precond parsed;
+        const char *name = spk_precond_str((spk_precond)p);
+        if (spk_precond_parse(name, &parsed) != SPK_OK)
+            continue;                    /* not a command-line word ("user": the API only) */
+        int w = help ? snprintf(buf + used, len - used, "%22s%-8s", "", name)
+                     : snprintf(buf + used, len - used, "%s%s", used ? "|" : "", name);
+        if (w < 0 || (size_t)w >= len - used)
+            return;
+        used += (size_t)w;
+        for (const char *t = spk_precond_summary((spk_precond)p); help && *t;) {
+            size_t n = strlen(t);
+            if (n > 50) {                /* break at the last space within the column */
+                n = 50;
+                while (n > 0 && t[n] != ' ')
+                    n--;
+                if (n == 0)
+                    n = 50;
+            }
+            w = snprintf(buf + used, len - used, "%s%.*s\n", t == spk_precond_summary((spk_precond)p)
+                         ? "" : "                              ", (int)n, t);
+            if (w < 0 || (size_t)w >= len - used)
+                return;
+            used += (size_t)w;
+            t += n;
+            while (*t == ' ')
+                t++;
+        }
+    }
+}
+
+static void print_usage(void)
+{
+    char lines[2048];
+    precond_list(lines, sizeof lines, 1);
+    printf(usage_text, lines);
+}
 
 static void die_usage(const char *fmt, const char *arg)
 {
@@ -136,7 +181,7 @@ static void parse_args(int argc, char **argv, cli *c)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage_text, stdout);
+            print_usage();
             exit(0);
         } else if (!strcmp(a, "--version")) {
             printf("solve (spk) %s, CUDA support %s\n", SPK_VERSION_STRING,
@@ -158,12 +203,13 @@ static void parse_args(int argc, char **argv, cli *c)
                 die_usage("--method expects auto|cg|bicgstab|gmres, got '%s'", v);
         } else if (!strcmp(a, "--precond")) {
             const char *v = need_arg(argc, argv, &i);
-            if (!strcmp(v, "none"))
-                c->opt.precond = SPK_PRECOND_NONE;
-            else if (!strcmp(v, "jacobi"))
-                c->opt.precond = SPK_PRECOND_JACOBI;
-            else
-                die_usage("--precond expects none|jacobi, got '%s'", v);
+            if (spk_precond_parse(v, &c->opt.precond)) {
+                char names[256];
+                precond_list(names, sizeof names, 0);
+                fprintf(stderr, "solve: --precond expects %s, got '%s'\n(solve --help lists the "
+                        "options)\n", names, v);
+                exit(EXIT_USAGE);
+            }
         } else if (!strcmp(a, "--format")) {
             const char *v = need_arg(argc, argv, &i);
             if (spk_format_parse(v, &c->opt.format))
@@ -356,7 +402,7 @@ static void print_json(const report *r)
     json_str(f, "format_reason", r->format_reason, 1);
     json_str(f, "method", spk_method_str(res->method), 1);
     json_str(f, "method_reason", res->method_reason, 1);
-    json_str(f, "precond", r->c->opt.precond == SPK_PRECOND_JACOBI ? "jacobi" : "none", 1);
+    json_str(f, "precond", spk_precond_str(res->precond), 1);
     json_num(f, "rtol", r->c->opt.rtol, 1);
     json_num(f, "atol", r->c->opt.atol, 1);
     fprintf(f, "  \"restart\": %d,\n", r->c->opt.restart);
@@ -404,23 +450,19 @@ static void print_explain(spk_context *ctx, const report *r)
            (long long)in->row_p50, (long long)in->row_p95, (long long)in->row_p99);
     printf("  ELL fill %.3fx (padded slots / nnz); HYB split: width %lld, %lld entries in COO\n",
            in->ell_fill, (long long)in->hyb_width, (long long)in->hyb_coo_nnz);
-    if (in->dia_diags <= 64)
+    if (in->bytes[SPK_FMT_DIA] != SIZE_MAX)
         printf("  DIA: %lld diagonals, fill %.3fx, %lld rows without every diagonal\n",
                (long long)in->dia_diags, in->dia_fill, (long long)in->dia_partial_rows);
     else
-        printf("  DIA: more than 64 diagonals\n");
+        printf("  DIA: more diagonals than a DIA layout holds\n");
     printf("  symmetric %s, diagonal positive %s\n", in->symmetric ? "yes" : "no",
            in->diag_positive ? "yes" : "no");
     printf("memory per format\n");
     for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++) {
-        const char *note = "";
-        if (f == SPK_FMT_ELL && in->ell_fill > 3.0)
-            note = "  (refused: padding above 3x nnz)";
-        else if (f == SPK_FMT_DIA && (in->dia_diags > 64 || in->dia_fill > 3.0))
-            note = "  (refused: more than 64 diagonals or padding above 3x nnz)";
-        else if (f == SPK_FMT_DIA && spk_context_device(ctx) != SPK_DEVICE_CPU)
-            note = "  (cpu only)";
-        if (f == SPK_FMT_DIA && in->dia_diags > 64)
+        char why[160], note[176] = "";
+        if (spk_format_check(in, (spk_format)f, spk_context_device(ctx), why, sizeof why))
+            snprintf(note, sizeof note, "  (refused: %s)", why);
+        if (in->bytes[f] == SIZE_MAX)
             printf("  %-4s %12s%s\n", spk_format_str((spk_format)f), "-", note);
         else
             printf("  %-4s %12.3f MB%s\n", spk_format_str((spk_format)f), in->bytes[f] / 1e6, note);
@@ -439,13 +481,10 @@ static void print_summary(spk_context *ctx, const report *r)
            (long long)in->row_min, in->row_mean, (long long)in->row_max, in->row_sd, in->row_cv);
     printf("device    %s: %s%s%s\n", spk_device_str(res->device), r->device_name,
            r->device_note[0] ? "; " : "", r->device_note);
-    if (c->opt.format == SPK_FMT_AUTO)
-        printf("format    auto: %s\n", r->format_reason);
-    else
-        printf("format    %s (--format)\n", spk_format_str(res->format));
+    printf("format    %s%s\n", c->opt.format == SPK_FMT_AUTO ? "auto: " : "", r->format_reason);
     printf("method    %s%s%s%s, precond %s\n", spk_method_str(res->method),
            res->method_reason[0] ? " (auto: " : "", res->method_reason, res->method_reason[0] ? ")" : "",
-           c->opt.precond == SPK_PRECOND_JACOBI ? "jacobi" : "none");
+           spk_precond_str(res->precond));
     printf("result    %s after %lld iterations\n", spk_reason_str(res->reason), (long long)res->iterations);
     printf("residual  recursive %.3e, true %.3e (relative to ||b|| = %.3e; rtol %.1e)\n", res->rel,
            res->true_rel, res->bnorm, c->opt.rtol);
@@ -504,14 +543,6 @@ int main(int argc, char **argv)
     spk_matrix_get_info(A, &r.info);
     const int64_t n = r.info.nrows;
 
-    char reason[256] = "";
-    spk_format chosen = spk_select_format(&r.info, spk_context_device(ctx), reason, sizeof reason);
-    if (c.opt.format != SPK_FMT_AUTO)
-        snprintf(reason, sizeof reason, "%s: chosen by --format (auto would pick %s)",
-                 spk_format_str(c.opt.format), spk_format_str(chosen));
-    r.format_reason = reason;
-    if (c.explain && !c.json)
-        print_explain(ctx, &r);
     if (r.info.nrows != r.info.ncols) {
         fprintf(stderr, "solve: %s is %lld x %lld: a square matrix is needed\n", c.A,
                 (long long)r.info.nrows, (long long)r.info.ncols);
@@ -519,8 +550,12 @@ int main(int argc, char **argv)
         spk_context_destroy(ctx);
         return EXIT_USAGE;
     }
+    /* the format is chosen (and its reason kept) once, here; the solve finds A prepared */
     if ((st = spk_matrix_prepare(ctx, A, c.opt.format)))
         die_status(ctx, st, "preparing the matrix");
+    r.format_reason = spk_matrix_format_reason(A);
+    if (c.explain && !c.json)
+        print_explain(ctx, &r);
 
     double *b = NULL, *x = calloc((size_t)n + 1, sizeof *x);
     if (c.b) {

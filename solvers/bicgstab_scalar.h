@@ -1,4 +1,4 @@
-/* solvers/bicg_scalar.h -- the fused BiCGStab iteration (solvers/bicgstab.c): its scalar block,
+/* solvers/bicgstab_scalar.h -- the fused BiCGStab iteration (solvers/bicgstab.c): its scalar block,
  * the scalar steps, written once for the host and the device, and its table of vector steps.
  *
  * The block lives where the vectors live (device memory for the CUDA table, host memory for
@@ -47,7 +47,7 @@ enum { SPK_BICG_ALPHA = 0, SPK_BICG_OMEGA = 1 };                   /* the phase 
 
 /* No padding (the unit test compares blocks field by field, the fetch copies the header). */
 typedef struct spk_bicg_scalars {
-    double  *part;               /* set by the host: 2 * SPK_CG_MAX_BLOCKS doubles, same memory */
+    double  *part;               /* set by the host: 2 * SPK_MAX_BLOCKS doubles, same memory */
     double   tol_rtol;           /* set by the host: rtol * ||b||                             */
     double   tol_atol;           /* set by the host: atol; converged: norm <= either          */
     int64_t  maxit;              /* set by the host: the iteration limit                      */
@@ -186,8 +186,8 @@ SPK_BICG_FN void spk_bicg_end(spk_bicg_scalars *S, double rho_new, double rr)
     spk_bicg_next(S);
 }
 
-/* ---- the vector steps: kernels/bicg_cpu.c, kernels/bicg_cuda.cu (kernels/bicg_stub.c
- * without CUDA). Vectors and S live in the table's device memory; n >= 0. ---------------- */
+/* ---- the vector steps: solvers/bicgstab_cpu.c and solvers/bicgstab_cuda.cu. Vectors and S
+ * live in the table's device memory; n >= 0. ------------------------------------------------ */
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -214,7 +214,7 @@ typedef struct spk_bicg_ops {
 } spk_bicg_ops;
 
 const spk_bicg_ops *spk_bicg_ops_cpu(void);
-const spk_bicg_ops *spk_bicg_ops_cuda(void);   /* answers NOT_COMPILED without CUDA */
+const spk_bicg_ops *spk_bicg_ops_cuda(void);   /* NULL in a build without CUDA */
 const spk_bicg_ops *spk_bicg_ops_for(spk_device dev);
 
 #ifdef __cplusplus

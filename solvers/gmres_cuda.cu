@@ -1,6 +1,6 @@
-/* kernels/gmres_cuda.cu -- GMRES's classical Gram-Schmidt, twice (CGS2), in three passes over
- * the basis, the vec-ops table's cgs2 (solvers/gmres.c; the CPU twin in kernels/vec_cpu.c is
- * the four-pass specification):
+/* solvers/gmres_cuda.cu -- GMRES's classical Gram-Schmidt, twice (CGS2), in three passes over
+ * the basis (solvers/gmres_ops.h; the CPU twin solvers/gmres_cpu.c is the four-pass
+ * specification):
  *
  *   pass 1:  h1 = V'w                                   reads V (k columns) and w
  *   pass 2:  w -= V h1, then h2 = V'w with the new w    reads V, reads and writes w
@@ -21,9 +21,11 @@
  *  - the tile kernel (pass 2 with k <= GS_TILE_K): the tile's k columns are kept in shared
  *    memory between the update of w and the dot products, so V is read once.
  * Every sum has a fixed order, so the results repeat bit for bit on one GPU.
- * SPK_GS_KERNEL=rows in the environment runs pass 2 on the rows kernel at every k (an A/B
- * switch, read at each call; test_vec runs both). */
-#include "cuda_common.h"
+ * The knob SPK_GS_KERNEL=rows runs pass 2 on the rows kernel at every k (an A/B switch;
+ * test_vec runs both). */
+#include "../kernels/cuda_common.h"
+
+#include "gmres_ops.h"
 
 #include <atomic>
 #include <stdlib.h>
@@ -36,10 +38,9 @@
 enum { GS_DOTS = 0, GS_SUB_DOTS = 1, GS_SUB_NORM = 2 };
 
 /* Rows a lane handles per step of the row loop (see gs_pass_kernel): 2 from 2^20 rows up, 1
- * below, or SPK_GS_ROWS=1|2|4 from the environment, read at each call (an A/B switch; test_vec
- * runs all three). Measured on the H200 (GMRES(30) us per iteration, rows 1 / 2 / 4):
- * poisson3d:150 571.1 / 557.4 / 572.2, poisson3d:32 49.2 / 58.8 / 62.6, elasticity3d:40
- * 104.3 / 105.6 / 116.9 (docs/gpu-runs/2026-11-29-session3.md). */
+ * below, or the knob SPK_GS_ROWS=1|2|4 (an A/B switch; test_vec runs all three). Measured on
+ * the H200 (GMRES(30) us per iteration, rows 1 / 2 / 4): poisson3d:150 571.1 / 557.4 / 572.2,
+ * poisson3d:32 49.2 / 58.8 / 62.6, elasticity3d:40 104.3 / 105.6 / 116.9. */
 #define GS_ROWS_BIG_N (1 << 20)
 
 /* MODE GS_DOTS:     part[c * nb + b] = block b's sum of V(i, j0 + c) w_i, c < kc.
@@ -213,7 +214,7 @@ gs_tile_kernel(int64_t n, int k, const double *__restrict__ V, int64_t ldv,
 
 /* out[c] = sum over b of part[c * nb + b], by a fixed tree; one block of
  * SPK_CUDA_REDUCE_THREADS per column, so each thread loads at most two partials (nb <=
- * SPK_CG_MAX_BLOCKS), both issued before the add. */
+ * SPK_MAX_BLOCKS), both issued before the add. */
 #define SPK_CUDA_REDUCE_THREADS 1024
 __global__ void __launch_bounds__(SPK_CUDA_REDUCE_THREADS)
 gs_reduce_kernel(int nb, const double *__restrict__ part, double *__restrict__ out)
@@ -232,7 +233,7 @@ gs_reduce_kernel(int nb, const double *__restrict__ part, double *__restrict__ o
 }
 
 /* Blocks of one resident wave of gs_pass_kernel<MODE, ROWS> (occupancy API, once per process
- * and instance), at most SPK_CG_MAX_BLOCKS. */
+ * and instance), at most SPK_MAX_BLOCKS. */
 template <int MODE, int ROWS>
 static unsigned gs_wave(const spk_cuda_state *cs)
 {
@@ -250,14 +251,12 @@ static unsigned gs_wave(const spk_cuda_state *cs)
         occupancy.store(per_sm, std::memory_order_relaxed);
     }
     const int64_t nb = (int64_t)cs->sm_count * per_sm;
-    return (unsigned)(nb < SPK_CG_MAX_BLOCKS ? nb : SPK_CG_MAX_BLOCKS);
+    return (unsigned)(nb < SPK_MAX_BLOCKS ? nb : SPK_MAX_BLOCKS);
 }
 
-static int gs_rows(int64_t n)
+static int gs_rows(const spk_tuning *t, int64_t n)
 {
-    const char *e = getenv("SPK_GS_ROWS");
-    const int r = e ? atoi(e) : 0;
-    return r == 1 || r == 2 || r == 4 ? r : n >= GS_ROWS_BIG_N ? 2 : 1;
+    return t->gs_rows ? t->gs_rows : n >= GS_ROWS_BIG_N ? 2 : 1;
 }
 
 typedef struct gs_plan {
@@ -312,13 +311,11 @@ static int64_t gs_tile_wave(spk_cuda_state *cs, int k)
 }
 
 template <int MODE>
-static gs_plan gs_plan_of(spk_cuda_state *cs, int64_t n, int k)
+static gs_plan gs_plan_of(const spk_tuning *t, spk_cuda_state *cs, int64_t n, int k)
 {
     gs_plan p;
-    const char *e = getenv("SPK_GS_KERNEL");
-    p.tile = MODE == GS_SUB_DOTS && k <= GS_TILE_K && !(e && strcmp(e, "rows") == 0) &&
-             gs_tile_ready(cs, k);
-    p.rows = p.tile ? 1 : gs_rows(n);
+    p.tile = MODE == GS_SUB_DOTS && k <= GS_TILE_K && !t->gs_rows_only && gs_tile_ready(cs, k);
+    p.rows = p.tile ? 1 : gs_rows(t, n);
     const int64_t per_block = (int64_t)SPK_CUDA_BLOCK * p.rows;
     const int64_t want = (n + per_block - 1) / per_block;
     int64_t wave;
@@ -327,8 +324,8 @@ static gs_plan gs_plan_of(spk_cuda_state *cs, int64_t n, int k)
     else
         wave = p.rows == 1 ? gs_wave<MODE, 1>(cs) : p.rows == 2 ? gs_wave<MODE, 2>(cs)
                                                                 : gs_wave<MODE, 4>(cs);
-    if (wave > SPK_CG_MAX_BLOCKS)
-        wave = SPK_CG_MAX_BLOCKS;
+    if (wave > SPK_MAX_BLOCKS)
+        wave = SPK_MAX_BLOCKS;
     p.nb = (unsigned)(want < 1 ? 1 : want < wave ? want : wave);
     return p;
 }
@@ -380,7 +377,8 @@ static spk_status gs_dots(spk_context *ctx, spk_cuda_state *cs, int64_t n, int k
                           const double *V, int64_t ldv, double *w, const double *h_prev,
                           double *res)
 {
-    const gs_plan p = h_prev ? gs_plan_of<GS_SUB_DOTS>(cs, n, k) : gs_plan_of<GS_DOTS>(cs, n, k);
+    const gs_plan p = h_prev ? gs_plan_of<GS_SUB_DOTS>(&ctx->tune, cs, n, k)
+                             : gs_plan_of<GS_DOTS>(&ctx->tune, cs, n, k);
     spk_status st = SPK_OK;
     for (int j0 = 0; j0 < k && !st;) {
         const int kc = p.tile ? k : k - j0 < GS_CHUNK ? k - j0 : GS_CHUNK;
@@ -397,12 +395,12 @@ static spk_status gs_dots(spk_context *ctx, spk_cuda_state *cs, int64_t n, int k
 static spk_status gs_sub_norm(spk_context *ctx, spk_cuda_state *cs, int64_t n, int k,
                               const double *V, int64_t ldv, double *w, const double *h, double *ss)
 {
-    const gs_plan p = gs_plan_of<GS_SUB_NORM>(cs, n, k);
+    const gs_plan p = gs_plan_of<GS_SUB_NORM>(&ctx->tune, cs, n, k);
     spk_status st = gs_launch<GS_SUB_NORM>(ctx, cs, &p, n, k, 0, 1, V, ldv, w, h, cs->d_part);
     return st ? st : gs_reduce(ctx, cs, &p, 1, ss);
 }
 
-spk_status spk_cuda_cgs2(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
+static spk_status c_cgs2(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
                          double *w, double *out)
 {
     spk_cuda_state *cs;
@@ -418,7 +416,7 @@ spk_status spk_cuda_cgs2(spk_context *ctx, int64_t n, int k, const double *V, in
     }
     const size_t count = (size_t)(2 * k + 1);
     if ((st = spk_cuda_small_reserve(ctx, cs, (int64_t)count)) ||
-        (st = spk_cuda_part_reserve(ctx, cs, (int64_t)SPK_CG_MAX_BLOCKS * (k > 32 ? k : 32))))
+        (st = spk_cuda_part_reserve(ctx, cs, (int64_t)SPK_MAX_BLOCKS * (k > 32 ? k : 32))))
         return st;
     /* h_small may still be the source of gemv_n_sub's copy (its event), or hold nothing */
     if (cs->small_ev_live &&
@@ -436,3 +434,10 @@ spk_status spk_cuda_cgs2(spk_context *ctx, int64_t n, int k, const double *V, in
     memcpy(out, cs->h_small, count * sizeof *out);
     return SPK_OK;
 }
+
+static const spk_gmres_ops cuda_gmres_ops = {
+    .device = SPK_DEVICE_CUDA,
+    .cgs2 = c_cgs2,
+};
+
+extern "C" const spk_gmres_ops *spk_gmres_ops_cuda(void) { return &cuda_gmres_ops; }

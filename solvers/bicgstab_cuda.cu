@@ -1,5 +1,5 @@
-/* kernels/bicg_cuda.cu -- the device side of the fused BiCGStab iteration (solvers/bicgstab.c,
- * solvers/bicg_scalar.h): the scalars stay in device memory (spk_bicg_scalars), so an
+/* solvers/bicgstab_cuda.cu -- the fused BiCGStab steps on the GPU (solvers/bicgstab.c,
+ * solvers/bicgstab_scalar.h; the CPU twin is solvers/bicgstab_cpu.c): the scalars stay in device memory (spk_bicg_scalars), so an
  * iteration is seven kernels queued back to back with no wait between them -- the two SpMVs
  * of the backend and these five:
  *
@@ -17,13 +17,13 @@
  * Every scalar a kernel needs was finished by the last block of an earlier kernel (stream
  * order makes it visible); what a kernel changes in the block, only its own last block
  * writes, after every block has read it (spk_last_block_sum's counter), running the scalar
- * step of solvers/bicg_scalar.h in one thread. Reductions add per-block partials in block
+ * step of solvers/bicgstab_scalar.h in one thread. Reductions add per-block partials in block
  * order: the same bits on every run. Past the end every kernel reads `state` and returns at
  * once; the backend's SpMVs of iterations queued past it still run (they have no state to
  * read), and only rewrite v and t. */
-#include "cuda_common.h"
+#include "../kernels/cuda_common.h"
 
-#include "../solvers/bicg_scalar.h"
+#include "bicgstab_scalar.h"
 
 static_assert(sizeof(spk_bicg_scalars) <= SPK_CUDA_FETCH_MAX,
               "spk_bicg_scalars must fit one fetch slot");
@@ -224,7 +224,11 @@ static spk_status c_update_xr(spk_context *ctx, int64_t n, spk_bicg_scalars *S, 
 }
 
 static const spk_bicg_ops cuda_bicg_ops = {
-    SPK_DEVICE_CUDA, c_update_p, c_dots, c_update_s, c_update_xr,
+    .device = SPK_DEVICE_CUDA,
+    .update_p = c_update_p,
+    .dots = c_dots,
+    .update_s = c_update_s,
+    .update_xr = c_update_xr,
 };
 
 extern "C" const spk_bicg_ops *spk_bicg_ops_cuda(void) { return &cuda_bicg_ops; }

@@ -1,10 +1,10 @@
-/* kernels/bicg_cpu.c -- the fused BiCGStab steps on the host (solvers/bicg_scalar.h): the
- * specification kernels/bicg_cuda.cu is tested against. Each step is one OpenMP loop over its
- * vectors, then the scalar step of solvers/bicg_scalar.h on the block, as the CUDA kernels'
- * last block does. Reductions carry `simd` for the reason kernels/vec_cpu.c gives, and run
- * over chunks fixed by n, added in chunk order (src/spk_internal.h): the same bits whatever
- * the thread count. */
-#include "../solvers/bicg_scalar.h"
+/* solvers/bicgstab_cpu.c -- the fused BiCGStab steps on the host (solvers/bicgstab_scalar.h):
+ * the specification solvers/bicgstab_cuda.cu is tested against. Each step is one OpenMP loop
+ * over its vectors, then the scalar step of solvers/bicgstab_scalar.h on the block, as the CUDA
+ * kernels' last block does. Reductions carry `simd` for the reason kernels/vec_cpu.c gives, and
+ * run over chunks fixed by n, added in chunk order (src/spk_internal.h): the same bits
+ * whatever the thread count. */
+#include "bicgstab_scalar.h"
 
 static spk_status b_update_p(spk_context *ctx, int64_t n, spk_bicg_scalars *S, const double *r,
                              const double *v, double *p, const double *dinv, double *ph)
@@ -113,7 +113,11 @@ static spk_status b_update_xr(spk_context *ctx, int64_t n, spk_bicg_scalars *S, 
 }
 
 static const spk_bicg_ops cpu_bicg_ops = {
-    SPK_DEVICE_CPU, b_update_p, b_dots, b_update_s, b_update_xr,
+    .device = SPK_DEVICE_CPU,
+    .update_p = b_update_p,
+    .dots = b_dots,
+    .update_s = b_update_s,
+    .update_xr = b_update_xr,
 };
 
 const spk_bicg_ops *spk_bicg_ops_cpu(void) { return &cpu_bicg_ops; }

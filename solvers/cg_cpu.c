@@ -1,0 +1,99 @@
+/* solvers/cg_cpu.c -- the fused CG steps on the host (solvers/cg_scalar.h): the specification
+ * solvers/cg_cuda.cu is tested against. Each step is one OpenMP loop over its vectors, then
+ * the scalar step of solvers/cg_scalar.h on the block, as the CUDA kernels' last block does.
+ * Reductions run over chunks fixed by n, added in chunk order (src/spk_internal.h): the same
+ * bits whatever the thread count. */
+#include "cg_scalar.h"
+
+static spk_status h_r(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *q,
+                      double *r, const double *dinv)
+{
+    if (S->state != SPK_CG_RUN)
+        return SPK_OK;
+    double alpha;
+    const int ok = spk_cg_alpha(S, &alpha);
+    if (!ok) {
+        spk_cg_after_r(S, ok, alpha, 0.0, 0.0);
+        return SPK_OK;
+    }
+    double part[2][SPK_CHUNKS];
+    const int nc = spk_chunks(n);
+#pragma omp parallel for schedule(static) if (nc > 1)
+    for (int c = 0; c < nc; c++) {
+        const int64_t lo = spk_chunk_lo(n, nc, c), hi = spk_chunk_lo(n, nc, c + 1);
+        double s_rr = 0.0, s_rz = 0.0;
+        if (dinv) {
+#pragma omp simd reduction(+ : s_rr, s_rz) if (nc > 1)
+            for (int64_t i = lo; i < hi; i++) {
+                double ri = r[i] - alpha * q[i];        /* r = r - alpha A p        */
+                r[i] = ri;
+                s_rr += ri * ri;
+                s_rz += ri * (dinv[i] * ri);             /* r'z with z = D^-1 r      */
+            }
+        } else {
+#pragma omp simd reduction(+ : s_rr) if (nc > 1)
+            for (int64_t i = lo; i < hi; i++) {
+                double ri = r[i] - alpha * q[i];
+                r[i] = ri;
+                s_rr += ri * ri;
+            }
+        }
+        part[0][c] = s_rr;
+        part[1][c] = s_rz;
+    }
+    const double rr = spk_chunks_sum(part[0], nc);
+    spk_cg_after_r(S, ok, alpha, rr, dinv ? spk_chunks_sum(part[1], nc) : rr);
+    return SPK_OK;
+}
+
+static spk_status h_rz(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *r,
+                       const double *z)
+{
+    if (S->state != SPK_CG_RUN)
+        return SPK_OK;
+    double part[SPK_CHUNKS];
+    const int nc = spk_chunks(n);
+#pragma omp parallel for schedule(static) if (nc > 1)
+    for (int c = 0; c < nc; c++)
+        part[c] = spk_dot_chunk(r, z, spk_chunk_lo(n, nc, c), spk_chunk_lo(n, nc, c + 1), nc > 1);
+    spk_cg_after_rz(S, spk_chunks_sum(part, nc));
+    return SPK_OK;
+}
+
+static spk_status h_xp(spk_context *ctx, int64_t n, spk_cg_scalars *S, double *x, double *p,
+                       const double *z, const double *dinv)
+{
+    if (S->state == SPK_CG_DONE)
+        return SPK_OK;
+    const double alpha = S->alpha;
+    const int last = S->state == SPK_CG_LAST;
+    if (last) {
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N)
+        for (int64_t i = 0; i < n; i++)
+            x[i] += alpha * p[i];
+    } else {
+        const double beta = spk_cg_beta(S);
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N)
+        for (int64_t i = 0; i < n; i++) {
+            const double pi = p[i];
+            x[i] += alpha * pi;                          /* x = x + alpha p          */
+            p[i] = (dinv ? dinv[i] * z[i] : z[i]) + beta * pi;   /* p = z + beta p    */
+        }
+    }
+    spk_cg_after_xp(S, last);
+    return SPK_OK;
+}
+
+static const spk_cg_ops cpu_cg_ops = {
+    .device = SPK_DEVICE_CPU,
+    .r = h_r,
+    .rz = h_rz,
+    .xp = h_xp,
+};
+
+const spk_cg_ops *spk_cg_ops_cpu(void) { return &cpu_cg_ops; }
+
+const spk_cg_ops *spk_cg_ops_for(spk_device dev)
+{
+    return dev == SPK_DEVICE_CUDA ? spk_cg_ops_cuda() : &cpu_cg_ops;
+}

@@ -1,0 +1,86 @@
+/* src/tuning.c -- the library's tuning knobs: environment variables for benchmarks and tests
+ * (A/B runs of one kernel against another), read here and nowhere else, once per context at
+ * spk_context_create. An empty or unset variable takes the default; any other value must be
+ * one the knob knows, else the context is not made and the message names the variable, its
+ * value and what it takes. docs/api.md lists the same table. */
+#include "spk_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A knob that takes one of a few words: the index of the word, or SPK_TUNE_AUTO when unset. */
+static spk_status knob_word(spk_context *ctx, const char *name, const char *const *words,
+                            int nwords, int *out)
+{
+    const char *e = getenv(name);
+    *out = SPK_TUNE_AUTO;
+    if (!e || !*e)
+        return SPK_OK;
+    char list[128] = "";
+    for (int i = 0; i < nwords; i++) {
+        if (strcmp(e, words[i]) == 0) {
+            *out = i;
+            return SPK_OK;
+        }
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                 words[i]);
+    }
+    return spk_fail(ctx, SPK_ERR_ARG, "%s=%s: expected one of %s (or unset)", name, e, list);
+}
+
+/* SPK_BATCH_US: microseconds, a number in (0, 1e7). */
+static spk_status knob_batch(spk_context *ctx, double *seconds)
+{
+    const char *e = getenv("SPK_BATCH_US");
+    *seconds = SPK_BATCH_SECONDS;
+    if (!e || !*e)
+        return SPK_OK;
+    char *end;
+    const double us = strtod(e, &end);
+    if (end == e || *end || !(us > 0 && us < 1e7))
+        return spk_fail(ctx, SPK_ERR_ARG, "SPK_BATCH_US=%s: expected microseconds in (0, 1e7) "
+                        "(or unset)", e);
+    *seconds = us * 1e-6;
+    return SPK_OK;
+}
+
+spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t)
+{
+    static const char *const on_off[] = {"0", "1"};
+    static const char *const csr[] = {"auto", "vector", "merge", "adaptive"};
+    static const char *const ell_index[] = {"auto", "32"};
+    static const char *const ell_rows[] = {"auto", "1", "2"};
+    static const char *const gs_rows[] = {"auto", "1", "2", "4"};
+    static const char *const gs_kernel[] = {"auto", "rows"};
+    int w;
+    spk_status st = knob_batch(ctx, &t->batch_s);
+    if (!st && !(st = knob_word(ctx, "SPK_CUDA_GRAPH", on_off, 2, &w)))
+        t->cuda_graph = w != 0;                           /* unset or "1": on */
+    if (!st && !(st = knob_word(ctx, "SPK_CSR_KERNEL", csr, 4, &w)))
+        t->csr_kernel = w <= 0 ? SPK_TUNE_AUTO : w - 1;   /* SPK_CSR_VECTOR, _MERGE, _ADAPTIVE */
+    if (!st && !(st = knob_word(ctx, "SPK_ELL_INDEX", ell_index, 2, &w)))
+        t->ell_index32 = w == 1;
+    if (!st && !(st = knob_word(ctx, "SPK_ELL_ROWS", ell_rows, 3, &w)))
+        t->ell_rows = w <= 0 ? 0 : w;                     /* 0: by the width */
+    if (!st && !(st = knob_word(ctx, "SPK_GS_ROWS", gs_rows, 4, &w)))
+        t->gs_rows = w <= 0 ? 0 : 1 << (w - 1);           /* 0: by n; else 1, 2, 4 */
+    if (!st && !(st = knob_word(ctx, "SPK_GS_KERNEL", gs_kernel, 2, &w)))
+        t->gs_rows_only = w == 1;
+    if (!st && !(st = knob_word(ctx, "SPK_HUGEPAGES", on_off, 2, &w)))
+        t->hugepages = w != 0;
+    return st;
+}
+
+void spk_tuning_default(spk_tuning *t)
+{
+    t->batch_s = SPK_BATCH_SECONDS;
+    t->cuda_graph = 1;
+    t->csr_kernel = SPK_TUNE_AUTO;
+    t->ell_index32 = 0;
+    t->ell_rows = 0;
+    t->gs_rows = 0;
+    t->gs_rows_only = 0;
+    t->hugepages = 1;
+}
