@@ -184,6 +184,56 @@ static void test_context(void)
     spk_options_default(NULL);
     T_CHECK(opt.rtol == 1e-8 && opt.restart == 30 && opt.method == SPK_METHOD_AUTO, "defaults");
     spk_result_free(NULL);
+    /* preconditioner names come from the table; "user" is not a word to parse */
+    spk_precond p;
+    T_CHECK(spk_precond_parse("jacobi", &p) == SPK_OK && p == SPK_PRECOND_JACOBI &&
+                spk_precond_parse("none", &p) == SPK_OK && p == SPK_PRECOND_NONE,
+            "precond parse");
+    T_CHECK(spk_precond_parse("user", &p) == SPK_ERR_ARG && spk_precond_parse("ilu", &p) ==
+                SPK_ERR_ARG && spk_precond_parse(NULL, &p) == SPK_ERR_ARG, "precond parse bad");
+    for (int k = 0; k < SPK_PRECOND_COUNT; k++)
+        T_CHECK(strcmp(spk_precond_str((spk_precond)k), "unknown") != 0 &&
+                    strlen(spk_precond_summary((spk_precond)k)) > 0, "precond %d has no row", k);
+    T_CHECK(strcmp(spk_precond_str((spk_precond)SPK_PRECOND_COUNT), "unknown") == 0,
+            "precond past the table");
+}
+
+/* Every tuning knob is read at spk_context_create: an unknown value fails it with a message
+ * naming the variable and what it takes; the knob's own values and an empty one are taken. */
+static void test_knobs(void)
+{
+    static const struct {
+        const char *name, *good, *bad, *said;  /* said: what the message must name */
+    } knobs[] = {
+        {"SPK_BATCH_US", "500", "fast", "microseconds"}, {"SPK_CUDA_GRAPH", "0", "off", "0, 1"},
+        {"SPK_CSR_KERNEL", "merge", "x", "adaptive"},    {"SPK_ELL_INDEX", "32", "16", "32"},
+        {"SPK_ELL_ROWS", "2", "3", "1, 2"},              {"SPK_GS_ROWS", "4", "8", "4"},
+        {"SPK_GS_KERNEL", "rows", "tile", "rows"},       {"SPK_HUGEPAGES", "0", "no", "0, 1"},
+    };
+    for (size_t k = 0; k < sizeof knobs / sizeof knobs[0]; k++) {
+        const char *old = getenv(knobs[k].name);
+        char *saved = old ? strdup(old) : NULL;
+        const char *values[] = {knobs[k].good, "", knobs[k].bad};
+        for (int v = 0; v < 3; v++) {
+            setenv(knobs[k].name, values[v], 1);
+            spk_context *c = NULL;
+            spk_status st = spk_context_create(&c, SPK_DEVICE_CPU);
+            if (v < 2)
+                T_CHECK(st == SPK_OK, "%s=%s refused: %s", knobs[k].name, values[v],
+                        spk_last_error(c));
+            else
+                T_CHECK(st == SPK_ERR_ARG && strstr(spk_last_error(c), knobs[k].name) &&
+                            strstr(spk_last_error(c), knobs[k].said),
+                        "%s=%s: %s: %s", knobs[k].name, values[v], spk_status_str(st),
+                        spk_last_error(c));
+            spk_context_destroy(c);
+        }
+        if (saved)
+            setenv(knobs[k].name, saved, 1);
+        else
+            unsetenv(knobs[k].name);
+        free(saved);
+    }
 }
 
 /* ---- matrices ------------------------------------------------------------------------------ */
@@ -1169,6 +1219,7 @@ int main(int argc, char **argv)
     ctx = t_context(dev);
     if (part_main) {
         test_context();
+        test_knobs();
         test_matrix_make();
         test_matrix_file();
         test_update_formats();

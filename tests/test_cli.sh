@@ -94,6 +94,18 @@ run "$SOLVE" -A "$IN/bcsstk09.mtx" -b "$IN/sherman1_rhs1.mtx"
 check "rhs of the wrong length exits 2" test "$rc" -eq 2
 run "$SOLVE" -A "$IN/bcsstk09.mtx" --help
 check "--help exits 0 and lists --method" grep -q -- "--method" "$T/out"
+check "--help lists each preconditioner of the library's table with its summary" \
+  grep -q "jacobi  M = diag(A)" "$T/out"
+check "--help lists none" grep -q "none    no preconditioner" "$T/out"
+check "--help's usage has no printf residue" grep -q "%.17g" "$T/out"
+run "$SOLVE" -A "$IN/LF10.mtx" --precond ilu9
+check "unknown --precond exits 2 (rc=$rc)" test "$rc" -eq 2
+check "unknown --precond lists the table's names" grep -q "expects none|jacobi, got 'ilu9'" "$T/err"
+run "$SOLVE" -A "$IN/LF10.mtx" --precond user
+check "--precond user (the API's only) is refused (rc=$rc)" test "$rc" -eq 2
+run "$SOLVE" -A "$IN/LF10.mtx" --device cpu --format ell --json
+check "--format ell's reason names the automatic choice" \
+  python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['format_reason'].startswith('ell: asked for (auto would pick csr)') and r['precond'] == 'none' else 1)"
 run "$SOLVE" --version
 check "--version exits 0" test "$rc" -eq 0
 
