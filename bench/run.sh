@@ -4,7 +4,7 @@
 #
 #   bash bench/run.sh BUILD [--cpu]
 #
-# 1. bench_spmv (every spk format and cuSPARSE on the matrices and inputs/) and
+# 1. bench_spmv (every spk format and cuSPARSE on the five generated matrices and inputs/) and
 #    bench_solvers (CG, BiCGStab, GMRES(30) per iteration, textbook cuSPARSE + cuBLAS CG) write
 #    bench/results/<date>-<gpu>-{spmv,solvers}.{json,csv,txt}. Without CUDA in the build, or
 #    without a usable GPU (bench_spmv --probe exits 77), they are skipped with a message.
@@ -16,9 +16,10 @@
 #    Every other section of the file (Matrix Market reader, CPU) is left as it is.
 # 3. With --cpu, also bench/cpu_cg_vs_scipy.py (CPU CG against SciPy's cg on poisson3d:64,
 #    once against SciPy's csr_matrix and once against its dia_matrix), results in
-#    bench/results/<date>-cpu-<host>*.json, and bench_dia_cpu (DIA against CSR SpMV, the data of
-#    the CPU rule); their tables are printed for the CPU section, which is edited by hand (it
-#    records the machine and its load).
+#    bench/results/<date>-cpu-<host>-cg-vs-scipy-{csr,dia}.json, and bench_dia_cpu (DIA against
+#    CSR SpMV, the data of the CPU rule) in <date>-cpu-<host>-dia-vs-csr-spmv.txt; their tables
+#    are printed for the CPU sections, which are edited by hand (they record the machine and its
+#    load).
 #
 # Exit status: 0, or 1 when a benchmark failed or reported a FAIL line (the docs are still
 # regenerated from whatever completed).
@@ -90,13 +91,13 @@ run_gpu
 if [ $CPU -eq 1 ]; then
     host=$(hostname -s 2>/dev/null || echo host)
     python3 "$ROOT/bench/cpu_cg_vs_scipy.py" --build "$BUILD" --markdown \
-        --json "$RESULTS/$DATE-cpu-$host.json" || { echo "run.sh: cpu_cg_vs_scipy.py failed" >&2; status=1; }
+        --json "$RESULTS/$DATE-cpu-$host-cg-vs-scipy-csr.json" || { echo "run.sh: cpu_cg_vs_scipy.py failed" >&2; status=1; }
     # the same against SciPy's own dia_matrix (spk picks DIA for this matrix on the CPU)
     python3 "$ROOT/bench/cpu_cg_vs_scipy.py" --build "$BUILD" --markdown --settings default \
-        --scipy-format dia --json "$RESULTS/$DATE-cpu-$host-vs-scipy-dia.json" ||
+        --scipy-format dia --json "$RESULTS/$DATE-cpu-$host-cg-vs-scipy-dia.json" ||
         { echo "run.sh: cpu_cg_vs_scipy.py --scipy-format dia failed" >&2; status=1; }
     if [ -x "$BUILD/bench_dia_cpu" ]; then
-        "$BUILD/bench_dia_cpu" | tee "$RESULTS/$DATE-cpu-$host-dia.txt" ||
+        "$BUILD/bench_dia_cpu" | tee "$RESULTS/$DATE-cpu-$host-dia-vs-csr-spmv.txt" ||
             { echo "run.sh: bench_dia_cpu failed" >&2; status=1; }
     fi
 fi
