@@ -9,8 +9,8 @@ Only the text between the marker comments is replaced:
 
 so the hand-written sections (Matrix Market reader, CPU against SciPy) stay as they are. A
 marker pair missing from the file is appended at its end with a heading. Each section names the
-GPU and the date of its run, compares the figures with the targets of issue 6 (met / not met),
-and the solver section shows docs/img/cg_per_iteration.png: CG time per iteration against rows
+GPU and the date of its run and the command that reproduces it, compares the figures with spk's
+performance targets (met / not met), and the solver section shows docs/img/cg_per_iteration.png: CG time per iteration against rows
 for spk, textbook cuSPARSE + cuBLAS and the floor (matplotlib; skipped with a note if absent).
 
     python3 bench/write_benchmarks.py [--results bench/results] [--doc docs/benchmarks.md]
@@ -98,7 +98,9 @@ def spmv_section(d, src):
     L.append("Measured by `bench_spmv` (`make bench`) on %s, %s. Device-to-device copy bandwidth "
              "in the same run: **%s GB/s** (bytes read + written). Each time is the median of %d "
              "SpMVs (CUDA events) after %d warm-up calls; every result was checked against the "
-             "CPU reference (max relative error %g)%s. Source: `%s`." %
+             "CPU reference (max relative error %g)%s. Reproduce: `make bench` (bench/run.sh), or "
+             "`bash bench/gpu_bench.sh OUTDIR` and `python3 bench/write_benchmarks.py --spmv "
+             "OUTDIR/<date>-<gpu>-spmv.json`. Source: `%s`." %
              (gpu, d.get("date", "?"), num(d.get("copy_gbs"), "%.0f"), d.get("reps", 0),
               d.get("warmup", 0), d.get("max_rel_err", 1e-12),
               "" if not d.get("failures") else ", **%d FAILED**" % d["failures"],
@@ -134,25 +136,25 @@ def spmv_section(d, src):
                 num(ratio(m.get("best_cusparse_us"), m.get("auto_us")), "%.2f")))
         return rows
 
-    L.append("#### The issue's matrices")
+    L.append("#### The five generated matrices")
     L.append("")
     L += summary_rows(gen)
     L.append("")
-    # targets of issue 6
+    # the performance targets
     if gen:
         ok_best = all((ratio(m.get("best_cusparse_us"), m.get("auto_us")) or 0) >= 1.0 for m in gen)
         g = d.get("geomean_generated", {}).get("cusp_csr_default_over_auto")
         stencil = [m for m in gen if m["name"].startswith(STENCILS)]
         ok_bw = all((pct(m) or 0) >= 85.0 for m in stencil)
         ok_auto = all((ratio(m.get("auto_us"), m.get("best_spk_us")) or 99) <= 1.10 for m in gen)
-        L.append("Targets of issue 6 on these matrices:")
+        L.append("Targets on these matrices:")
         L.append("")
         L.append("- auto at least as fast as cuSPARSE's best on every matrix: %s (worst cusp best / "
                  "auto %s)" % (met(ok_best), num(min((ratio(m.get("best_cusparse_us"),
                                                                m.get("auto_us")) or 0) for m in gen), "%.2f")))
         L.append("- geometric mean >= 1.15x cuSPARSE's CSR default: %s (%s)" %
                  (met(g is not None and g >= 1.15), num(g, "%.3f")))
-        L.append("- stencil matrices at >= 85%% of the copy bandwidth, on the issue's CSR bytes: %s (%s)" %
+        L.append("- stencil matrices at >= 85%% of the copy bandwidth, on CSR bytes: %s (%s)" %
                  (met(ok_bw), ", ".join("%s %s" % (m["name"], num(pct(m), "%.0f%%")) for m in stencil)))
         def moved(m):            # the bytes spk's ELL reads and writes, over its time
             if m.get("auto") != "ell" or not m.get("ell_bytes") or not m.get("auto_us"):
@@ -258,7 +260,9 @@ def solvers_section(d, src, img_rel, plot_note, spmv=None):
              "iterations)) / (iterations - 30), the marginal cost of an iteration without the "
              "fixed costs of a solve (allocations, final true residual, download of x; "
              "`us_per_iter_whole` in the JSON keeps solve_s / iterations). The textbook loop is "
-             "timed bare. b is random. Source: `%s`." %
+             "timed bare. b is random. Reproduce: `make bench` (bench/run.sh), or `bash "
+             "bench/gpu_bench.sh OUTDIR` and `python3 bench/write_benchmarks.py --solvers "
+             "OUTDIR/<date>-<gpu>-solvers.json`. Source: `%s`." %
              (gpu, d.get("date", "?"), num(d.get("copy_gbs"), "%.0f"), d.get("maxiter", 0),
               d.get("maxiter", 0), d.get("reps", 0), relpath(src)))
     L.append("")
@@ -266,7 +270,7 @@ def solvers_section(d, src, img_rel, plot_note, spmv=None):
     L.append("Floors per iteration, M = %s bytes (CSR), B = copy bandwidth:" %
              d.get("matrix_bytes", "12 nnz + 8 (n + 1)").replace("M = ", ""))
     L.append("")
-    L.append("- CG: %s (the issue's fused floor);" % fl.get("cg", "?"))
+    L.append("- CG: %s (the fused floor);" % fl.get("cg", "?"))
     L.append("- BiCGStab: %s;" % fl.get("bicgstab", "?"))
     L.append("- GMRES(%d): %s." % (d.get("restart", 30), fl.get("gmres", "?")))
     L.append("")
@@ -305,7 +309,7 @@ def solvers_section(d, src, img_rel, plot_note, spmv=None):
         r = find(by.get(name, {}), "spk", method)
         return r["ratio_to_floor"] if r else None
 
-    L.append("Targets of issue 6:")
+    L.append("Targets:")
     L.append("")
     if "poisson3d:150" in by:
         u, r = us("poisson3d:150"), rf("poisson3d:150", "cg")
@@ -314,8 +318,8 @@ def solvers_section(d, src, img_rel, plot_note, spmv=None):
         L.append("- CG on poisson3d:150 <= 170 us per iteration: %s (%s us)" %
                  (met(u is not None and u <= 170), num(u)))
         L.append("- the same <= 1.15x its fused floor: %s against this benchmark's floor (%sx of "
-                 "%s us: M + 10 n doubles at the copy bandwidth of the run); the issue's own floor, "
-                 "146 us, puts 170 us at 1.16x and this run at %sx" %
+                 "%s us: M + 10 n doubles at the copy bandwidth of the run); against the target's "
+                 "stated floor of 146 us (at which 170 us is 1.16x) this run is %sx" %
                  (met(r is not None and r <= 1.15), num(r, "%.2f"), num(fl),
                   num(u / 146.0 if u is not None else None, "%.2f")))
         for meth, label in (("bicgstab", "BiCGStab"), ("gmres", "GMRES(30)")):
@@ -323,7 +327,7 @@ def solvers_section(d, src, img_rel, plot_note, spmv=None):
             L.append("- %s within 1.25x of its floor on poisson3d:150: %s (%sx)" %
                      (label, met(rm is not None and rm <= 1.25), num(rm, "%.2f")))
         # The floors again with the matrix bytes of the ELL layout the solve ran (bench_spmv's
-        # ell_bytes less x and y): the floors above count the CSR matrix, as the issue does.
+        # ell_bytes less x and y): the floors above count the CSR matrix, as the targets do.
         sm = {m["name"]: m for m in (spmv or {}).get("matrices", [])}.get("poisson3d:150")
         m150 = by["poisson3d:150"]
         if sm and sm.get("ell_bytes") and m150.get("format") == "ell" and d.get("copy_gbs"):
