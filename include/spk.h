@@ -202,9 +202,10 @@ SPK_API void spk_matrix_destroy(spk_matrix *A);
 SPK_API spk_status spk_matrix_update_values(spk_context *ctx, spk_matrix *A, int64_t nnz,
                                             const double *val, int val_on_device);
 
-/* Row-length statistics, computed once when the matrix is made (symmetric and diag_positive
- * again after a value update, from the host values: downloaded first after an update on the
- * GPU). SPK_ERR_ARG for NULL or a destroyed matrix, SPK_ERR_CUDA (that download failed). */
+/* Row-length statistics, computed once when the matrix is made (symmetric, diag_positive and
+ * the value range again after a value update, from the host values: downloaded first after an
+ * update on the GPU). SPK_ERR_ARG for NULL or a destroyed matrix, SPK_ERR_CUDA (that download
+ * failed). */
 typedef struct spk_matrix_info {
     int64_t nrows, ncols, nnz;
     int64_t row_min, row_max, empty_rows;
@@ -222,6 +223,8 @@ typedef struct spk_matrix_info {
                                               64 diagonals)                                   */
     int64_t dia_partial_rows;              /* rows without an entry on each of those diagonals
                                               (0 above 64 diagonals)                          */
+    double  val_absmax, val_absmin;        /* the largest |a_ij| and the smallest nonzero one
+                                              (0 without nonzeros)                            */
 } spk_matrix_info;
 SPK_API spk_status spk_matrix_get_info(const spk_matrix *A, spk_matrix_info *info);
 
@@ -342,6 +345,8 @@ typedef struct spk_result {
     int64_t     history_len;
     char        method_reason[128]; /* why AUTO picked the method, "" otherwise              */
     char        format_reason[256]; /* why A ran in its format (spk_matrix_format_reason)       */
+    char        reason_detail[256]; /* what lies behind a reason that is not convergence, and
+                                       what to try; "" when there is nothing to add            */
 } spk_result;
 SPK_API void spk_result_free(spk_result *res);
 

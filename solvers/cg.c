@@ -66,7 +66,7 @@ static spk_status cg_step(void *self)
 
     /* q = A p and p'q in one pass where the backend fuses them */
     spk_dot_sink sink = {&S->state, &S->pq, &S->count[0], c->part};
-    if (k->be->spmv_dot)
+    if (k->be->spmv_dot && k->a_scale == 1.0)       /* the fused pass has no scale */
         st = k->be->spmv_dot(ctx, k->state, c->p, c->q, &sink);
     else if (!(st = spk_apply_A(k, c->p, c->q)))
         st = k->ops->dot_sink(ctx, n, c->p, c->q, &sink);

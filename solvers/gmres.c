@@ -85,11 +85,23 @@ static spk_status gm_arnoldi(gm *w, int j, double *wnorm, double *hnext)
         *hnext = sqrt(ss);
     else if ((st = ops->nrm2(k->ctx, n, wv, hnext)))
         return st;
-    /* ||A z||^2 = ||h||^2 + ||w||^2 (Pythagoras, V orthonormal): no extra reduction. */
+    /* ||A z||^2 = ||h||^2 + ||w||^2 (Pythagoras, V orthonormal): no extra reduction; scaled
+     * by the largest term, as LAPACK's dnrm2 is, when the plain sum of squares over- or
+     * underflows */
     double s = (*hnext) * (*hnext);
     for (int i = 0; i <= j; i++)
         s += hj[i] * hj[i];
-    *wnorm = sqrt(s);
+    if (!(s > 1e-280 && s < 1e280)) {
+        double big = fabs(*hnext);
+        for (int i = 0; i <= j; i++)
+            big = fabs(hj[i]) > big ? fabs(hj[i]) : big;
+        s = big > 0 && isfinite(big) ? (*hnext / big) * (*hnext / big) : s;
+        for (int i = 0; big > 0 && isfinite(big) && i <= j; i++)
+            s += (hj[i] / big) * (hj[i] / big);
+        *wnorm = big > 0 && isfinite(big) ? big * sqrt(s) : sqrt(s);
+    } else {
+        *wnorm = sqrt(s);
+    }
     hj[j + 1] = *hnext;
     return SPK_OK;
 }

@@ -13,12 +13,14 @@ extern "C" {
 #endif
 
 /* Workspace slots: the vectors of a solve, kept by the solver object between solves. The
- * caller (src/solve.c) owns the first three; a method numbers its own from SPK_WS_METHOD. */
+ * caller (src/solve.c) owns the first five; a method numbers its own from SPK_WS_METHOD. */
 #define SPK_WS_B      0      /* b on the device (host-vector solves)                          */
 #define SPK_WS_X      1      /* x on the device (host-vector solves)                          */
 #define SPK_WS_R      2      /* b - A x for the true residual                                 */
-#define SPK_WS_METHOD 3      /* the method's first slot                                        */
-#define SPK_WS_MAX    12
+#define SPK_WS_BS     3      /* the scaled b of a system run scaled (spk_krylov.a_scale)      */
+#define SPK_WS_DINV   4      /* D^-1 / a_scale for the diagonal path of a scaled system        */
+#define SPK_WS_METHOD 5      /* the method's first slot                                        */
+#define SPK_WS_MAX    14
 
 typedef struct spk_krylov {
     spk_context              *ctx;
@@ -28,6 +30,12 @@ typedef struct spk_krylov {
     int64_t                   n;
     const spk_precond_ops    *pc;      /* M through its row                                   */
     void                     *pc_state;
+    /* A system whose magnitudes would over- or underflow the methods' sums of squares runs
+     * scaled by powers of two (exact): A' = a_scale A, M' = a_scale M, b' = b_scale b, so
+     * y = (b_scale / a_scale) x. spk_apply_A, spk_precond_apply and spk_krylov_dinv apply
+     * the scale; history and monitor report rnorm / b_scale. 1 and 1 almost always. */
+    double                    a_scale, b_scale;
+    const double             *dinv_scaled;   /* D^-1 / a_scale when a_scale != 1         */
     const spk_options        *opt;
     spk_result               *res;     /* reason, iterations, rnorm, history                   */
     int64_t                   maxiter; /* resolved from opt                                   */
@@ -103,7 +111,7 @@ const double *spk_krylov_dinv(const spk_krylov *k);
 /* z = M^-1 r through the row (a copy for M = I). */
 spk_status spk_precond_apply(spk_krylov *k, const double *r, double *z);
 
-/* y = A x through the backend (beta = 0). */
+/* y = A x through the backend (beta = 0), the scaled operator a_scale A. */
 spk_status spk_apply_A(spk_krylov *k, const double *x, double *y);
 
 #ifdef __cplusplus

@@ -34,6 +34,7 @@ spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnor
 {
     spk_result *res = k->res;
     double rel = res->bnorm > 0 ? rnorm / res->bnorm : rnorm;
+    rnorm /= k->b_scale;                             /* in the caller's units (exact) */
     double t = spk_now() - k->t0;
     if (k->opt->history) {
         if (res->history_len == k->hist_cap) {
@@ -64,7 +65,7 @@ spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnor
 
 spk_status spk_apply_A(spk_krylov *k, const double *x, double *y)
 {
-    return k->be->spmv(k->ctx, k->state, 1.0, x, 0.0, y);
+    return k->be->spmv(k->ctx, k->state, k->a_scale, x, 0.0, y);
 }
 
 spk_pc_path spk_krylov_pc_path(const spk_krylov *k)
@@ -76,10 +77,15 @@ spk_pc_path spk_krylov_pc_path(const spk_krylov *k)
 
 const double *spk_krylov_dinv(const spk_krylov *k)
 {
-    return k->pc->diag ? k->pc->diag(k->pc_state) : NULL;
+    if (!k->pc->diag)
+        return NULL;
+    return k->a_scale != 1.0 ? k->dinv_scaled : k->pc->diag(k->pc_state);
 }
 
 spk_status spk_precond_apply(spk_krylov *k, const double *r, double *z)
 {
-    return k->pc->apply(k->pc_state, r, z);
+    spk_status st = k->pc->apply(k->pc_state, r, z);
+    if (!st && k->a_scale != 1.0)                    /* M' = a_scale M */
+        st = k->ops->scal(k->ctx, k->n, 1.0 / k->a_scale, z);
+    return st;
 }

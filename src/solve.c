@@ -27,8 +27,46 @@ struct spk_solver {
     const spk_precond_ops *pc;       /* M's row of the preconditioner table                    */
     void              *pc_state;
     uint64_t           version;      /* A->version the preconditioner was built from           */
+    double             a_scale;      /* the power of two the method scales A by (1 normally)   */
+    int                a_fits;       /* 0: no power of two brings A's magnitudes into range    */
+    spk_options        opt_run;      /* the options as the method sees them (atol scaled)      */
     double             pending_setup_s; /* creation time, reported by the first solve          */
 };
+
+/* ---- power-of-two scaling (exact) of a system the sums of squares cannot hold ------------
+ * A dot product or a norm's sum of squares overflows once the entries pass ~1e154 and
+ * underflows below ~1e-154, though A, b and x are finite and well conditioned. Outside these
+ * ranges a system runs scaled by powers of two: A' = a_scale A (max |a_ij| brought to [0.5,
+ * 1)), b' = b_scale b (||b'|| in [1, 2)), y = (b_scale / a_scale) x. Multiplying by a power of
+ * two is exact and commutes with every operation of the methods, so a scaled solve takes the
+ * same iterations as the same system scaled to 1 would; x, the residuals and the history are
+ * given back in the caller's units. Inside the ranges nothing is scaled (and nothing copied). */
+#define SPK_A_SCALE_EXP 128    /* max |a_ij| in [2^-128, 2^128]: squares of A p stay in range  */
+#define SPK_B_SCALE_EXP 400    /* ||b|| in [2^-400, 2^400]                                      */
+
+/* a_scale from A's value range; *fits = 0 when the smallest nonzero |a_ij| keeps the max
+ * above 2^128 even so (its entries span more than doubles' sums of squares hold). */
+static double matrix_scale(const spk_matrix_info *in, int *fits)
+{
+    *fits = 1;
+    if (!(in->val_absmax > 0.0) || !isfinite(in->val_absmax))
+        return 1.0;
+    const int emax = ilogb(in->val_absmax), emin = ilogb(in->val_absmin);
+    if (emax >= -SPK_A_SCALE_EXP && emax <= SPK_A_SCALE_EXP)
+        return 1.0;
+    /* bring the max to 2^0 unless the smallest nonzero would leave the normal range */
+    const int c = emax < emin + 1021 ? emax : emin + 1021;
+    *fits = emax - c <= SPK_A_SCALE_EXP;
+    return ldexp(1.0, -c);
+}
+
+static double vector_scale(double norm)
+{
+    if (!(norm > 0.0) || !isfinite(norm))
+        return 1.0;
+    const int e = ilogb(norm);
+    return e < -SPK_B_SCALE_EXP || e > SPK_B_SCALE_EXP ? ldexp(1.0, -e) : 1.0;
+}
 
 /* --method auto: CG needs A SPD; symmetry with a positive diagonal is the cheap necessary
  * test (it is not sufficient: CG then reports INDEFINITE if p'Ap <= 0 shows up). */
@@ -125,6 +163,7 @@ spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options 
         goto fail;
     S->format = A->be->format;
     S->opt.method = S->method;                       /* the row sees the method resolved */
+    S->a_scale = matrix_scale(spk_matrix_info_of(A), &S->a_fits);
     S->pc = spk_precond_find(opt->precond, ctx->device);
     if (!S->pc) {
         st = spk_fail(ctx, SPK_ERR_UNSUPPORTED, "preconditioner %s: none for the %s",
@@ -163,11 +202,15 @@ spk_status spk_solver_refresh(spk_solver *S)
     if (!solver_ok(S))
         return spk_fail(S ? S->ctx : NULL, SPK_ERR_ARG,
                         "spk_solver_refresh: NULL or destroyed solver (or its matrix)");
-    if (!S->pc->refresh || S->version == S->A->version) {
+    if (S->version == S->A->version) {
         S->version = S->A->version;
         return SPK_OK;
     }
-    spk_status st = S->pc->refresh(S->pc_state, S->A);
+    /* the scale follows the new values where the host holds them (an update made on the
+     * GPU keeps the scale it had: a power of two stays exact, only its range may narrow) */
+    if (!S->A->host_stale)
+        S->a_scale = matrix_scale(spk_matrix_info_of(S->A), &S->a_fits);
+    spk_status st = S->pc->refresh ? S->pc->refresh(S->pc_state, S->A) : SPK_OK;
     if (!st)
         S->version = S->A->version;
     return st;
@@ -208,14 +251,12 @@ static spk_status solver_ready(spk_solver *S, spk_result *res)
  * DIVERGED_TRUE_RESIDUAL_MISMATCH (CG's and BiCGStab's recursive r drifts from b - A x when
  * rtol is below what the conditioning allows, and r'r underflows on a matrix scaled near
  * 1e-160; GMRES checks the same at each restart). */
-static spk_status run_method(spk_krylov *k, method_fn fn, const double *d_b, double *d_x)
+static spk_status true_residual(spk_krylov *k, const double *d_b, const double *d_x)
 {
-    spk_status st = fn(k, d_b, d_x);
-    if (st)
-        return st;
     double *d_r, tr = 0.0;
     const spk_vec_ops *ops = k->ops;
-    if (!(st = spk_krylov_vec(k, SPK_WS_R, k->n, &d_r)) && !(st = spk_apply_A(k, d_x, d_r)) &&
+    spk_status st = spk_krylov_vec(k, SPK_WS_R, k->n, &d_r);
+    if (!st && !(st = spk_apply_A(k, d_x, d_r)) &&
         !(st = ops->axpby(k->ctx, k->n, 1.0, d_b, -1.0, d_r)))
         st = ops->nrm2(k->ctx, k->n, d_r, &tr);
     spk_result *res = k->res;
@@ -225,6 +266,75 @@ static spk_status run_method(spk_krylov *k, method_fn fn, const double *d_b, dou
             res->reason = SPK_DIVERGED_NANORINF;
         else if (tr > SPK_MISMATCH_FACTOR * spk_stop_threshold(k->opt, res->bnorm))
             res->reason = SPK_DIVERGED_TRUE_RESIDUAL_MISMATCH;
+    }
+    return st;
+}
+
+static spk_status run_method(spk_krylov *k, method_fn fn, const double *d_b, double *d_x)
+{
+    spk_status st = fn(k, d_b, d_x);
+    return st ? st : true_residual(k, d_b, d_x);
+}
+
+/* run_method on the system scaled by powers of two where its magnitudes ask for it (see
+ * matrix_scale): b' into its own vector, x scaled in place and back, atol and the reported
+ * norms in the caller's units. */
+static spk_status run_scaled(spk_solver *S, method_fn fn, const double *d_b, double *d_x)
+{
+    spk_krylov *k = &S->k;
+    spk_context *ctx = S->ctx;
+    const spk_vec_ops *ops = S->ops;
+    const int64_t n = k->n;
+    spk_result *res = k->res;
+    const double bnorm = res->bnorm;
+    k->a_scale = S->a_scale;
+    k->b_scale = vector_scale(bnorm);
+    k->dinv_scaled = NULL;
+    if (k->a_scale == 1.0 && k->b_scale == 1.0)
+        return run_method(k, fn, d_b, d_x);
+    const double xs = k->b_scale / k->a_scale;       /* y = xs x, exact */
+    double *bs = NULL, *ds = NULL;
+    spk_status st = spk_krylov_vec(k, SPK_WS_BS, n, &bs);
+    if (!st)
+        st = ops->copy(ctx, n, d_b, bs);
+    if (!st)
+        st = ops->scal(ctx, n, k->b_scale, bs);
+    if (!st)
+        st = ops->scal(ctx, n, xs, d_x);
+    if (!st && S->pc->diag && k->a_scale != 1.0) {  /* D'^-1 = D^-1 / a_scale */
+        if (!(st = spk_krylov_vec(k, SPK_WS_DINV, n, &ds)) &&
+            !(st = ops->copy(ctx, n, S->pc->diag(S->pc_state), ds)))
+            st = ops->scal(ctx, n, 1.0 / k->a_scale, ds);
+        k->dinv_scaled = ds;
+    }
+    if (st)
+        return st;
+    S->opt_run = S->opt;
+    S->opt_run.atol = S->opt.atol * k->b_scale;
+    k->opt = &S->opt_run;
+    res->bnorm = bnorm * k->b_scale;
+    st = fn(k, bs, d_x);
+    k->opt = &S->opt;
+    res->bnorm = bnorm;
+    res->rnorm /= k->b_scale;
+    /* x in the caller's units, and its true residual there: an x that overflows them (A near
+     * 1e-300 with b near 1) is no converged result */
+    if (!st)
+        st = ops->scal(ctx, n, 1.0 / xs, d_x);
+    k->a_scale = k->b_scale = 1.0;
+    if (!st)
+        st = true_residual(k, d_b, d_x);
+    double xn = 0.0;
+    if (!st && res->reason == SPK_DIVERGED_NANORINF && S->a_fits &&
+        !(st = ops->nrm2(ctx, n, d_x, &xn)) && isinf(xn))
+        snprintf(res->reason_detail, sizeof res->reason_detail, "x does not fit in doubles: "
+                 "the solution's entries pass 1.8e308 (A's entries %.1e to %.1e, ||b|| = %.1e)",
+                 S->A->info.val_absmin, S->A->info.val_absmax, bnorm);
+    if (!st && res->reason == SPK_DIVERGED_NANORINF && !S->a_fits) {
+        const spk_matrix_info *in = &S->A->info;
+        snprintf(res->reason_detail, sizeof res->reason_detail, "the entries of A span %.1e "
+                 "to %.1e: no power-of-two scaling keeps the methods' sums of squares in range "
+                 "(equilibrate A's rows and columns)", in->val_absmin, in->val_absmax);
     }
     return st;
 }
@@ -264,12 +374,13 @@ static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, int 
     k->t0 = t1;
 
     if (res->bnorm == 0.0) {                         /* b = 0: x = 0 exactly              */
+        k->a_scale = k->b_scale = 1.0;
         res->reason = SPK_CONVERGED_ZERO_RHS;
         st = ops->fill(ctx, n, 0.0, d_x);
         if (!st)
             st = spk_stop_record(k, 0, 0, 0.0);
     } else {
-        st = run_method(k, fn, d_b, d_x);
+        st = run_scaled(S, fn, d_b, d_x);
     }
     if (!st && host_x)
         st = ops->download(ctx, n, d_x, host_x);

@@ -295,8 +295,25 @@ void spk_stats_compute(const spk_csr *A, spk_matrix_info *info)
     info->bytes[SPK_FMT_DIA] = nd <= SPK_DIA_MAX_DIAGS ? spk_dia_bytes_for(n, nd, dia_fix) : SIZE_MAX;
 }
 
+/* The largest |a_ij| and the smallest nonzero one (0 and 0 without nonzeros). */
+static void value_range(const spk_csr *A, double *amax, double *amin)
+{
+    double mx = 0.0, mn = INFINITY;
+#pragma omp parallel for schedule(static) reduction(max : mx) reduction(min : mn) \
+    if (A->nnz > OMP_MIN_WORK)
+    for (int64_t p = 0; p < A->nnz; p++) {
+        const double a = fabs(A->val[p]);
+        mx = a > mx ? a : mx;
+        if (a > 0.0)
+            mn = a < mn ? a : mn;
+    }
+    *amax = mx;
+    *amin = mx > 0.0 ? mn : 0.0;
+}
+
 void spk_stats_values(const spk_csr *A, spk_matrix_info *info)
 {
     info->symmetric = spk_csr_is_symmetric(A);
     info->diag_positive = diagonal_positive(A);
+    value_range(A, &info->val_absmax, &info->val_absmin);
 }

@@ -359,6 +359,136 @@ static void test_user_precond(void)
     free(x);
 }
 
+/* ---- systems near the ends of the double range ------------------------------------------
+ * A scaled by 1e200 or 1e-200 (b = A ones scaled with it) must converge as A does: the same
+ * iterations within rounding (within 2, or 10%: the scaled entries are rounded, a relative
+ * change of 1e-16 each, which moves BiCGStab on pores_1 from 59 to 63), and exactly the same
+ * under a power of two;
+ * the 1 x 1 [1e250] in one iteration; diag(1e300, 1e-300) converges too, and where a method
+ * cannot (BiCGStab without M: ||A p||^2 passes 1e308 whatever the scaling) the reason's
+ * detail says why. */
+static spk_matrix *scaled_copy(spk_matrix *A, double f)
+{
+    const int64_t *rp;
+    const int32_t *ci;
+    const double *va;
+    spk_matrix_csr(A, &rp, &ci, &va);
+    const int64_t n = spk_test_rows(A), nnz = rp[n];
+    double *v = malloc((size_t)(nnz + 1) * sizeof *v);
+    for (int64_t p = 0; p < nnz; p++)
+        v[p] = va[p] * f;
+    spk_matrix *B = NULL;
+    T_CHECK(spk_matrix_from_csr(ctx, n, n, rp, ci, v, 0, &B) == SPK_OK, "%s", spk_last_error(ctx));
+    free(v);
+    return B;
+}
+
+static int64_t scaled_solve(spk_matrix *A, spk_method m, spk_precond pc, double *true_rel,
+                            spk_reason *reason, char *detail, size_t len)
+{
+    const int64_t n = spk_test_rows(A);
+    const int64_t *rp;
+    const int32_t *ci;
+    const double *va;
+    spk_matrix_csr(A, &rp, &ci, &va);
+    double *b = calloc((size_t)n + 1, sizeof *b), *x = calloc((size_t)n + 1, sizeof *x);
+    for (int64_t i = 0; i < n; i++)           /* b = A ones on the host, no SpMV overflow */
+        for (int64_t p = rp[i]; p < rp[i + 1]; p++)
+            b[i] += va[p];
+    spk_options opt;
+    spk_options_default(&opt);
+    opt.method = m;
+    opt.precond = pc;
+    opt.maxiter = 3000;
+    spk_result res;
+    spk_status st = spk_solve(ctx, A, b, x, &opt, &res);
+    T_CHECK(st == SPK_OK, "scaled solve: %s", spk_last_error(ctx));
+    *true_rel = t_true_rel(A, b, x);
+    *reason = res.reason;
+    if (detail)
+        snprintf(detail, len, "%s", res.reason_detail);
+    free(b);
+    free(x);
+    return st ? -1 : res.iterations;
+}
+
+static void test_extreme_scales(void)
+{
+    static const struct {
+        const char *file;
+        spk_method m;
+        spk_precond pc;
+    } cases[] = {
+        {"bcsstk09.mtx", SPK_METHOD_CG, SPK_PRECOND_NONE},
+        {"bcsstk09.mtx", SPK_METHOD_CG, SPK_PRECOND_JACOBI},
+        {"pores_1.mtx", SPK_METHOD_BICGSTAB, SPK_PRECOND_JACOBI},
+        {"cage8.mtx", SPK_METHOD_BICGSTAB, SPK_PRECOND_NONE},
+        {"pores_1.mtx", SPK_METHOD_GMRES, SPK_PRECOND_JACOBI},
+        {"cage8.mtx", SPK_METHOD_GMRES, SPK_PRECOND_NONE},
+    };
+    const double factors[] = {1e200, 1e-200, 0x1p664, 0x1p-700};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if (quick && c % 3 != 0)
+            continue;
+        spk_matrix *A = NULL;
+        T_CHECK(spk_matrix_read_mtx(ctx, t_input(cases[c].file), &A) == SPK_OK, "read %s",
+                cases[c].file);
+        if (!A)
+            continue;
+        double tr1, tr;
+        spk_reason why1, why;
+        const int64_t ref = scaled_solve(A, cases[c].m, cases[c].pc, &tr1, &why1, NULL, 0);
+        T_CHECK(why1 == SPK_CONVERGED_RTOL, "%s %s at scale 1: %s", cases[c].file,
+                spk_method_str(cases[c].m), spk_reason_str(why1));
+        for (size_t f = 0; f < sizeof factors / sizeof factors[0]; f++) {
+            spk_matrix *B = scaled_copy(A, factors[f]);
+            if (!B)
+                continue;
+            const int64_t its = scaled_solve(B, cases[c].m, cases[c].pc, &tr, &why, NULL, 0);
+            const int exact = f >= 2;                /* a power of two: the same iterations */
+            const int64_t tol = exact ? 0 : ref / 10 > 2 ? ref / 10 : 2;
+            T_CHECK(why == SPK_CONVERGED_RTOL && llabs(its - ref) <= tol && tr <= 1e-8,
+                    "%s %s %s x %g: %s after %lld (%lld at scale 1), true residual %.2e",
+                    cases[c].file, spk_method_str(cases[c].m), spk_precond_str(cases[c].pc),
+                    factors[f], spk_reason_str(why), (long long)its, (long long)ref, tr);
+            spk_matrix_destroy(B);
+        }
+        spk_matrix_destroy(A);
+    }
+
+    /* 1 x 1 [1e250]; diag(1e300, 1e-300) */
+    int32_t r[] = {0, 1};
+    double one[] = {1e250}, d[] = {1e300, 1e-300};
+    spk_matrix *A1 = NULL, *D = NULL;
+    spk_matrix_from_coo(ctx, 1, 1, 1, r, r, one, 0, &A1);
+    spk_matrix_from_coo(ctx, 2, 2, 2, r, r, d, 0, &D);
+    for (int m = SPK_METHOD_CG; m <= SPK_METHOD_GMRES; m++) {
+        double tr;
+        spk_reason why;
+        const int64_t its = scaled_solve(A1, (spk_method)m, SPK_PRECOND_NONE, &tr, &why, NULL, 0);
+        T_CHECK(why == SPK_CONVERGED_RTOL && its == 1 && tr <= 1e-8, "[1e250] %s: %s after %lld",
+                spk_method_str((spk_method)m), spk_reason_str(why), (long long)its);
+        if (m == SPK_METHOD_BICGSTAB)
+            continue;
+        scaled_solve(D, (spk_method)m, SPK_PRECOND_NONE, &tr, &why, NULL, 0);
+        T_CHECK(why == SPK_CONVERGED_RTOL && tr <= 1e-8, "diag(1e300, 1e-300) %s: %s, %.2e",
+                spk_method_str((spk_method)m), spk_reason_str(why), tr);
+    }
+    /* BiCGStab without M on diag(1e300, 1e-300), b = ones: ||A p||^2 overflows */
+    const double bb[] = {1.0, 1.0};
+    double xx[2];
+    spk_options opt;
+    spk_options_default(&opt);
+    opt.method = SPK_METHOD_BICGSTAB;
+    spk_result res;
+    T_CHECK(spk_solve(ctx, D, bb, xx, &opt, &res) == SPK_OK && res.reason < 0 &&
+                strstr(res.reason_detail, "equilibrate"),
+            "diag(1e300, 1e-300) BiCGStab: %s, detail '%s'", spk_reason_str(res.reason),
+            res.reason_detail);
+    spk_matrix_destroy(A1);
+    spk_matrix_destroy(D);
+}
+
 int main(int argc, char **argv)
 {
     dev = t_device_from_args(argc, argv);
@@ -370,6 +500,7 @@ int main(int argc, char **argv)
     test_reasons();
     test_generated();
     test_user_precond();
+    test_extreme_scales();
     spk_context_destroy(ctx);
     spk_context_destroy(cpu);
     return t_done(dev == SPK_DEVICE_CPU ? "test_solvers (cpu)" : "test_solvers (gpu)");

@@ -129,13 +129,14 @@ double t_true_rel(const spk_matrix *A, const double *b, const double *x)
     spk_matrix_info info;
     spk_matrix_csr(A, &rp, &ci, &v);
     spk_matrix_get_info(A, &info);
-    double rr = 0, bb = 0;
+    /* long double: its exponent range holds the squares of entries near 1e300 */
+    long double rr = 0, bb = 0;
     for (int64_t i = 0; i < info.nrows; i++) {
-        double s = b[i];
+        long double s = b[i];
         for (int64_t p = rp[i]; p < rp[i + 1]; p++)
-            s -= v[p] * x[ci[p]];
+            s -= (long double)v[p] * x[ci[p]];
         rr += s * s;
-        bb += b[i] * b[i];
+        bb += (long double)b[i] * b[i];
     }
-    return bb > 0 ? sqrt(rr / bb) : sqrt(rr);
+    return (double)(bb > 0 ? sqrtl(rr / bb) : sqrtl(rr));
 }

@@ -407,6 +407,7 @@ static void print_json(const report *r)
     json_num(f, "atol", r->c->opt.atol, 1);
     fprintf(f, "  \"restart\": %d,\n", r->c->opt.restart);
     json_str(f, "reason", spk_reason_str(res->reason), 1);
+    json_str(f, "reason_detail", res->reason_detail, 1);
     fprintf(f, "  \"converged\": %s,\n", res->reason > 0 ? "true" : "false");
     fprintf(f, "  \"iterations\": %lld,\n", (long long)res->iterations);
     json_num(f, "bnorm", res->bnorm, 1);
@@ -619,8 +620,9 @@ int main(int argc, char **argv)
     else if (!c.quiet)
         print_summary(ctx, &r);
     if (!converged)
-        fprintf(stderr, "solve: did not converge: %s after %lld iterations (true relative residual %.3e)\n",
-                spk_reason_str(r.res.reason), (long long)r.res.iterations, r.res.true_rel);
+        fprintf(stderr, "solve: did not converge: %s after %lld iterations (true relative residual %.3e)%s%s\n",
+                spk_reason_str(r.res.reason), (long long)r.res.iterations, r.res.true_rel,
+                r.res.reason_detail[0] ? ": " : "", r.res.reason_detail);
 
     spk_result_free(&r.res);
     free(b);
