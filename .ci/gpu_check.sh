@@ -35,8 +35,8 @@ command -v compute-sanitizer >/dev/null || PATH=$PATH:/usr/local/cuda/bin
 if command -v compute-sanitizer >/dev/null; then
   # Every gpu test executable, heat and one solve, each under memcheck and under racecheck
   # (shared-memory hazards, every report). Tests with long cases run with --quick (fewer or
-  # smaller cases: racecheck of the whole test_solvers took more than 120 s, of test_api more
-  # than 450 s once GMRES's tile kernel filled shared memory; test_robust_gpu --quick injects
+  # smaller cases: racecheck of the whole test_solvers takes more than 120 s, of test_api more
+  # than 450 s, as GMRES's tile kernel fills shared memory; test_robust_gpu --quick injects
   # every 16th allocation and does not fill the GPU). The exit status is the
   # test's own (no --error-exitcode): the sanitizer's verdict is read from its summary. A run
   # fails on a nonzero status (124/137: timeout), a missing summary, any racecheck hazard, or
@@ -65,7 +65,7 @@ if command -v compute-sanitizer >/dev/null; then
     if [ "$tool" = racecheck ]; then
       extra=(--racecheck-report all)
       # racecheck makes every launch slower: test_robust_gpu injects every 64th allocation
-      # (429 s with all eight runs side by side, fifth session; at every 256th no device
+      # (429 s on the H200 with all eight runs side by side; at every 256th no device
       # allocation is reached, which the test counts as a failure)
       [ "$name" = robust_gpu ] && more=(--stride 64)
     fi
@@ -88,13 +88,12 @@ if command -v compute-sanitizer >/dev/null; then
     [ "$oom" -gt 0 ] && echo "ok ($oom deliberate out-of-memory API reports)" || echo ok
   }
   # RACE_SKIP="name ..." leaves runs out of racecheck; SAN_TOOLS=racecheck runs one tool only.
-  # racecheck of the whole test_api took 360-430 s alone before GMRES's tile kernel, more than
-  # 450 s with it; --quick took 422 s beside the seven others (fifth session, SAN_JOBS=8:
-  # racecheck alone is ~8 minutes); the long racecheck runs start first. test_krylov --quick:
-  # 254 s alone (seventh session); test_api --quick went past 480 s and 570 s alone (eighth and
-  # ninth sessions), so it runs in two halves: --part main (all but the two-thread test; 270 s)
-  # and --part threads (that test alone; 9 s, tenth session). Within one 600 s call,
-  # RACE_SKIP=" api api_threads krylov robust_gpu " and then SAN_TOOLS=racecheck
+  # Racecheck times on the H200: the whole test_api more than 450 s alone (GMRES's tile kernel
+  # fills shared memory, and racecheck instruments every access); with SAN_JOBS=8 racecheck
+  # alone is ~8 minutes, so the long racecheck runs start first. test_krylov --quick: 254 s
+  # alone; test_api --quick runs past 480 s alone, so it runs in two halves: --part main (all
+  # but the two-thread test; 270 s) and --part threads (that test alone; 9 s). Within one 600 s
+  # call, RACE_SKIP=" api api_threads krylov robust_gpu " and then SAN_TOOLS=racecheck
   # SAN_ONLY="api ..." split the work in parts.
   RACE_SKIP=${RACE_SKIP-""}
   SAN_TOOLS=${SAN_TOOLS:-racecheck memcheck}   # the long racecheck runs first

@@ -1,6 +1,6 @@
 /* bench/bench_solvers.cu -- time per iteration of spk's CG, BiCGStab and GMRES(30) on the GPU,
  * against each method's memory-traffic floor and against a textbook cuSPARSE + cuBLAS CG on the
- * same system, in one run (issue 6).
+ * same system, in one run (the figures and targets: docs/benchmarks.md).
  *
  * Matrices: poisson3d:m for m in --sizes (default 10,16,32,64,100,150,200: 10^3 to 8 x 10^6
  * rows) and --extra specs (default elasticity3d:40). b is a seeded random vector (uniform in
@@ -24,7 +24,7 @@
  *
  * Floors, per iteration, with M = 12 nnz + 8 (n + 1) bytes (CSR with 64-bit offsets) and B
  * the device-to-device copy bandwidth measured in this run (bytes read + written):
- *   CG        (M + 10 n doubles) / B  -- the issue's fused floor: q = A p (p read, q written),
+ *   CG        (M + 10 n doubles) / B  -- the fused floor: q = A p (p read, q written),
  *             the update x += a p, r -= a q with r'r (p, q, x, r read; x, r written), p = r + b p
  *             (r, p read; p written), p'q folded into the SpMV: 2 + 6 + 3 = 11, minus one read
  *             of p shared by the SpMV and the update when fused: 10.

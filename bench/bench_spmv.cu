@@ -1,6 +1,6 @@
 /* bench/bench_spmv.cu -- SpMV y = A x on the GPU: every spk format beside cuSPARSE's generic
  * API on the same matrix and the same vectors, in one run, against the memory-bandwidth floor
- * (issue 6).
+ * (the figures and targets: docs/benchmarks.md).
  *
  * Per matrix (a generator spec or a .mtx file):
  *  - spk: each format's row of the backend table (spk_backend_find(fmt, SPK_DEVICE_CUDA)),
@@ -36,7 +36,7 @@
  *
  * --self-test runs, without a GPU, what can be checked on the host: the sliced ELL layout given
  * to cuSPARSE (its host SpMV against the reference) and the writers on made-up timings.
- * MATRIX: a generator spec or a .mtx path. Without any, the issue's five generator matrices;
+ * MATRIX: a generator spec or a .mtx path. Without any, the five default generator matrices;
  * --inputs adds every square real coordinate .mtx of DIR. Exit codes: bench_util.h. */
 #include "bench_util.h"
 
@@ -48,7 +48,7 @@
 #define DEFAULT_COPY_MB 2048
 #define DEFAULT_TIMEOUT 120          /* seconds per matrix before the watchdog ends the run */
 #define MAX_REL_ERR 1e-12
-#define SELL_SLICE 32                /* rows per slice: one warp, as the issue asks            */
+#define SELL_SLICE 32                /* rows per slice: one warp                               */
 #define X_SEED 20261129u
 
 static const char *const default_specs[] = {

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """bench/cpu_cg_vs_scipy.py -- CG per iteration on the CPU: spk's `solve` against SciPy's `cg`
-on the same system (issue 6: spk >= 2x faster per iteration on poisson3d:64 on a 2-core machine).
+on the same system (the target: spk >= 2x faster per iteration on poisson3d:64 on a 2-core
+machine; the figures are in docs/benchmarks.md).
 
 The system: spk's generator poisson3d:M (7-point Laplacian on an M^3 grid, 6 on the diagonal,
 -1 to each of the 6 neighbours, Dirichlet boundary: neighbours outside the grid dropped), b = A *

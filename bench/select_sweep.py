@@ -5,12 +5,12 @@ bench_spmv times every spk format (and cuSPARSE) on a grid of `band` matrices wh
 are uniform in [m - r, m + r]: for each mean m the spread r grows from 0 (every row alike: ELL's
 case) to m - 1 (lengths 1 .. 2m - 1: max / mean -> 2, cv -> 0.58), then a few with lengths
 skewed to short rows (max / mean 2.2-3.7). That walks the statistics across the thresholds of
-src/select.c's GPU rule (ELL up to max / mean 1.5, HYB up to 3, CSR past it; before the tenth
-session ELL up to 1.25, JDS up to 2 for rows of at most 32, CSR-vector else). Two column layouts: "near", columns within HALF = 4096 of
-the diagonal (a reordered mesh: x is gathered from a few cache lines), and "far", columns
-anywhere (a graph: every gather misses). The report puts, for each matrix, the statistics, every
-format's time, the fastest, the rule's pick (the `auto` of bench_spmv, i.e. the C code as built)
-and its time over the fastest's.
+src/select.c's GPU rule (ELL up to max / mean 1.5, HYB up to 3, CSR past it; docs/selection.md
+also measures rule B: ELL up to 1.25, JDS up to 2 for rows of at most 32, CSR-vector else). Two
+column layouts: "near", columns within HALF = 4096 of the diagonal (a reordered mesh: x is
+gathered from a few cache lines), and "far", columns anywhere (a graph: every gather misses).
+The report puts, for each matrix, the statistics, every format's time, the fastest, the rule's
+pick (the `auto` of bench_spmv, i.e. the C code as built) and its time over the fastest's.
 
     python3 bench/select_sweep.py --build BUILD --out DIR [--reps 30] [--quick]
     python3 bench/select_sweep.py --report FILE.json [--markdown]

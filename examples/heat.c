@@ -23,12 +23,12 @@
  *    the assembly) and spk_solver_refresh (the Jacobi diagonal); the solver and its workspace
  *    are kept. Default S = the smallest even number with dt <= h^2, so that the O(dt) time
  *    error stays at the size of the O(h^2) space error.
- *  - Timing (issue 7: update + solve <= solve + the copy of the values): the update + refresh
- *    is made UPDATE_REPEATS more times with the same values (nothing changes) and the best is
- *    printed beside the solve time per step and, on the GPU, the time of a bare cudaMemcpy of
- *    the same values from the same array (built with CUDA only: the one use of the CUDA
- *    runtime here). The first update is printed apart: on the GPU it also makes the update's
- *    device buffers (the allocations it reports).
+ *  - Timing (the target: update + solve <= solve + the copy of the values; docs/benchmarks.md):
+ *    the update + refresh is made UPDATE_REPEATS more times with the same values (nothing
+ *    changes) and the best is printed beside the solve time per step and, on the GPU, the time
+ *    of a bare cudaMemcpy of the same values from the same array (built with CUDA only: the one
+ *    use of the CUDA runtime here). The first update is printed apart: on the GPU it also
+ *    makes the update's device buffers (the allocations it reports).
  *  - Error at t = T against the exact solution at the nodes: max |e_i| and the L2 norm of the
  *    P1 interpolant of e, sqrt(e' M e).
  *

@@ -24,25 +24,26 @@
  * block tree, the pieces in order), so the bits are the same on every call. The layout holds
  * only pattern data: value updates keep it.
  *
- * x: the gathers go to L2 only (__ldcg: x's L1 hit rate was 9%, and no L1 lines are filled for
- * nothing). The x tile: a block's own rows' columns, x[r0 .. r0 + 255] -- where a diagonal
- * lies -- are loaded coalesced into shared memory first (L2 hits, back before the columns
- * come from DRAM) and the nonzeros whose column falls there read it from there; the product
- * and its place in the sum do not change, so neither do the bits. A warp's 32 consecutive
- * nonzeros hold about 32 / L diagonals of consecutive rows (L the mean row length): at L = 4
- * the gather already brings them 4 to a 32-byte sector and the tile only adds its barrier; at
- * L = 16 each diagonal costs a sector of its own, which the tile replaces by a quarter of one.
- * So the tile is used when the stream blocks' rows hold >= 8 nonzeros on average (between
- * the two measured points, not a fit). H200, sixth session, powerlaw:2000000:16 (L = 16) /
- * powerlaw:4000000:4 (L = 4), us: __ldg 254.6 / 144.7; __ldcg 253.7 / 142.6; __ldcg + tile
- * of 256 rows 247.2 / 145.2 (128: 247.3 / 145.4; 768: 247.8 / 149.8); cuSPARSE 249.9 / 158.0.
+ * x: the gathers go to L2 only (__ldcg: under __ldg x's L1 hit rate is 9%, so L1 lines would be
+ * filled for nothing). The x tile: a block's own rows' columns, x[r0 .. r0 + 255] -- where a
+ * diagonal lies -- are loaded coalesced into shared memory first (L2 hits, back before the
+ * columns come from DRAM) and the nonzeros whose column falls there read it from there; the
+ * product and its place in the sum do not change, so neither do the bits. A warp's 32
+ * consecutive nonzeros hold about 32 / L diagonals of consecutive rows (L the mean row length):
+ * at L = 4 the gather already brings them 4 to a 32-byte sector and the tile only adds its
+ * barrier; at L = 16 each diagonal costs a sector of its own, which the tile replaces by a
+ * quarter of one. So the tile is used when the stream blocks' rows hold >= 8 nonzeros on
+ * average (between the two measured points, not a fit). H200 (bench_spmv, 50 SpMVs, us),
+ * powerlaw:2000000:16 (L = 16) / powerlaw:4000000:4 (L = 4): __ldg 254.6 / 144.7; __ldcg
+ * 253.7 / 142.6; __ldcg + tile of 256 rows 247.2 / 145.2 (128: 247.3 / 145.4; 768: 247.8 /
+ * 149.8); cuSPARSE 249.9 / 158.0.
  *
- * Measured on the H200 (bench_spmv, 50 SpMVs, us; docs/benchmarks.md, fifth session), on
- * powerlaw:2000000:16 / powerlaw:4000000:4, against merge path 299 / 224, HYB 279 / 186,
- * cuSPARSE's CSR 250 / 158: NB = 768 / 1024 / 1536 / 2048 nonzeros a block 255.0 / 256.2 /
- * 261.2 / 263.1 and 152.0 / 156.0 / 175.2 / 173.0; without evict-first (NB 1024) 258.2 /
- * 175.4; a warp per row block instead of a thread block (no block barrier) 258-268 /
- * 150-200; packed columns (NB 768) 254.4 / 144.6 against 254.9 / 151.6 unpacked. */
+ * Measured on the H200 (bench_spmv, 50 SpMVs, us; docs/benchmarks.md, "GPU SpMV: irregular
+ * rows"), on powerlaw:2000000:16 / powerlaw:4000000:4, cuSPARSE's CSR 250 / 158 in the same
+ * runs: NB = 768 / 1024 / 1536 / 2048 nonzeros a block 255.0 / 256.2 / 261.2 / 263.1 and
+ * 152.0 / 156.0 / 175.2 / 173.0; without evict-first (NB 1024) 258.2 / 175.4; a warp per row
+ * block instead of a thread block (no block barrier) 258-268 / 150-200; packed columns (NB
+ * 768) 254.4 / 144.6 against 254.9 / 151.6 unpacked. */
 #include "cuda_common.h"
 
 #include <stdlib.h>

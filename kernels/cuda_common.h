@@ -301,13 +301,13 @@ enum { SPK_CSR_VECTOR = 0, SPK_CSR_MERGE = 1, SPK_CSR_ADAPTIVE = 2 };
 
 /* Loads of matrix data (indices, values), read once per SpMV: __ldg, or with STREAM the
  * streaming (evict-first) load __ldcs, so that the streamed matrix does not push the gathered
- * x out of L2. Measured on the H200 (bench_spmv, two interleaved runs each, us, __ldg /
- * __ldcs everywhere, fourth session): powerlaw:4000000:4 HYB 186.2 / 162.9-163.0 (x is 32 MB:
- * ncu showed HYB reading ~220 MB more than its bytes from DRAM), merge-path CSR 224.1 / 200.2;
- * powerlaw:2000000:16 HYB 278.5 / 269.9-270.1; poisson3d:150 ELL 83.4 / 84.3 (1% slower where
- * x is reused from L1). So the irregular layouts stream -- COO, the merge path, CSR's row
- * blocks, and HYB's ELL part when HYB has a tail (spk_ell_dev.stream) -- and plain ELL keeps
- * __ldg. */
+ * x out of L2. Measured on the H200 (bench_spmv --reps 30, two interleaved runs each, us,
+ * __ldg / __ldcs everywhere; docs/benchmarks.md): powerlaw:4000000:4 HYB 186.2 /
+ * 162.9-163.0 (x is 32 MB: ncu showed HYB reading ~220 MB more than its bytes from DRAM),
+ * merge-path CSR 224.1 / 200.2; powerlaw:2000000:16 HYB 278.5 / 269.9-270.1; poisson3d:150
+ * ELL 83.4 / 84.3 (1% slower where x is reused from L1). So the irregular layouts stream --
+ * COO, the merge path, CSR's row blocks, and HYB's ELL part when HYB has a tail
+ * (spk_ell_dev.stream) -- and plain ELL keeps __ldg. */
 template <bool STREAM, class T>
 __device__ __forceinline__ T spk_ldm(const T *p)
 {

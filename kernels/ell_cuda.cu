@@ -62,7 +62,7 @@ __device__ __forceinline__ double ell_row(int64_t i, int64_t nrows, int64_t widt
 /* Two rows per thread (spk_ell_dev.rows == 2): rows i and i + 1 hold adjacent slots, so one
  * 16-byte load brings both values of a slot and one 4- or 8-byte load both indices: half the
  * load instructions of two threads, and twice the gathers in flight per thread, which is what
- * rows of a few slots lack (docs/benchmarks.md, eighth session). Each row's slots are still
+ * rows of a few slots lack (measured on the H200: docs/benchmarks.md). Each row's slots are still
  * added in order k = 0, 1, ...: the same bits as ell_row. A vector load needs its address
  * aligned to the pair: with i even, slot k * nrows + i is even unless nrows and k are both
  * odd, and those slots are loaded one at a time (cudaMalloc aligns the arrays to 256 bytes). */
@@ -127,9 +127,9 @@ __device__ __forceinline__ int ell_group(int64_t i, int64_t nrows, int64_t width
     return 1;
 }
 
-/* The pair written out here rather than through ell_group (a variant that did, storing
- * y[i + 1] first, took 82.6-82.8 us on poisson3d:150 against this form's 79.2-79.5: H200, three
- * interleaved rounds, eighth session). */
+/* The pair written out here rather than through ell_group (which stores y[i + 1] first):
+ * through it the SpMV on poisson3d:150 takes 82.6-82.8 us against this form's 79.2-79.5 (H200,
+ * three interleaved rounds; docs/benchmarks.md). */
 template <class Idx, bool STREAM, int R>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 ell_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,

@@ -1,5 +1,6 @@
-/* src/update_cuda.cu -- value updates on the GPU (issue 7): the new values cross the bus once,
- * everything else happens on the device.
+/* src/update_cuda.cu -- value updates on the GPU: the new values cross the bus once, everything
+ * else happens on the device, so an update costs about the copy of its values (examples/heat.c;
+ * measured in docs/benchmarks.md).
  *
  * spk_matrix_update_values (src/update.c) comes here for a matrix whose layout lives on the
  * context's GPU. The first such update makes the matrix's device side (spk_matrix_dev): the

@@ -1,4 +1,4 @@
-/* tests/test_robust_gpu.c -- device faults (issue 8): out of GPU memory at every allocation site.
+/* tests/test_robust_gpu.c -- device faults: out of GPU memory at every allocation site.
  *
  * 1. Allocation-failure injection on a CUDA context, after CSparse's test suite and
  *    tests/test_robust.c: spk_malloc, spk_cuda_malloc and spk_cuda_malloc_host count on one
