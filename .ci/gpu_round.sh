@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # .ci/gpu_round.sh OUT -- one verification + measurement round on the GPU machine:
-# .ci/gpu_check.sh (SAN_ONLY / SAN_TIMEOUT pass through), then bench_spmv on the issue's five
+# .ci/gpu_check.sh (SAN_ONLY / SAN_TIMEOUT pass through), then bench_spmv on the five generated
 # matrices, bench_solvers on a few sizes and heat at n = 1000. Logs tarred into OUT/round.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
