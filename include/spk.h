@@ -75,13 +75,16 @@ typedef enum spk_method {
 } spk_method;
 
 /* The preconditioners: each is a row of the library's preconditioner table (docs/design.md).
- * USER is the caller's own, made of callbacks (spk_precond_user, below). */
+ * USER is the caller's own, made of callbacks (spk_precond_user, below). AUTO, the default,
+ * resolves when a solver is made: Jacobi where A's diagonal allows it (positive for CG,
+ * nonzero for the others), else none; spk_result.precond says which ran. */
 typedef enum spk_precond {
     SPK_PRECOND_NONE = 0,
     SPK_PRECOND_JACOBI,    /* M = diag(A)                                                   */
-    SPK_PRECOND_USER       /* spk_options.precond_user                                      */
+    SPK_PRECOND_USER,      /* spk_options.precond_user                                      */
+    SPK_PRECOND_AUTO
 } spk_precond;
-#define SPK_PRECOND_COUNT 3
+#define SPK_PRECOND_COUNT 4
 
 /* ---- reason: did the solve converge (after PETSc's KSPConvergedReason) ------------------- */
 typedef enum spk_reason {
@@ -91,10 +94,14 @@ typedef enum spk_reason {
     SPK_CONVERGED_HAPPY_BREAKDOWN = 4,     /* the Krylov space became invariant: x is exact */
     SPK_CONVERGED_ZERO_RHS = 5,            /* b = 0, so x = 0                               */
     SPK_DIVERGED_MAXIT = -3,               /* maxiter reached                               */
+    SPK_DIVERGED_DTOL = -4,                /* ||r|| > dtol max(||b||, ||r0||): diverging     */
     SPK_DIVERGED_BREAKDOWN = -5,           /* a recurrence denominator vanished             */
     SPK_DIVERGED_INDEFINITE = -8,          /* CG met p'Ap <= 0: A (or M) is not SPD          */
     SPK_DIVERGED_NANORINF = -9,            /* a residual became NaN or Inf                  */
-    SPK_DIVERGED_TRUE_RESIDUAL_MISMATCH = -10 /* recursive and true residual disagree       */
+    SPK_DIVERGED_TRUE_RESIDUAL_MISMATCH = -10, /* recursive and true residual disagree      */
+    SPK_DIVERGED_STAGNATION = -11,         /* no progress over options.stagnation iterations */
+    SPK_DIVERGED_TIME_LIMIT = -12,         /* options.max_time seconds passed               */
+    SPK_DIVERGED_INTERRUPTED = -13         /* the monitor callback asked to stop            */
 } spk_reason;
 
 typedef struct spk_context spk_context;
@@ -202,8 +209,8 @@ SPK_API void spk_matrix_destroy(spk_matrix *A);
 SPK_API spk_status spk_matrix_update_values(spk_context *ctx, spk_matrix *A, int64_t nnz,
                                             const double *val, int val_on_device);
 
-/* Row-length statistics, computed once when the matrix is made (symmetric, diag_positive and
- * the value range again after a value update, from the host values: downloaded first after an
+/* Row-length statistics, computed once when the matrix is made (symmetric, the diagonal's
+ * signs and the value range again after a value update, from the host values: downloaded first after an
  * update on the GPU). SPK_ERR_ARG for NULL or a destroyed matrix, SPK_ERR_CUDA (that download
  * failed). */
 typedef struct spk_matrix_info {
@@ -216,6 +223,7 @@ typedef struct spk_matrix_info {
     int64_t hyb_coo_nnz;                   /* entries past that width, held as COO             */
     int     symmetric;                     /* 1 if A == A' (pattern and values)                */
     int     diag_positive;                 /* 1 if every diagonal entry exists and is > 0      */
+    int     diag_nonzero;                  /* 1 if every diagonal entry exists and is != 0     */
     size_t  bytes[SPK_FMT_COUNT];          /* memory of each format (values+indices+padding)   */
     int64_t dia_diags;                     /* distinct diagonals j - i holding entries, counted
                                               up to 64; 65 means more (no DIA layout)         */
@@ -273,10 +281,13 @@ SPK_API spk_status spk_matrix_csr(const spk_matrix *A, const int64_t **rowptr,
 
 /* ---- solving ------------------------------------------------------------------------------- */
 
-/* Called every `monitor_every` iterations (and at the end) when set: iteration, residual
- * norm, relative residual, seconds since the solve began. It must not call into spk. CG and
- * BiCGStab on the GPU deliver a batch of iterations at once, when it is read back. */
-typedef void (*spk_monitor_fn)(void *user, int64_t it, double rnorm, double rel, double seconds);
+/* Called for every iteration (every `monitor_every` with monitor_every > 1), and at the end,
+ * when set: iteration, residual norm, relative residual, seconds since the solve began. It
+ * must not call into spk. CG and BiCGStab on the GPU deliver a batch of iterations at once,
+ * when it is read back. Return 0 to go on; nonzero asks the solve to stop: it ends at the next
+ * check (on the GPU, with the batch in flight) with SPK_DIVERGED_INTERRUPTED and x of the last
+ * iteration done (a signal handler can set a flag that the callback returns). */
+typedef int (*spk_monitor_fn)(void *user, int64_t it, double rnorm, double rel, double seconds);
 
 /* A preconditioner of the caller's own, as PETSc's PCSHELL or SciPy's M = LinearOperator: an
  * FEM code's domain decomposition, a direct coarse solve, anything that computes z = M^-1 r.
@@ -301,16 +312,24 @@ typedef struct spk_precond_user {
     int         stream_ordered;
 } spk_precond_user;
 
+/* The stopping tests, after PETSc's KSPConvergedDefault (docs/solvers.md), in this order:
+ * ||r|| <= max(rtol ||b||, atol): converged; NaN/Inf; ||r|| > dtol max(||b||, ||r0||):
+ * DIVERGED_DTOL; the smallest ||r|| so far not lowered by 0.1% for `stagnation` iterations:
+ * DIVERGED_STAGNATION; max_time seconds: DIVERGED_TIME_LIMIT; maxiter: DIVERGED_MAXIT. The
+ * same tests run on both devices (dtol and stagnation inside the methods' scalar steps). */
 typedef struct spk_options {
     spk_method  method;        /* default AUTO                                                 */
-    spk_precond precond;       /* default NONE                                                 */
+    spk_precond precond;       /* default AUTO                                                 */
     spk_format  format;        /* default AUTO                                                 */
     double      rtol;          /* default 1e-8                                                 */
     double      atol;          /* default 0                                                    */
+    double      dtol;          /* default 1e5; 0: no divergence test                           */
+    int64_t     stagnation;    /* default 2000 iterations; 0: no stagnation test               */
+    double      max_time;      /* seconds of the iteration loop; default 0: no limit           */
     int64_t     maxiter;       /* default 0 = max(1000, 10 n)                                   */
     int         restart;       /* GMRES(m); default 30                                          */
     int         history;       /* 1: record the residual of every iteration in the result      */
-    int64_t     monitor_every; /* >0 with monitor: call it every k iterations                  */
+    int64_t     monitor_every; /* with monitor: every k iterations; default 0 (or 1): every one */
     spk_monitor_fn monitor;
     void       *monitor_user;
     int         use_x0;        /* 1: x holds the initial guess; 0: start from x = 0 (default) */
@@ -344,6 +363,7 @@ typedef struct spk_result {
     spk_history_entry *history;   /* when options.history: owned, free with spk_result_free */
     int64_t     history_len;
     char        method_reason[128]; /* why AUTO picked the method, "" otherwise              */
+    char        precond_reason[128]; /* why AUTO picked the preconditioner, "" otherwise       */
     char        format_reason[256]; /* why A ran in its format (spk_matrix_format_reason)       */
     char        reason_detail[256]; /* what lies behind a reason that is not convergence, and
                                        what to try; "" when there is nothing to add            */

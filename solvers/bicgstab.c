@@ -133,7 +133,7 @@ static spk_status bicg_take(void *self, int slot, int64_t *it, int *done)
     }
     c->recorded = h->it;
     *it = h->it;
-    *done = h->state == SPK_BICG_DONE;
+    *done = h->state == SPK_BICG_DONE || k->host_stop != SPK_REASON_NONE;
     return SPK_OK;
 }
 
@@ -181,8 +181,12 @@ spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x)
     res->iterations = 0;
     res->rnorm = sqrt(rr);
     res->reason = spk_stop_check(k->opt, res->bnorm, res->rnorm);
-    if ((st = spk_stop_record(k, 0, 0, res->rnorm)) || res->reason != SPK_REASON_NONE)
+    if ((st = spk_stop_record(k, 0, 0, res->rnorm)))
         return st;
+    if (res->reason == SPK_REASON_NONE)
+        res->reason = k->host_stop;                  /* the monitor's stop at iteration 0 */
+    if (res->reason != SPK_REASON_NONE)
+        return SPK_OK;
 
     bicg_run c = {&w, x, {{0}}, 0};                  /* h[] zero: counters at 0 */
     spk_bicg_scalars *h = c.h;
@@ -190,6 +194,9 @@ spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x)
     h[0].tol_rtol = k->opt->rtol * res->bnorm;       /* spk_stop_check's two thresholds */
     h[0].tol_atol = k->opt->atol;
     h[0].maxit = k->maxiter;
+    h[0].div_thr = spk_stop_dtol_threshold(k->opt, res->bnorm, res->rnorm);
+    h[0].stag_window = k->opt->stagnation;
+    h[0].best = res->rnorm;
     h[0].rho = rr;
     h[0].r0norm = h[0].rnorm = res->rnorm;
     h[0].state = SPK_BICG_RUN;
@@ -208,12 +215,12 @@ spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x)
     int last;
     if ((st = spk_batch_run(k, &m, SPK_BICG_BATCH_FIRST, SPK_BICG_BATCH, &last)))
         return st;
-    if (last < 0 || h[last].state != SPK_BICG_DONE) {   /* cannot happen: maxit is in the block */
-        res->reason = SPK_DIVERGED_MAXIT;
+    if (last < 0 || h[last].state != SPK_BICG_DONE) {   /* the host stopped queuing */
+        res->reason = k->host_stop != SPK_REASON_NONE ? k->host_stop : SPK_DIVERGED_MAXIT;
         return SPK_OK;
     }
     if (h[last].why != SPK_REASON_NONE) {
-        res->reason = (spk_reason)h[last].why;          /* MAXIT, BREAKDOWN, NANORINF  */
+        res->reason = (spk_reason)h[last].why;  /* MAXIT, BREAKDOWN, NANORINF, DTOL, STAGNATION */
     } else {
         res->reason = spk_stop_check(k->opt, res->bnorm, res->rnorm);
         if (res->reason == SPK_REASON_NONE)             /* cannot happen: the same test */

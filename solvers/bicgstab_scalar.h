@@ -21,6 +21,8 @@
  *                                            -> spk_bicg_end: record, stop test, then for the
  *                                               next iteration maxiter, rho test, beta
  *                          LAST: x += alpha p^ only (the iterate whose residual is s); DONE
+ * After the record the end of an iteration also tests divergence (||r|| > div_thr) and
+ * stagnation (no new smallest ||r|| for stag_window iterations): DONE with that reason.
  * Every step does nothing unless the state asks for it (update_xr runs in RUN and LAST, the
  * others only in RUN), so iterations queued after the end cost only their launches. */
 #ifndef SPK_BICG_SCALAR_H
@@ -39,6 +41,7 @@
 #endif
 
 #define SPK_BICG_HIST 64            /* recorded norms of the last 64 iterations, ring       */
+#define SPK_BICG_STAG_FACTOR 0.999   /* solvers/solver.h's SPK_STAG_FACTOR                     */
 /* Cosine threshold of the breakdown test, eps^2 (solvers/bicgstab.c says why). */
 #define SPK_BICG_BREAKDOWN_TOL (DBL_EPSILON * DBL_EPSILON)
 
@@ -51,6 +54,11 @@ typedef struct spk_bicg_scalars {
     double   tol_rtol;           /* set by the host: rtol * ||b||                             */
     double   tol_atol;           /* set by the host: atol; converged: norm <= either          */
     int64_t  maxit;              /* set by the host: the iteration limit                      */
+    double   div_thr;            /* set by the host: diverged when ||r|| > div_thr            */
+    int64_t  stag_window;        /* set by the host: stagnation after this many iterations
+                                    without a new best (0: never)                             */
+    double   best;               /* the smallest ||r|| so far (host: ||r0||)                  */
+    int64_t  best_it;            /* its iteration                                             */
     double   r0norm;             /* ||r0||                                                    */
     double   rho, rho_old;       /* (r0, r) now and one iteration before                      */
     double   alpha, omega, beta; /* omega = beta = 0 before the first iteration               */
@@ -181,6 +189,19 @@ SPK_BICG_FN void spk_bicg_end(spk_bicg_scalars *S, double rho_new, double rr)
     if (spk_bicg_stops(S, S->rnorm)) {
         S->state = SPK_BICG_DONE;
         S->why = SPK_REASON_NONE;
+        return;
+    }
+    if (S->rnorm > S->div_thr) {                 /* ||r|| > dtol max(||b||, ||r0||)       */
+        S->state = SPK_BICG_DONE;
+        S->why = SPK_DIVERGED_DTOL;
+        return;
+    }
+    if (S->rnorm < SPK_BICG_STAG_FACTOR * S->best) {
+        S->best = S->rnorm;
+        S->best_it = S->it;
+    } else if (S->stag_window > 0 && S->it - S->best_it >= S->stag_window) {
+        S->state = SPK_BICG_DONE;                /* no new best for stag_window iterations */
+        S->why = SPK_DIVERGED_STAGNATION;
         return;
     }
     spk_bicg_next(S);

@@ -99,7 +99,7 @@ static spk_status cg_take(void *self, int slot, int64_t *it, int *done)
     }
     c->recorded = h->it;
     *it = h->it;
-    *done = h->state == SPK_CG_DONE;
+    *done = h->state == SPK_CG_DONE || c->k->host_stop != SPK_REASON_NONE;
     return SPK_OK;
 }
 
@@ -171,6 +171,8 @@ spk_status spk_cg(spk_krylov *k, const double *b, double *x)
     if ((st = spk_stop_record(k, 0, 0, res->rnorm)))
         return st;
     res->reason = spk_stop_check(k->opt, res->bnorm, res->rnorm);
+    if (res->reason == SPK_REASON_NONE)
+        res->reason = k->host_stop;                  /* the monitor's stop at iteration 0 */
     if (res->reason != SPK_REASON_NONE)
         return SPK_OK;
     if (!(rz > 0)) {                                 /* r'M^-1 r <= 0: M not SPD    */
@@ -181,6 +183,9 @@ spk_status spk_cg(spk_krylov *k, const double *b, double *x)
     spk_cg_scalars *h = c.h;
     h[0].part = c.part;
     h[0].thr = spk_stop_threshold(k->opt, res->bnorm);
+    h[0].div_thr = spk_stop_dtol_threshold(k->opt, res->bnorm, res->rnorm);
+    h[0].stag_window = k->opt->stagnation;
+    h[0].best = res->rnorm;
     h[0].rz = rz;
     h[0].rr = rr;
     h[0].state = SPK_CG_RUN;
@@ -195,12 +200,16 @@ spk_status spk_cg(spk_krylov *k, const double *b, double *x)
     if ((st = spk_batch_run(k, &m, 4, SPK_CG_BATCH, &last)))
         return st;
     if (last < 0 || h[last].state != SPK_CG_DONE) {
-        res->reason = SPK_DIVERGED_MAXIT;
+        /* the host stopped queuing (time limit, interrupt), or maxiter; x is the last
+         * read-back's iterate */
+        res->reason = k->host_stop != SPK_REASON_NONE ? k->host_stop : SPK_DIVERGED_MAXIT;
         return SPK_OK;
     }
     switch (h[last].why) {
     case SPK_CG_WHY_PQ: res->reason = nonpositive_reason(h[last].pq); break;
     case SPK_CG_WHY_RZ: res->reason = nonpositive_reason(h[last].rz_new); break;
+    case SPK_CG_WHY_DTOL: res->reason = SPK_DIVERGED_DTOL; break;
+    case SPK_CG_WHY_STAG: res->reason = SPK_DIVERGED_STAGNATION; break;
     default:
         res->reason = spk_stop_check(k->opt, res->bnorm, res->rnorm);
         if (res->reason == SPK_REASON_NONE)          /* cannot happen: the same test */

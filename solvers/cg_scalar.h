@@ -37,12 +37,20 @@
 
 #define SPK_CG_HIST 64               /* r'r of the last SPK_CG_HIST iterations, ring          */
 enum { SPK_CG_RUN = 0, SPK_CG_LAST = 1, SPK_CG_DONE = 2 };            /* spk_cg_scalars.state */
-/* what ended the iteration: the stopping test (or a NaN/Inf), p'Ap <= 0, r'M^-1 r <= 0 */
-enum { SPK_CG_WHY_NONE = 0, SPK_CG_WHY_STOP = 1, SPK_CG_WHY_PQ = 2, SPK_CG_WHY_RZ = 3 };
+/* what ended the iteration: the stopping test (or a NaN/Inf), p'Ap <= 0, r'M^-1 r <= 0, the
+ * divergence test, stagnation */
+enum { SPK_CG_WHY_NONE = 0, SPK_CG_WHY_STOP = 1, SPK_CG_WHY_PQ = 2, SPK_CG_WHY_RZ = 3,
+       SPK_CG_WHY_DTOL = 4, SPK_CG_WHY_STAG = 5 };
+#define SPK_CG_STAG_FACTOR 0.999     /* solvers/solver.h's SPK_STAG_FACTOR                     */
 
 typedef struct spk_cg_scalars {
     double  *part;               /* set by the host: 2 * SPK_MAX_BLOCKS device doubles        */
     double   thr;                /* set by the host: stop when sqrt(r'r) <= thr               */
+    double   div_thr;            /* set by the host: diverged when sqrt(r'r) > div_thr        */
+    int64_t  stag_window;        /* set by the host: stagnation after this many iterations
+                                    without a new best (0: never)                             */
+    double   best;               /* the smallest ||r|| so far (host: ||r0||)                  */
+    int64_t  best_it;            /* its iteration                                             */
     double   pq;                 /* p'Ap of the current iteration                             */
     double   rr;                 /* r'r after the current update                              */
     double   rz;                 /* r'z before it (beta's denominator)                        */
@@ -81,12 +89,22 @@ SPK_CG_FN void spk_cg_after_r(spk_cg_scalars *S, int ok, double alpha, double rr
     S->rz_new = rz_new;
     S->it = it;
     S->hist[it % SPK_CG_HIST] = rr;
-    if (sqrt(rr) <= S->thr || !isfinite(rr)) {   /* converged, or NaN / Inf               */
+    const double rnorm = sqrt(rr);
+    if (rnorm <= S->thr || !isfinite(rr)) {      /* converged, or NaN / Inf               */
         S->state = SPK_CG_LAST;
         S->why = SPK_CG_WHY_STOP;
     } else if (!(rz_new > 0.0)) {                /* r'M^-1 r <= 0: M not SPD              */
         S->state = SPK_CG_LAST;
         S->why = SPK_CG_WHY_RZ;
+    } else if (rnorm > S->div_thr) {             /* ||r|| > dtol max(||b||, ||r0||)       */
+        S->state = SPK_CG_LAST;
+        S->why = SPK_CG_WHY_DTOL;
+    } else if (rnorm < SPK_CG_STAG_FACTOR * S->best) {
+        S->best = rnorm;
+        S->best_it = it;
+    } else if (S->stag_window > 0 && it - S->best_it >= S->stag_window) {
+        S->state = SPK_CG_LAST;                  /* no new best for stag_window iterations */
+        S->why = SPK_CG_WHY_STAG;
     }
 }
 

@@ -42,6 +42,9 @@ typedef struct gm {
     double *cs, *sn, *g, *h, *y;   /* h: cgs2's h1, h2 and ||w||^2 (2 (m+1) + 1)           */
     int64_t it, cycle;
     int happy;                 /* this cycle ended on a happy breakdown                   */
+    double div_thr;            /* diverged when the residual passes it (dtol)             */
+    double best;               /* the smallest residual so far, and its iteration         */
+    int64_t best_it;
 } gm;
 
 static double *col(const gm *w, int j) { return w->V + (int64_t)j * w->k->n; }
@@ -157,6 +160,23 @@ static spk_status gm_update(gm *w, int jend, double *x)
     return st;
 }
 
+/* The tests on the residual res->rnorm of iteration w->it beyond convergence: divergence,
+ * stagnation, and the host's (time limit, the monitor's stop); SPK_REASON_NONE to go on. */
+static spk_reason gm_progress(gm *w)
+{
+    spk_krylov *k = w->k;
+    const double r = k->res->rnorm;
+    if (r > w->div_thr)
+        return SPK_DIVERGED_DTOL;
+    if (r < SPK_STAG_FACTOR * w->best) {
+        w->best = r;
+        w->best_it = w->it;
+    } else if (k->opt->stagnation > 0 && w->it - w->best_it >= k->opt->stagnation) {
+        return SPK_DIVERGED_STAGNATION;
+    }
+    return k->host_stop;
+}
+
 /* One cycle from V[:,0] = r, ||r|| = beta: inner iterations until the implicit residual
  * passes, a breakdown, m steps or maxiter; then the update of x. Sets res->reason to what
  * the inner iterations found (NONE when the cycle just ran out). */
@@ -188,6 +208,8 @@ static spk_status gm_cycle(gm *w, double beta, double *x)
         if ((st = spk_stop_record(k, w->it, w->cycle, res->rnorm)))
             return st;
         res->reason = spk_stop_check(k->opt, res->bnorm, res->rnorm);
+        if (res->reason == SPK_REASON_NONE)
+            res->reason = gm_progress(w);
         w->happy = hnext <= GMRES_HAPPY_TOL * wnorm || !spk_denominator_ok(hnext, wnorm);
         if (!w->happy && (st = k->ops->scal(k->ctx, k->n, 1.0 / hnext, col(w, j + 1))))
             return st;
@@ -207,7 +229,7 @@ static spk_status gm_after_cycle(gm *w, const double *b, const double *x, double
     spk_reason implicit = res->reason;
     int conv = implicit == SPK_CONVERGED_RTOL || implicit == SPK_CONVERGED_ATOL;
     *stop = 1;
-    if (implicit == SPK_DIVERGED_BREAKDOWN || implicit == SPK_DIVERGED_NANORINF)
+    if (implicit < 0)              /* breakdown, NaN/Inf, dtol, stagnation, the host's stop */
         return SPK_OK;
     if (!conv && !w->happy && w->it >= k->maxiter) {
         res->reason = SPK_DIVERGED_MAXIT;            /* no restart: skip the SpMV      */
@@ -280,8 +302,7 @@ spk_status spk_gmres(spk_krylov *k, const double *b, double *x)
         return spk_fail(k->ctx, SPK_ERR_ARG, "GMRES restart = %d must be >= 1", m);
     if ((int64_t)m > k->n)
         m = (int)k->n;                               /* the Krylov space has at most n  */
-    gm w = {k, spk_gmres_ops_for(k->ops->device), m, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-            NULL, 0, 0, 0};
+    gm w = {.k = k, .go = spk_gmres_ops_for(k->ops->device), .m = m};
     if (!w.go)
         return spk_fail(k->ctx, SPK_ERR_NOT_COMPILED, "GMRES on the %s: not in this build",
                         spk_device_str(k->ops->device));
@@ -290,9 +311,13 @@ spk_status spk_gmres(spk_krylov *k, const double *b, double *x)
     if (st || (st = gm_residual(&w, b, x, &beta)))
         return st;
     res->rnorm = beta;
+    w.div_thr = spk_stop_dtol_threshold(k->opt, res->bnorm, beta);
+    w.best = beta;
     if ((st = spk_stop_record(k, 0, 1, beta)))
         return st;
     res->reason = spk_stop_check(k->opt, res->bnorm, beta);
+    if (res->reason == SPK_REASON_NONE)
+        res->reason = k->host_stop;
     if (res->reason == SPK_REASON_NONE && !spk_denominator_ok(beta, res->bnorm))
         res->reason = SPK_CONVERGED_HAPPY_BREAKDOWN; /* rtol = atol = 0, r at underflow   */
     int stop = res->reason != SPK_REASON_NONE;

@@ -80,20 +80,32 @@ static const spk_precond_ops *row_of(spk_precond kind)
     return NULL;
 }
 
+/* AUTO is not a row: the solver resolves it to one (src/solve.c, choose_precond). */
+#define AUTO_SUMMARY "jacobi where the diagonal allows it (positive for CG, nonzero for the " \
+                     "others), else none"
+
 const char *spk_precond_str(spk_precond p)
 {
+    if (p == SPK_PRECOND_AUTO)
+        return "auto";
     const spk_precond_ops *row = row_of(p);
     return row ? row->name : "unknown";
 }
 
 const char *spk_precond_summary(spk_precond p)
 {
+    if (p == SPK_PRECOND_AUTO)
+        return AUTO_SUMMARY;
     const spk_precond_ops *row = row_of(p);
     return row ? row->summary : "";
 }
 
 spk_status spk_precond_parse(const char *s, spk_precond *p)
 {
+    if (s && p && strcmp(s, "auto") == 0) {
+        *p = SPK_PRECOND_AUTO;
+        return SPK_OK;
+    }
     for (size_t i = 0; s && p && i < NPRECONDS; i++)
         if (all_preconds[i]->kind != SPK_PRECOND_USER && strcmp(s, all_preconds[i]->name) == 0) {
             *p = all_preconds[i]->kind;

@@ -13,14 +13,15 @@ extern "C" {
 #endif
 
 /* Workspace slots: the vectors of a solve, kept by the solver object between solves. The
- * caller (src/solve.c) owns the first five; a method numbers its own from SPK_WS_METHOD. */
+ * caller (src/solve.c) owns the first six; a method numbers its own from SPK_WS_METHOD. */
 #define SPK_WS_B      0      /* b on the device (host-vector solves)                          */
 #define SPK_WS_X      1      /* x on the device (host-vector solves)                          */
 #define SPK_WS_R      2      /* b - A x for the true residual                                 */
 #define SPK_WS_BS     3      /* the scaled b of a system run scaled (spk_krylov.a_scale)      */
 #define SPK_WS_DINV   4      /* D^-1 / a_scale for the diagonal path of a scaled system        */
-#define SPK_WS_METHOD 5      /* the method's first slot                                        */
-#define SPK_WS_MAX    14
+#define SPK_WS_X0     5      /* the initial x, kept for a second method (--method auto)       */
+#define SPK_WS_METHOD 6      /* the method's first slot                                        */
+#define SPK_WS_MAX    15
 
 typedef struct spk_krylov {
     spk_context              *ctx;
@@ -36,6 +37,10 @@ typedef struct spk_krylov {
      * the scale; history and monitor report rnorm / b_scale. 1 and 1 almost always. */
     double                    a_scale, b_scale;
     const double             *dinv_scaled;   /* D^-1 / a_scale when a_scale != 1         */
+    /* A stop the host asks for (SPK_DIVERGED_TIME_LIMIT, SPK_DIVERGED_INTERRUPTED), set by
+     * spk_stop_record; SPK_REASON_NONE while the solve may go on. The device-scalar methods
+     * stop queuing when it is set and end with the batches in flight. */
+    spk_reason                host_stop;
     const spk_options        *opt;
     spk_result               *res;     /* reason, iterations, rnorm, history                   */
     int64_t                   maxiter; /* resolved from opt                                   */
@@ -75,8 +80,13 @@ spk_reason spk_stop_check(const spk_options *opt, double bnorm, double rnorm);
 /* A recursive (or implicit) residual that passed while the true one ||b - A x|| is above this
  * many thresholds: the recursion has lost touch with A x (DIVERGED_TRUE_RESIDUAL_MISMATCH). */
 #define SPK_MISMATCH_FACTOR 10.0
-/* Record iteration `it` (history when asked, monitor callback every k). */
+/* Record iteration `it` (history when asked, the monitor every monitor_every iterations, 1
+ * for 0), then the host's tests: max_time, and a monitor that asked to stop (k->host_stop). */
 spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnorm);
+/* The divergence threshold dtol max(||b||, ||r0||), or INFINITY when dtol is 0. */
+double spk_stop_dtol_threshold(const spk_options *opt, double bnorm, double r0norm);
+/* Stagnation: a new smallest ||r|| must fall below SPK_STAG_FACTOR times the last one. */
+#define SPK_STAG_FACTOR 0.999
 /* solvers/batch.c: the host loop of a method with device-resident scalars. `step` queues one
  * iteration; after each batch the block at dev_block (`bytes`) is fetched into host[slot], and
  * `take` is handed each read-back in order (slot 0 or 1): it records the iterations since the

@@ -1,6 +1,7 @@
-/* solvers/stop.c -- the stopping test and the per-iteration record, shared by every method.
- * Test: ||r|| <= max(rtol ||b||, atol) on the unpreconditioned residual, as SciPy and PETSc
- * (KSPConvergedDefault with KSP_NORM_UNPRECONDITIONED) define it. */
+/* solvers/stop.c -- the stopping tests and the per-iteration record, shared by every method.
+ * Convergence: ||r|| <= max(rtol ||b||, atol) on the unpreconditioned residual, as SciPy and
+ * PETSc (KSPConvergedDefault with KSP_NORM_UNPRECONDITIONED) define it; divergence: ||r|| >
+ * dtol max(||b||, ||r0||), PETSc's test; stagnation and the time limit (include/spk.h). */
 #include "solver.h"
 
 #include <math.h>
@@ -58,9 +59,18 @@ spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnor
         e->rel = rel;
         e->seconds = t;
     }
-    if (k->opt->monitor && k->opt->monitor_every > 0 && it % k->opt->monitor_every == 0)
-        k->opt->monitor(k->opt->monitor_user, it, rnorm, rel, t);
+    const spk_options *opt = k->opt;
+    const int64_t every = opt->monitor_every > 1 ? opt->monitor_every : 1;
+    if (opt->monitor && it % every == 0 && opt->monitor(opt->monitor_user, it, rnorm, rel, t))
+        k->host_stop = SPK_DIVERGED_INTERRUPTED;
+    if (opt->max_time > 0 && t > opt->max_time && k->host_stop == SPK_REASON_NONE)
+        k->host_stop = SPK_DIVERGED_TIME_LIMIT;
     return SPK_OK;
+}
+
+double spk_stop_dtol_threshold(const spk_options *opt, double bnorm, double r0norm)
+{
+    return opt->dtol > 0 ? opt->dtol * (bnorm > r0norm ? bnorm : r0norm) : INFINITY;
 }
 
 spk_status spk_apply_A(spk_krylov *k, const double *x, double *y)

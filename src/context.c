@@ -215,6 +215,10 @@ const char *spk_reason_str(spk_reason r)
     case SPK_DIVERGED_INDEFINITE: return "DIVERGED_INDEFINITE";
     case SPK_DIVERGED_NANORINF: return "DIVERGED_NANORINF";
     case SPK_DIVERGED_TRUE_RESIDUAL_MISMATCH: return "DIVERGED_TRUE_RESIDUAL_MISMATCH";
+    case SPK_DIVERGED_DTOL: return "DIVERGED_DTOL";
+    case SPK_DIVERGED_STAGNATION: return "DIVERGED_STAGNATION";
+    case SPK_DIVERGED_TIME_LIMIT: return "DIVERGED_TIME_LIMIT";
+    case SPK_DIVERGED_INTERRUPTED: return "DIVERGED_INTERRUPTED";
     }
     return "UNKNOWN";
 }
@@ -282,10 +286,13 @@ void spk_options_default(spk_options *opt)
         return;
     memset(opt, 0, sizeof *opt);
     opt->method = SPK_METHOD_AUTO;
-    opt->precond = SPK_PRECOND_NONE;
+    opt->precond = SPK_PRECOND_AUTO;
     opt->format = SPK_FMT_AUTO;
     opt->rtol = 1e-8;
     opt->atol = 0.0;
+    opt->dtol = 1e5;
+    opt->stagnation = 2000;
+    opt->max_time = 0.0;
     opt->maxiter = 0;
     opt->restart = 30;
 }

@@ -141,12 +141,14 @@ static size_t add_sat(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX :
 
 /* 1 if every diagonal entry is stored and > 0 (binary search in each sorted row). A 0 x 0
  * matrix has no diagonal entry that fails. */
-static int diagonal_positive(const spk_csr *A)
+/* Whether every diagonal entry exists and is positive (*pos) and nonzero (*nonzero). */
+static void diagonal_signs(const spk_csr *A, int *pos, int *nonzero)
 {
+    *pos = *nonzero = 0;
     if (A->nrows != A->ncols)
-        return 0;
-    int ok = 1;
-#pragma omp parallel for schedule(static) reduction(&& : ok) if(A->nrows > OMP_MIN_WORK)
+        return;
+    int ok = 1, nz = 1;
+#pragma omp parallel for schedule(static) reduction(&& : ok, nz) if(A->nrows > OMP_MIN_WORK)
     for (int64_t i = 0; i < A->nrows; i++) {
         int64_t lo = A->rowptr[i], hi = A->rowptr[i + 1];
         while (lo < hi) {
@@ -156,10 +158,14 @@ static int diagonal_positive(const spk_csr *A)
             else
                 hi = mid;
         }
-        if (!(lo < A->rowptr[i + 1] && A->colind[lo] == i && A->val[lo] > 0.0))
+        const int has = lo < A->rowptr[i + 1] && A->colind[lo] == i;
+        if (!(has && A->val[lo] > 0.0))
             ok = 0;
+        if (!(has && A->val[lo] != 0.0))
+            nz = 0;
     }
-    return ok;
+    *pos = ok;
+    *nonzero = nz;
 }
 
 /* Add the ascending loc[0 .. nl) to the ascending set off[0 .. *nd); 0 if the union would
@@ -314,6 +320,6 @@ static void value_range(const spk_csr *A, double *amax, double *amin)
 void spk_stats_values(const spk_csr *A, spk_matrix_info *info)
 {
     info->symmetric = spk_csr_is_symmetric(A);
-    info->diag_positive = diagonal_positive(A);
+    diagonal_signs(A, &info->diag_positive, &info->diag_nonzero);
     value_range(A, &info->val_absmax, &info->val_absmin);
 }

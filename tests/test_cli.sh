@@ -48,6 +48,38 @@ EOF
   check "x from -o gives ||b - Ax||/||b|| <= 1e-7 ($(cat "$T/py"))" test $? -eq 0
 fi
 
+# --- the defaults work on the first try: bcsstk13 (kappa 1e10) needs Jacobi, which auto takes;
+# a hopeless matrix stops early with a reason and a hint ---------------------------------------
+run "$SOLVE" -A "$IN/bcsstk13.mtx" --device cpu
+check "bcsstk13 converges with the default options (rc=$rc: $err)" test "$rc" -eq 0
+check "... auto took jacobi and says why" grep -q "precond jacobi (auto: jacobi: the diagonal is positive)" "$T/out"
+run "$SOLVE" -A "$IN/mahindas.mtx" --device cpu --method bicgstab
+check "bicgstab on mahindas stops with DIVERGED_DTOL (rc=$rc)" grep -q "DIVERGED_DTOL after 1 iterations" "$T/err"
+check "... and names a remedy" grep -q "try --method gmres" "$T/err"
+run "$SOLVE" -A "$IN/LF10.mtx" --device cpu --method cg --restart 10
+check "--restart with cg is a warning (rc=$rc)" grep -q "warning: --restart applies to gmres only" "$T/err"
+check "... and the solve still runs" test "$rc" -eq 0
+run "$SOLVE" -A "$IN/mahindas.mtx" --device cpu --method gmres --stagnation 40 --json
+check "--stagnation 40 ends gmres with DIVERGED_STAGNATION (rc=$rc)" \
+  python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['reason'] == 'DIVERGED_STAGNATION' and r['iterations'] >= 40 else 1)"
+run "$SOLVE" -A "$IN/bcsstk09.mtx" --device cpu --method cg --precond none --max-time 0.000001
+check "--max-time ends the solve with DIVERGED_TIME_LIMIT (rc=$rc)" grep -q "DIVERGED_TIME_LIMIT" "$T/err"
+run "$SOLVE" -A "$IN/LF10.mtx" --dtol -1
+check "a negative --dtol is refused (rc=$rc)" test "$rc" -eq 2
+
+# --- SIGINT during a long solve: x and the history so far are written, exit 130 ------------
+"$SOLVE" -A poisson3d:40 --device cpu --method cg --precond none --rtol 0 --maxiter 100000000 \
+  --stagnation 0 -o "$T/xi.mtx" --history "$T/hi.csv" >"$T/out" 2>"$T/err" &
+pid=$!
+sleep 1.5                                   # the matrix is made and the iterations run
+kill -INT $pid
+wait $pid
+rc=$?
+check "SIGINT ends the solve with exit 130 (rc=$rc)" test "$rc" -eq 130
+check "... reporting DIVERGED_INTERRUPTED" grep -q "DIVERGED_INTERRUPTED" "$T/err"
+check "... with x written" test -s "$T/xi.mtx"
+check "... and the history so far" test "$(wc -l <"$T/hi.csv")" -gt 10
+
 # --- non-convergence ---------------------------------------------------------------------
 run "$SOLVE" -A "$IN/bcsstk09.mtx" --method cg --maxiter 3 --device cpu
 check "maxiter exits 1 (rc=$rc)" test "$rc" -eq 1
@@ -100,12 +132,12 @@ check "--help lists none" grep -q "none    no preconditioner" "$T/out"
 check "--help's usage has no printf residue" grep -q "%.17g" "$T/out"
 run "$SOLVE" -A "$IN/LF10.mtx" --precond ilu9
 check "unknown --precond exits 2 (rc=$rc)" test "$rc" -eq 2
-check "unknown --precond lists the table's names" grep -q "expects none|jacobi, got 'ilu9'" "$T/err"
+check "unknown --precond lists the table's names" grep -q "expects none|jacobi|auto, got 'ilu9'" "$T/err"
 run "$SOLVE" -A "$IN/LF10.mtx" --precond user
 check "--precond user (the API's only) is refused (rc=$rc)" test "$rc" -eq 2
 run "$SOLVE" -A "$IN/LF10.mtx" --device cpu --format ell --json
 check "--format ell's reason names the automatic choice" \
-  python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['format_reason'].startswith('ell: asked for (auto would pick csr)') and r['precond'] == 'none' else 1)"
+  python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['format_reason'].startswith('ell: asked for (auto would pick csr)') and r['precond'] == 'jacobi' and r['precond_reason'].startswith('jacobi: the diagonal is positive') else 1)"
 run "$SOLVE" --version
 check "--version exits 0" test "$rc" -eq 0
 

@@ -354,6 +354,8 @@ static void test_cg_fused(int64_t n, int shape)
     memset(&h0, 0, sizeof h0);
     h0.part = dpart;
     h0.thr = 0.0;
+    h0.div_thr = INFINITY;                           /* no divergence test, no stagnation */
+    h0.best = INFINITY;
     h0.rz = 0.75 * (double)(n + 1);
     h0.state = SPK_CG_DONE;
     h0.pq = -7.0;
@@ -616,6 +618,8 @@ static void test_bicg_fused(int64_t n, int shape)
     memset(&in, 0, sizeof in);
     in.part = dS + b_doubles;
     in.maxit = 1000;
+    in.div_thr = INFINITY;                           /* no divergence test, no stagnation */
+    in.best = INFINITY;
     in.r0norm = 2.0;
     in.rho = 0.75 * (double)(n + 1);
     in.rho_old = 0.5 * (double)(n + 1);
@@ -977,6 +981,8 @@ static void cpu_sums(int64_t n, const double *x, const double *y, const double *
     spk_bicg_scalars B;
     memset(&B, 0, sizeof B);
     B.maxit = 1000;
+    B.div_thr = INFINITY;
+    B.best = INFINITY;
     B.r0norm = B.rho = B.rho_old = B.snorm = B.rnorm = 1.0;
     B.alpha = 0.3;
     B.omega = 0.7;

@@ -7,6 +7,7 @@
 #include "spk.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,7 @@ typedef struct cli {
     const char *A, *b, *x0, *out, *history;
     spk_options opt;
     spk_device device;
-    int json, quiet, explain, monitor;
+    int json, quiet, explain, monitor, restart_given;
     int64_t monitor_every;
 } cli;
 
@@ -45,7 +46,7 @@ static const char usage_text[] =
     "  --method M          auto|cg|bicgstab|gmres (default auto: cg for a symmetric matrix\n"
     "                      with a positive diagonal, else bicgstab)\n"
     "  --restart M         GMRES restart length (default 30)\n"
-    "  --precond P         the preconditioner (default none):\n"
+    "  --precond P         the preconditioner (default auto):\n"
     "%s"
     "  --format F          auto|coo|csr|ell|hyb|jds|dia (default auto: from row-length\n"
     "                      statistics; dia: the CPU only)\n"
@@ -53,6 +54,11 @@ static const char usage_text[] =
     "  --rtol X            relative tolerance: stop when ||r|| <= max(rtol ||b||, atol)\n"
     "                      (default 1e-8)\n"
     "  --atol X            absolute tolerance (default 0)\n"
+    "  --dtol X            divergence: stop when ||r|| > X max(||b||, ||r0||) (default 1e5;\n"
+    "                      0: no such test)\n"
+    "  --stagnation K      stop when the smallest ||r|| has not fallen by 0.1%% in K\n"
+    "                      iterations (default 2000; 0: no such test)\n"
+    "  --max-time S        stop after S seconds of iterating (default: no limit)\n"
     "  --maxiter N         iteration limit (default max(1000, 10 n))\n"
     "  --monitor           print the residual every 10 iterations (to stderr)\n"
     "  --monitor-every K   ... every K iterations (implies --monitor)\n"
@@ -224,7 +230,14 @@ static void parse_args(int argc, char **argv, cli *c)
             c->opt.atol = parse_double(a, need_arg(argc, argv, &i));
         } else if (!strcmp(a, "--maxiter")) {
             c->opt.maxiter = parse_int(a, need_arg(argc, argv, &i), 1, INT64_MAX);
+        } else if (!strcmp(a, "--dtol")) {
+            c->opt.dtol = parse_double(a, need_arg(argc, argv, &i));
+        } else if (!strcmp(a, "--stagnation")) {
+            c->opt.stagnation = parse_int(a, need_arg(argc, argv, &i), 0, INT64_MAX);
+        } else if (!strcmp(a, "--max-time")) {
+            c->opt.max_time = parse_double(a, need_arg(argc, argv, &i));
         } else if (!strcmp(a, "--restart")) {
+            c->restart_given = 1;
             c->opt.restart = (int)parse_int(a, need_arg(argc, argv, &i), 1, 1 << 20);
         } else if (!strcmp(a, "--monitor")) {
             c->monitor = 1;
@@ -245,10 +258,67 @@ static void parse_args(int argc, char **argv, cli *c)
         die_usage("%s", "no matrix: -A FILE|SPEC is required");
 }
 
-static void monitor_line(void *user, int64_t it, double rnorm, double rel, double seconds)
+/* ---- the solve's monitor: progress lines when asked, and the stop a signal asks for -------
+ * SIGINT / SIGTERM during the solve set `stop_signal`; the monitor, called for every
+ * iteration, returns it, and the library ends the solve at its next check with
+ * DIVERGED_INTERRUPTED: x and the history so far are written as usual and the exit status is
+ * 128 + the signal. A second signal while the first waits ends the process at once. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
 {
-    (void)user;
-    fprintf(stderr, "  it %8lld  ||r|| %.6e  rel %.6e  %8.3f s\n", (long long)it, rnorm, rel, seconds);
+    if (stop_signal)
+        signal(sig, SIG_DFL), raise(sig);
+    stop_signal = sig;
+}
+
+typedef struct monitor_state {
+    int64_t every;                       /* a progress line every `every` iterations, 0: none */
+} monitor_state;
+
+static int monitor_line(void *user, int64_t it, double rnorm, double rel, double seconds)
+{
+    const monitor_state *m = user;
+    if (m->every > 0 && it % m->every == 0)
+        fprintf(stderr, "  it %8lld  ||r|| %.6e  rel %.6e  %8.3f s\n", (long long)it, rnorm, rel,
+                seconds);
+    return stop_signal != 0;
+}
+
+/* What to try when the solve did not converge, from docs/solvers.md's table of reasons. */
+static const char *hint(const spk_result *res)
+{
+    const int cg = res->method == SPK_METHOD_CG, none = res->precond == SPK_PRECOND_NONE;
+    switch (res->reason) {
+    case SPK_DIVERGED_MAXIT:
+        return none ? "try --precond jacobi, or a larger --maxiter"
+                    : res->method == SPK_METHOD_GMRES ? "try a larger --restart or --maxiter"
+                                                     : "try a larger --maxiter, or another --method";
+    case SPK_DIVERGED_DTOL:
+        return cg ? "the residual grew past --dtol: A may not be SPD; try --method gmres"
+                  : "the residual grew past --dtol: the method diverges on this matrix; try "
+                    "--method gmres (its residual cannot grow)";
+    case SPK_DIVERGED_STAGNATION:
+        return res->method == SPK_METHOD_GMRES ? "no progress: try a larger --restart, or a "
+                                                 "preconditioner"
+                                               : "no progress: try --method gmres, or a "
+                                                 "preconditioner";
+    case SPK_DIVERGED_BREAKDOWN:
+        return res->method == SPK_METHOD_BICGSTAB ? "try --method gmres (it does not break down "
+                                                    "on a nonsingular A)"
+                                                  : "A looks singular on the Krylov space: check "
+                                                    "for zero rows or a missing boundary condition";
+    case SPK_DIVERGED_INDEFINITE:
+        return "A (or M) is not SPD: try --method bicgstab or gmres";
+    case SPK_DIVERGED_TRUE_RESIDUAL_MISMATCH:
+        return "rtol is below what the conditioning allows: try a larger --rtol";
+    case SPK_DIVERGED_TIME_LIMIT:
+        return "--max-time passed; x is the last iterate";
+    case SPK_DIVERGED_INTERRUPTED:
+        return "interrupted; x and the history so far are written";
+    default:
+        return "";
+    }
 }
 
 /* ---- output files: a regular file is written to a temporary name beside it, then renamed,
@@ -403,6 +473,7 @@ static void print_json(const report *r)
     json_str(f, "method", spk_method_str(res->method), 1);
     json_str(f, "method_reason", res->method_reason, 1);
     json_str(f, "precond", spk_precond_str(res->precond), 1);
+    json_str(f, "precond_reason", res->precond_reason, 1);
     json_num(f, "rtol", r->c->opt.rtol, 1);
     json_num(f, "atol", r->c->opt.atol, 1);
     fprintf(f, "  \"restart\": %d,\n", r->c->opt.restart);
@@ -483,9 +554,10 @@ static void print_summary(spk_context *ctx, const report *r)
     printf("device    %s: %s%s%s\n", spk_device_str(res->device), r->device_name,
            r->device_note[0] ? "; " : "", r->device_note);
     printf("format    %s%s\n", c->opt.format == SPK_FMT_AUTO ? "auto: " : "", r->format_reason);
-    printf("method    %s%s%s%s, precond %s\n", spk_method_str(res->method),
+    printf("method    %s%s%s%s, precond %s%s%s%s\n", spk_method_str(res->method),
            res->method_reason[0] ? " (auto: " : "", res->method_reason, res->method_reason[0] ? ")" : "",
-           spk_precond_str(res->precond));
+           spk_precond_str(res->precond), res->precond_reason[0] ? " (auto: " : "",
+           res->precond_reason, res->precond_reason[0] ? ")" : "");
     printf("result    %s after %lld iterations\n", spk_reason_str(res->reason), (long long)res->iterations);
     printf("residual  recursive %.3e, true %.3e (relative to ||b|| = %.3e; rtol %.1e)\n", res->rel,
            res->true_rel, res->bnorm, c->opt.rtol);
@@ -584,14 +656,25 @@ int main(int argc, char **argv)
         c.opt.use_x0 = 1;
     }
     c.opt.history = c.history != NULL;
-    if (c.monitor && !c.quiet) {
-        c.opt.monitor = monitor_line;
-        c.opt.monitor_every = c.monitor_every;
-    }
+    monitor_state mon = {c.monitor && !c.quiet ? c.monitor_every : 0};
+    c.opt.monitor = monitor_line;                /* every iteration: it also polls the signal */
+    c.opt.monitor_user = &mon;
+    c.opt.monitor_every = 1;
 
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     st = spk_solve(ctx, A, b, x, &c.opt, &r.res);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     if (st)
         die_status(ctx, st, "solving");
+    if (c.restart_given && r.res.method != SPK_METHOD_GMRES)
+        fprintf(stderr, "solve: warning: --restart applies to gmres only (the method was %s)\n",
+                spk_method_str(r.res.method));
     if (r.have_err) {
         for (int64_t i = 0; i < n; i++)
             if (!(fabs(x[i] - 1.0) <= r.err_inf))
@@ -619,10 +702,15 @@ int main(int argc, char **argv)
         print_json(&r);
     else if (!c.quiet)
         print_summary(ctx, &r);
-    if (!converged)
-        fprintf(stderr, "solve: did not converge: %s after %lld iterations (true relative residual %.3e)%s%s\n",
-                spk_reason_str(r.res.reason), (long long)r.res.iterations, r.res.true_rel,
-                r.res.reason_detail[0] ? ": " : "", r.res.reason_detail);
+    if (!converged) {
+        const char *h = hint(&r.res);
+        fprintf(stderr, "solve: did not converge: %s after %lld iterations (true relative residual "
+                "%.3e)%s%s%s%s\n", spk_reason_str(r.res.reason), (long long)r.res.iterations,
+                r.res.true_rel, r.res.reason_detail[0] ? ": " : "", r.res.reason_detail,
+                h[0] ? "; " : "", h);
+    }
+    if (r.res.reason == SPK_DIVERGED_INTERRUPTED && stop_signal && code == EXIT_NOT_CONVERGED)
+        code = 128 + stop_signal;
 
     spk_result_free(&r.res);
     free(b);
