@@ -34,6 +34,11 @@ measures the other processes, not spk. Needs numpy and scipy (bench/requirements
     python3 bench/cpu_cg_vs_scipy.py --build BUILD [--m 64] [--trials 5] [--json out.json]
                                      [--markdown] [--wait-idle S] [--format F]
                                      [--scipy-format csr|dia] [--settings all|default]
+                                     [--busy K]
+
+--busy K keeps K cores busy with spinning processes during the trials, to measure what a
+machine shared with other work gives (spk times its iterations under a few thread counts and
+keeps the fastest: src/threads.c).
 """
 import argparse
 import ctypes
@@ -200,6 +205,9 @@ def main():
                     help="SciPy's matrix class: csr_matrix (default) or dia_matrix")
     ap.add_argument("--settings", default="all", choices=("all", "default"),
                     help="all three thread settings (default), or the default one alone")
+    ap.add_argument("--busy", type=int, default=0, metavar="K",
+                    help="keep K cores busy with spinning processes of our own during the trials "
+                         "(a machine shared with other work; --wait-idle is then skipped)")
     ap.add_argument("--scipy-worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.scipy_worker:
@@ -219,7 +227,7 @@ def main():
         sys.exit("cpu_cg_vs_scipy: SciPy's matrix is not spk's; nothing timed")
 
     spk_cmd = [solve, "-A", "poisson3d:%d" % a.m, "--device", "cpu", "--method", "cg",
-               "--format", a.format, "--rtol", repr(a.rtol), "--json"]
+               "--precond", "none", "--format", a.format, "--rtol", repr(a.rtol), "--json"]
     sci_cmd = [sys.executable, os.path.abspath(__file__), "--scipy-worker", "--m", str(a.m),
                "--rtol", repr(a.rtol), "--scipy-format", a.scipy_format]
     configs = [("default threads", {}),
@@ -227,6 +235,10 @@ def main():
                ("1 thread", {v: "1" for v in THREAD_VARS})]
     if a.settings == "default":
         configs = configs[:1]
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.busy)]
+    if hogs:
+        a.wait_idle = 0.0
+        time.sleep(1.0)                           # the spinning processes are running
     results = []
     for label, extra in configs:
         env = dict(os.environ)
@@ -269,13 +281,17 @@ def main():
         }
         results.append(r)
 
+    for h in hogs:
+        h.kill()
+        h.wait()
     info = {"date": datetime.date.today().isoformat(), "cpu": cpu_model(),
-            "cores": os.cpu_count(), "matrix": "poisson3d:%d" % a.m, "n": n, "nnz": nnz_spk,
+            "cores": os.cpu_count(), "busy_cores": a.busy,
+            "matrix": "poisson3d:%d" % a.m, "n": n, "nnz": nnz_spk,
             "rtol": a.rtol, "trials": a.trials, "spk_command": " ".join(spk_cmd[1:]),
             "results": results}
-    print("%s, %d cores, %s; %d trials (min / median per iteration); spk format %s, SciPy %s" %
-          (info["cpu"], info["cores"], info["date"], a.trials, results[0]["spk_format"],
-           results[0]["scipy_format"]))
+    print("%s, %d cores (%d kept busy), %s; %d trials (min / median per iteration); spk format "
+          "%s, SciPy %s" % (info["cpu"], info["cores"], a.busy, info["date"], a.trials,
+                            results[0]["spk_format"], results[0]["scipy_format"]))
     print("%-16s %6s %6s %18s %18s %16s %22s %9s" % (
         "threads", "spk it", "SciPy", "spk ms/it", "SciPy ms/it", "SciPy/spk",
         "paired: median (range)", "load"))

@@ -41,6 +41,7 @@ typedef struct spk_krylov {
      * spk_stop_record; SPK_REASON_NONE while the solve may go on. The device-scalar methods
      * stop queuing when it is set and end with the batches in flight. */
     spk_reason                host_stop;
+    spk_threads               threads;   /* the CPU's thread count, fitted per solve          */
     const spk_options        *opt;
     spk_result               *res;     /* reason, iterations, rnorm, history                   */
     int64_t                   maxiter; /* resolved from opt                                   */

@@ -36,7 +36,8 @@ spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnor
     spk_result *res = k->res;
     double rel = res->bnorm > 0 ? rnorm / res->bnorm : rnorm;
     rnorm /= k->b_scale;                             /* in the caller's units (exact) */
-    double t = spk_now() - k->t0;
+    const double now = spk_now(), t = now - k->t0;
+    spk_threads_tick(&k->threads, it, now);
     if (k->opt->history) {
         if (res->history_len == k->hist_cap) {
             int64_t cap = k->hist_cap ? 2 * k->hist_cap : 256;

@@ -442,10 +442,13 @@ static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, int 
         st = ops->fill(ctx, n, 0.0, d_x);
         if (!st)
             st = spk_stop_record(k, 0, 0, 0.0);
-    } else if (S->method_auto && m == SPK_METHOD_BICGSTAB) {
-        st = run_auto(S, d_b, d_x);
     } else {
-        st = run_scaled(S, fn, d_b, d_x);
+        spk_threads_begin(&k->threads, ctx->device, n, m == SPK_METHOD_GMRES ? S->opt.restart : 0);
+        if (S->method_auto && m == SPK_METHOD_BICGSTAB)
+            st = run_auto(S, d_b, d_x);
+        else
+            st = run_scaled(S, fn, d_b, d_x);
+        spk_threads_end(&k->threads);
     }
     if (!st && host_x)
         st = ops->download(ctx, n, d_x, host_x);

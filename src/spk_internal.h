@@ -384,6 +384,24 @@ const spk_vec_ops *spk_vec_ops_for(spk_device dev);
  * in 1940 of its 2360 iterations with it, and not within them with the sum split over two
  * vector lanes. */
 
+/* ---- the CPU's thread count during a solve (src/threads.c) ------------------------------ */
+typedef struct spk_threads {
+    int     active;              /* adapting: a CPU solve, OpenMP, 2+ threads, n > SPK_OMP_MIN_N */
+    int     saved;               /* the caller's omp_get_max_threads(), put back at the end    */
+    int     cand[4], ncand;      /* the thread counts tried: all, all - 1, half, 1             */
+    int     chosen, prev;        /* the fastest of the last round (an index), and the one before */
+    int     probe;               /* the candidate being timed, -1 between rounds               */
+    int64_t window, interval;    /* iterations a probe lasts; iterations between rounds       */
+    int64_t it0;                 /* the iteration the current timing began at                 */
+    double  t0, best;            /* its clock; the best seconds per iteration of the round    */
+} spk_threads;
+/* A solve of n unknowns on `dev` begins (window: the iterations one probe times, 0: 8) and
+ * ends; spk_threads_tick at every recorded iteration. No effect but on the CPU. */
+void spk_threads_begin(spk_threads *t, spk_device dev, int64_t n, int64_t window);
+void spk_threads_tick(spk_threads *t, int64_t it, double now);
+void spk_threads_end(spk_threads *t);
+int  spk_threads_now(const spk_threads *t);       /* the count the solve runs on now   */
+
 /* Below this length a parallel region costs more than the loop (a fork/join is ~1-5 us, a
  * 8k-element axpy ~2 us on one core), so short vectors run on one thread, as one chunk. */
 #define SPK_OMP_MIN_N 8192

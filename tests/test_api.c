@@ -198,6 +198,44 @@ static void test_context(void)
             "precond past the table");
 }
 
+/* The CPU's thread count during a solve is the library's (src/threads.c): the caller's is put
+ * back after it, and the iterates do not depend on it: x after a solve on all threads (the
+ * count tried and chosen as it goes) has the bits of x after one on a single thread. */
+static void test_threads(void)
+{
+#ifdef _OPENMP
+    if (dev != SPK_DEVICE_CPU)
+        return;
+    const int caller = omp_get_max_threads();
+    spk_matrix *A = NULL;
+    T_CHECK(spk_matrix_generate(ctx, "poisson3d:30", &A) == SPK_OK, "%s", spk_last_error(ctx));
+    const int64_t n = 27000;
+    double *b = malloc((size_t)n * sizeof *b), *x1 = calloc((size_t)n, sizeof *x1),
+           *x2 = calloc((size_t)n, sizeof *x2);
+    for (int64_t i = 0; i < n; i++)
+        b[i] = 1.0 + (double)(i % 7);
+    spk_options o;
+    spk_options_default(&o);
+    o.method = SPK_METHOD_CG;
+    o.precond = SPK_PRECOND_NONE;
+    spk_result r1, r2;
+    T_CHECK(spk_solve(ctx, A, b, x1, &o, &r1) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(omp_get_max_threads() == caller, "the caller's %d threads became %d", caller,
+            omp_get_max_threads());
+    omp_set_num_threads(1);
+    T_CHECK(spk_solve(ctx, A, b, x2, &o, &r2) == SPK_OK, "%s", spk_last_error(ctx));
+    omp_set_num_threads(caller);
+    T_CHECK(r1.iterations == r2.iterations && memcmp(x1, x2, (size_t)n * sizeof *x1) == 0,
+            "x on %d threads (adapted) and on 1: %lld and %lld iterations, bits %s", caller,
+            (long long)r1.iterations, (long long)r2.iterations,
+            memcmp(x1, x2, (size_t)n * sizeof *x1) ? "differ" : "equal");
+    free(b);
+    free(x1);
+    free(x2);
+    spk_matrix_destroy(A);
+#endif
+}
+
 /* Every tuning knob is read at spk_context_create: an unknown value fails it with a message
  * naming the variable and what it takes; the knob's own values and an empty one are taken. */
 static void test_knobs(void)
@@ -1220,6 +1258,7 @@ int main(int argc, char **argv)
     if (part_main) {
         test_context();
         test_knobs();
+        test_threads();
         test_matrix_make();
         test_matrix_file();
         test_update_formats();

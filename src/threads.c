@@ -1,0 +1,126 @@
+/* src/threads.c -- the CPU's OpenMP thread count during a solve, fitted to the cores that are
+ * really free. A parallel loop with a static schedule waits for its slowest thread: with one
+ * core of two taken by another process, the thread that shares it gets a scheduler time slice
+ * now and then, and every loop waits for it (CG on poisson3d:64, 2 cores: 1.0 ms per iteration
+ * idle, 15.6 ms with one core busy and GNU OpenMP's spinning idle threads). So a solve on the
+ * CPU times its iterations under a few thread counts (all, all but one, half, one), keeps the
+ * fastest, and tries them again now and then, further apart while the choice holds. A round
+ * starts with the last choice (the first round with one thread, the safe guess), so a count
+ * that is slower stops after two iterations: on a loaded machine a round costs two slow
+ * iterations, not a window. The sums do not depend on the thread count (src/spk_internal.h),
+ * so neither do the iterates.
+ * The caller's own thread count is put back at the end of the solve. */
+#include "spk_internal.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define PROBE_WINDOW 8          /* iterations a thread count is timed over (GMRES: a cycle)   */
+#define PROBE_FIRST 128         /* iterations between the first two rounds of probes          */
+#define PROBE_MAX 4096          /* ... growing twofold while the choice holds, up to this     */
+#define PROBE_ABORT 1.5         /* a probe slower than this times the best so far stops early  */
+
+void spk_threads_begin(spk_threads *t, spk_device dev, int64_t n, int64_t window)
+{
+    t->active = 0;
+#ifdef _OPENMP
+    t->saved = omp_get_max_threads();
+    if (dev != SPK_DEVICE_CPU || n <= SPK_OMP_MIN_N || t->saved < 2 || omp_in_parallel())
+        return;
+    const int p = t->saved;
+    const int want[4] = {p, p - 1, p / 2, 1};
+    t->ncand = 0;
+    for (int i = 0; i < 4; i++) {
+        int dup = want[i] < 1;
+        for (int j = 0; j < t->ncand; j++)
+            dup |= t->cand[j] == want[i];
+        if (!dup)
+            t->cand[t->ncand++] = want[i];
+    }
+    t->active = 1;
+    t->window = window > 0 ? window : PROBE_WINDOW;
+    t->chosen = t->ncand - 1;    /* one thread */
+    t->probe = 0;
+    t->interval = PROBE_FIRST;
+    t->best = 0.0;
+    t->prev = -1;
+    t->it0 = -1;
+    omp_set_num_threads(t->cand[t->chosen]);
+#else
+    (void)dev;
+    (void)n;
+    (void)window;
+#endif
+}
+
+void spk_threads_tick(spk_threads *t, int64_t it, double now)
+{
+#ifdef _OPENMP
+    if (!t->active)
+        return;
+    if (t->it0 < 0) {            /* the first record: time from here */
+        t->it0 = it;
+        t->t0 = now;
+        return;
+    }
+    const int64_t done = it - t->it0;
+    if (t->probe < 0) {          /* running the choice: time for the next round? */
+        if (done >= t->interval) {
+            t->probe = 0;
+            t->best = 0.0;
+            t->prev = t->chosen;
+            t->it0 = it;
+            t->t0 = now;
+        }
+        return;
+    }
+    /* the round's step `probe` times candidate (prev + probe) mod ncand: the last choice first */
+    const int c = (t->prev < 0 ? t->chosen : t->prev + t->probe) % t->ncand;
+    const double per = done > 0 ? (now - t->t0) / (double)done : 0.0;
+    const int over = t->best > 0 && done >= 2 && per > PROBE_ABORT * t->best;
+    if (done < t->window && !over)
+        return;
+    if (!over && (t->best == 0.0 || per < t->best)) {
+        t->best = per;
+        t->chosen = c;
+    }
+    t->it0 = it;
+    t->t0 = now;
+    if (t->prev < 0)
+        t->prev = c;             /* the first round: its start is its "last choice" */
+    if (++t->probe < t->ncand) {
+        omp_set_num_threads(t->cand[(t->prev + t->probe) % t->ncand]);
+        return;
+    }
+    t->probe = -1;               /* the round is over: run the fastest */
+    omp_set_num_threads(t->cand[t->chosen]);
+    t->interval = t->chosen == t->prev && t->interval < PROBE_MAX ? 2 * t->interval : PROBE_FIRST;
+    t->prev = t->chosen;
+#else
+    (void)t;
+    (void)it;
+    (void)now;
+#endif
+}
+
+void spk_threads_end(spk_threads *t)
+{
+#ifdef _OPENMP
+    if (t->active)
+        omp_set_num_threads(t->saved);
+    t->active = 0;
+#else
+    (void)t;
+#endif
+}
+
+int spk_threads_now(const spk_threads *t)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    (void)t;
+    return 1;
+#endif
+}
