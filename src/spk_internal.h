@@ -20,8 +20,18 @@ struct spk_context {
     spk_device device;            /* resolved: CPU or CUDA                                     */
     char       msg[SPK_MSG_LEN];  /* detail of the last failure                                */
     char       device_name[128];
-    uint64_t   alloc_count;       /* host + device allocations made through spk_malloc/ops     */
+    /* host + device allocations made through spk_malloc/ops: atomic, the one field that two
+     * threads sharing a context (unsupported, but easy to do by mistake) would both write. C++
+     * (the .cu files) sees the same 8 bytes as a plain integer and never touches them: it
+     * counts through spk_alloc_tick. */
+#ifdef __cplusplus
+    uint64_t   alloc_count;
+#else
+    _Atomic uint64_t alloc_count;
+#endif
     uint64_t   fail_alloc_at;     /* test hook: make allocation number k fail (0 = never)       */
+    double     host_memory_limit; /* test hook: bytes this context may commit (0: no limit of
+                                     its own; spk_host_memory)                                 */
     void      *cuda;              /* spk_cuda_state (stream, cuBLAS handle, scratch) or NULL    */
 };
 
@@ -39,6 +49,21 @@ spk_status spk_vfail(spk_context *ctx, spk_status st, const char *fmt, va_list a
 void *spk_malloc(spk_context *ctx, size_t n, size_t size);
 void *spk_calloc(spk_context *ctx, size_t n, size_t size);
 void  spk_free(void *p);
+/* Count one allocation on ctx (atomically) and return its number, 1 for the first. */
+uint64_t spk_alloc_tick(spk_context *ctx);
+/* The host memory, in bytes, that this process may commit: the machine's physical memory,
+ * lowered by an address-space or data-size limit (ulimit -v, ulimit -d), by SPK_HOST_MEMORY
+ * and by ctx->host_memory_limit where set. `what` (may be NULL) receives the phrase that
+ * names the binding limit: "this machine's 24.7 GB of memory". ctx may be NULL. */
+double spk_host_memory(const spk_context *ctx, char *what, size_t what_len);
+/* SPK_OK if `bytes` fit spk_host_memory, else SPK_ERR_NOMEM with "<what> needs X GB, more
+ * than <the limit>": the check made before a large commitment, so that a size that cannot fit
+ * fails at once instead of being killed later by the kernel's overcommit. */
+spk_status spk_check_memory(spk_context *ctx, double bytes, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 /* Wall clock in seconds (monotonic). */
 double spk_now(void);
 
