@@ -84,6 +84,12 @@ spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t ncols, i
         return st;
     if (nnz < 0)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_coo: nnz = %lld must be >= 0", (long long)nnz);
+    /* the copy, the assembly and the update map (up to 24 bytes an entry) */
+    st = spk_check_memory(ctx, spk_csr_from_coo_bytes(nrows, ncols, nnz) + 24.0 * (double)nnz,
+                          "spk_matrix_from_coo: a %lld x %lld matrix of %lld entries",
+                          (long long)nrows, (long long)ncols, (long long)nnz);
+    if (st)
+        return st;
     spk_coo coo = {nrows, ncols, nnz, spk_malloc(ctx, (size_t)nnz, 4), spk_malloc(ctx, (size_t)nnz, 4),
                    spk_malloc(ctx, (size_t)nnz, 8)};
     if (!coo.row || !coo.col || !coo.val) {
@@ -147,6 +153,11 @@ spk_status spk_matrix_from_csr(spk_context *ctx, int64_t nrows, int64_t ncols,
                             (long long)i, (long long)rowptr[i], (long long)rowptr[i + 1]);
     /* after the checks: rowptr[nrows] >= base, so the difference cannot overflow */
     int64_t nnz = rowptr[nrows] - base;
+    st = spk_check_memory(ctx, 4.0 * (double)nnz + spk_csr_from_coo_bytes(nrows, ncols, nnz) +
+                          24.0 * (double)nnz, "spk_matrix_from_csr: a %lld x %lld matrix of %lld "
+                          "entries", (long long)nrows, (long long)ncols, (long long)nnz);
+    if (st)
+        return st;
     int32_t *row = spk_malloc(ctx, (size_t)nnz, sizeof *row);
     if (!row)
         return spk_fail(ctx, SPK_ERR_NOMEM, "spk_matrix_from_csr: %lld entries: out of memory", (long long)nnz);

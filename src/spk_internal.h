@@ -85,11 +85,18 @@ typedef struct spk_coo {
 void spk_csr_free(spk_csr *A);                 /* frees the arrays, zeroes the struct        */
 void spk_coo_free(spk_coo *A);
 /* COO -> canonical CSR: sort rows and columns, sum duplicates, keep empty rows. The COO
- * arrays are not modified. Counting sort by row, then by column within each row: O(nnz + n). */
+ * arrays are not modified. Counting sort by column, then stably by row: O(nnz + nrows + ncols),
+ * or O(nnz + nrows) for a matrix far wider than it has entries. SPK_ERR_NOMEM before any
+ * allocation when spk_csr_from_coo_bytes exceeds spk_host_memory; SPK_ERR_ARG when finite
+ * duplicates sum to Inf ("a(i,j) = inf (1-based): the sum of its N entries overflows"). */
 spk_status spk_csr_from_coo(spk_context *ctx, const spk_coo *coo, spk_csr *out);
-/* Allocate an nrows x ncols CSR with room for nnz entries (rowptr zeroed). */
+/* Bytes spk_csr_from_coo holds at its peak: the input COO, its scratch and the output. */
+double spk_csr_from_coo_bytes(int64_t nrows, int64_t ncols, int64_t nnz);
+/* Allocate an nrows x ncols CSR with room for nnz entries (rowptr zeroed); SPK_ERR_NOMEM
+ * before allocating when spk_csr_bytes exceeds spk_host_memory. */
 spk_status spk_csr_alloc(spk_context *ctx, int64_t nrows, int64_t ncols, int64_t nnz,
                          spk_csr *out);
+double spk_csr_bytes(int64_t nrows, int64_t nnz);
 /* For each COO entry k (0-based, as passed to spk_csr_from_coo), its position in the CSR that
  * spk_csr_from_coo made of it: *map is malloc'ed with coo->nnz entries, or NULL when the map is
  * the identity (the input was canonical already). O(nnz log(row length)). */
