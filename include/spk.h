@@ -351,10 +351,20 @@ SPK_API spk_status spk_solve(spk_context *ctx, spk_matrix *A, const double *b, d
 /* Read an n x 1 vector (array, or coordinate with missing entries zero). *v is malloc'ed and
  * owned by the caller (free()). */
 SPK_API spk_status spk_vector_read_mtx(spk_context *ctx, const char *path, double **v, int64_t *n);
-/* Write an array n x 1 file, with %.17g so that it reads back bit for bit. */
+/* Write an array n x 1 file, with %.17g so that it reads back bit for bit. The path is
+ * written in place: a device, a FIFO or a symbolic link's target is written through, never
+ * replaced or removed; a regular file without any write permission is refused (SPK_ERR_IO,
+ * as cp without -f, even for root). When the write fails, the file is removed only if this
+ * call created it; an existing file is left as far as it was written (write to a new name and
+ * rename, as the solve command does, to replace a file atomically). */
 SPK_API spk_status spk_vector_write_mtx(spk_context *ctx, const char *path, const double *v,
                                         int64_t n, const char *comment);
-/* Write a matrix in coordinate real general form. */
+/* The same onto an open descriptor (stdout, a pipe, a socket), from its current offset; fd
+ * stays open and is never truncated. `name` labels messages (may be NULL). */
+SPK_API spk_status spk_vector_write_mtx_fd(spk_context *ctx, int fd, const char *name,
+                                           const double *v, int64_t n, const char *comment);
+/* Write a matrix in coordinate real general form; the path is treated as by
+ * spk_vector_write_mtx. */
 SPK_API spk_status spk_matrix_write_mtx(spk_context *ctx, const char *path, const spk_matrix *A);
 
 #ifdef __cplusplus

@@ -879,30 +879,69 @@ spk_status spk_vector_read_mtx(spk_context *ctx, const char *path, double **v, i
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
-/* Close f and report the first failure; on failure remove the partial file. fprintf uses
- * LC_NUMERIC like strtod: "C" (the default) writes the '.' that Matrix Market requires. */
-static spk_status mm_close(spk_context *ctx, const char *path, FILE *f, int failed, int err)
+/* An output opened for writing in place. Only a file that this call created may be removed
+ * when the write fails: whatever existed under the name -- a regular file, a device such as
+ * /dev/full, a FIFO, the target of a symbolic link -- is written through and never removed
+ * (removing a device node as root would destroy it for every process). */
+typedef struct mm_out {
+    FILE  *f;
+    int    created;           /* this call made the file: it may remove it on failure          */
+    dev_t  dev;               /* the file's identity, so that only that file is removed        */
+    ino_t  ino;
+} mm_out;
+
+static spk_status mm_open_write(spk_context *ctx, const char *path, mm_out *o)
 {
-    if (fclose(f) != 0 && !failed) {
+    struct stat sb;
+    memset(o, 0, sizeof *o);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+        o->created = 1;
+    } else if (errno == EEXIST) {
+        /* as cp without -f: a regular file that nobody may write is refused, even by root
+         * (who could write it anyway) */
+        if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && !(sb.st_mode & 0222))
+            return spk_fail(ctx, SPK_ERR_IO, "%s: not written: the file is read-only (mode "
+                            "%04o)", path, (unsigned)(sb.st_mode & 07777));
+        fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);       /* O_TRUNC: regular files only */
+        if (fd < 0 && errno == ENOENT)       /* a dangling link: its target made through it */
+            fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    }
+    if (fd < 0)
+        return mm_errno(ctx, path, "open for writing", errno);
+    if (fstat(fd, &sb) == 0) {
+        o->dev = sb.st_dev;
+        o->ino = sb.st_ino;
+    }
+    o->f = fdopen(fd, "w");
+    if (!o->f) {
+        int err = errno;
+        close(fd);
+        if (o->created)
+            unlink(path);
+        return mm_errno(ctx, path, "open for writing", err);
+    }
+    setvbuf(o->f, NULL, _IOFBF, 1 << 16);
+    return SPK_OK;
+}
+
+/* Close the output and report the first failure; on failure remove the file only if this call
+ * created it and the name still refers to it. fprintf uses LC_NUMERIC like strtod: "C" (the
+ * default) writes the '.' that Matrix Market requires. */
+static spk_status mm_close(spk_context *ctx, const char *path, mm_out *o, int failed, int err)
+{
+    if (fclose(o->f) != 0 && !failed) {
         failed = 1;
         err = errno;
     }
+    o->f = NULL;
     if (!failed)
         return SPK_OK;
-    remove(path);
+    struct stat sb;
+    if (o->created && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_dev == o->dev &&
+        sb.st_ino == o->ino)
+        unlink(path);
     return mm_errno(ctx, path, "write", err ? err : EIO);
-}
-
-static FILE *mm_open_write(spk_context *ctx, const char *path, spk_status *st)
-{
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        *st = mm_errno(ctx, path, "open for writing", errno);
-        return NULL;
-    }
-    setvbuf(f, NULL, _IOFBF, 1 << 16);
-    *st = SPK_OK;
-    return f;
 }
 
 spk_status spk_mm_write_csr(spk_context *ctx, const char *path, const spk_csr *A)
@@ -920,10 +959,11 @@ spk_status spk_mm_write_csr(spk_context *ctx, const char *path, const spk_csr *A
                 return spk_fail(ctx, SPK_ERR_ARG, "%s: A(%lld,%lld) = %g cannot be written "
                                 "(Matrix Market has no NaN or Inf)", path, (long long)i + 1,
                                 (long long)A->colind[k] + 1, A->val[k]);
-    spk_status st;
-    FILE *f = mm_open_write(ctx, path, &st);
-    if (!f)
+    mm_out o;
+    spk_status st = mm_open_write(ctx, path, &o);
+    if (st)
         return st;
+    FILE *f = o.f;
     int bad = fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n%lld %lld %lld\n",
                       (long long)A->nrows, (long long)A->ncols,
                       (long long)(A->rowptr[A->nrows] - A->rowptr[0])) < 0;
@@ -931,7 +971,7 @@ spk_status spk_mm_write_csr(spk_context *ctx, const char *path, const spk_csr *A
         for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1] && !bad; k++)
             bad = fprintf(f, "%lld %lld %.17g\n", (long long)i + 1,
                           (long long)A->colind[k] + 1, A->val[k]) < 0;
-    return mm_close(ctx, path, f, bad, bad ? errno : 0);
+    return mm_close(ctx, path, &o, bad, bad ? errno : 0);
 }
 
 spk_status spk_matrix_write_mtx(spk_context *ctx, const char *path, const spk_matrix *A)
@@ -944,20 +984,18 @@ spk_status spk_matrix_write_mtx(spk_context *ctx, const char *path, const spk_ma
     return st ? st : spk_mm_write_csr(ctx, path, &A->csr);
 }
 
-spk_status spk_vector_write_mtx(spk_context *ctx, const char *path, const double *v, int64_t n,
-                                const char *comment)
+static spk_status vector_check(spk_context *ctx, const char *name, const double *v, int64_t n)
 {
-    if (!path || n < 0 || (n && !v))
-        return spk_fail(ctx, SPK_ERR_ARG, "spk_vector_write_mtx: %s",
-                        n < 0 ? "negative length" : "NULL argument");
     for (int64_t i = 0; i < n; i++)
         if (!isfinite(v[i]))
             return spk_fail(ctx, SPK_ERR_ARG, "%s: v(%lld) = %g cannot be written (Matrix "
-                            "Market has no NaN or Inf)", path, (long long)i + 1, v[i]);
-    spk_status st;
-    FILE *f = mm_open_write(ctx, path, &st);
-    if (!f)
-        return st;
+                            "Market has no NaN or Inf)", name, (long long)i + 1, v[i]);
+    return SPK_OK;
+}
+
+/* The array file of v on f; 1 if a write failed (errno set). */
+static int vector_put(FILE *f, const double *v, int64_t n, const char *comment)
+{
     int bad = fputs("%%MatrixMarket matrix array real general\n", f) < 0;
     /* Each line of the comment becomes a '%' line, so a newline in it cannot break the file. */
     for (const char *c = comment; c && *c && !bad;) {
@@ -969,5 +1007,50 @@ spk_status spk_vector_write_mtx(spk_context *ctx, const char *path, const double
         bad = fprintf(f, "%lld 1\n", (long long)n) < 0;
     for (int64_t i = 0; i < n && !bad; i++)
         bad = fprintf(f, "%.17g\n", v[i]) < 0;
-    return mm_close(ctx, path, f, bad, bad ? errno : 0);
+    return bad;
+}
+
+spk_status spk_vector_write_mtx(spk_context *ctx, const char *path, const double *v, int64_t n,
+                                const char *comment)
+{
+    if (!path || n < 0 || (n && !v))
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_vector_write_mtx: %s",
+                        n < 0 ? "negative length" : "NULL argument");
+    spk_status st = vector_check(ctx, path, v, n);
+    if (st)
+        return st;
+    mm_out o;
+    if ((st = mm_open_write(ctx, path, &o)))
+        return st;
+    const int bad = vector_put(o.f, v, n, comment);
+    return mm_close(ctx, path, &o, bad, bad ? errno : 0);
+}
+
+spk_status spk_vector_write_mtx_fd(spk_context *ctx, int fd, const char *name, const double *v,
+                                   int64_t n, const char *comment)
+{
+    if (fd < 0 || n < 0 || (n && !v))
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_vector_write_mtx_fd: %s",
+                        fd < 0 ? "bad descriptor" : n < 0 ? "negative length" : "NULL argument");
+    if (!name)
+        name = "(descriptor)";
+    spk_status st = vector_check(ctx, name, v, n);
+    if (st)
+        return st;
+    /* a duplicate shares fd's offset (and O_APPEND): the caller's descriptor stays open and
+     * is written from where it stands, never truncated */
+    int dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    FILE *f = dupfd >= 0 ? fdopen(dupfd, "w") : NULL;
+    if (!f) {
+        int err = errno;
+        if (dupfd >= 0)
+            close(dupfd);
+        return mm_errno(ctx, name, "write", err);
+    }
+    int bad = vector_put(f, v, n, comment), err = bad ? errno : 0;
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        err = errno;
+    }
+    return bad ? mm_errno(ctx, name, "write", err ? err : EIO) : SPK_OK;
 }

@@ -1,13 +1,24 @@
 /* tests/test_mmio.c -- the Matrix Market reader and writer (src/mmio.c): every valid variant
  * against its dense matrix, every malformed file with its status and the line its message
  * names, size lines that must fail before allocating, write/read round trips that must be
- * bit-identical, the real files in inputs/ against the sizes in shared/matrices/MANIFEST.md,
- * and the number parser against strtod on 100k random decimal strings. */
+ * bit-identical, writers that never remove what they did not create (a failing existing file,
+ * a private full device made with mknod as root, a symbolic link to it, a FIFO whose reader
+ * leaves) and refuse a read-only file, the real files in inputs/ against the sizes in
+ * shared/matrices/MANIFEST.md, and the number parser against strtod on 100k random decimal
+ * strings. */
+#define _XOPEN_SOURCE 700 /* mknod, beside the build's _POSIX_C_SOURCE */
 #include "util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static spk_context *ctx;
@@ -404,6 +415,138 @@ static void test_file_errors(void)
     T_CHECK(st == SPK_ERR_ARG, "NULL path: %s", spk_status_str(st));
 }
 
+/* ---- writers that never remove what they did not create ------------------------------------- */
+
+static int is_char_device(const char *p)
+{
+    struct stat sb;
+    return lstat(p, &sb) == 0 && S_ISCHR(sb.st_mode);
+}
+
+static char *read_all(const char *p)
+{
+    FILE *f = fopen(p, "rb");
+    if (!f)
+        return NULL;
+    char *b = calloc(1, 1 << 20);
+    size_t n = fread(b, 1, (1 << 20) - 1, f);
+    b[n] = '\0';
+    fclose(f);
+    return b;
+}
+
+static void test_writers_keep_what_exists(void)
+{
+    enum { N = 20000 };                             /* ~400 KB: past any small buffer */
+    double *v = malloc(N * sizeof *v);
+    for (int i = 0; i < N; i++)
+        v[i] = 1.0 / (i + 3);
+    char dir[] = "/tmp/spk_test_mmio_w_XXXXXX", path[128], link[128];
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+
+    /* a write that fails (the file size limit, SIGXFSZ ignored: EFBIG as a full disk gives
+     * ENOSPC): an existing file stays, a file the call created is removed */
+    snprintf(path, sizeof path, "%s/old.mtx", dir);
+    write_text(path, "old contents\n");
+    struct rlimit old_lim, lim = {8192, 8192};
+    getrlimit(RLIMIT_FSIZE, &old_lim);
+    lim.rlim_max = old_lim.rlim_max;
+    signal(SIGXFSZ, SIG_IGN);
+    setrlimit(RLIMIT_FSIZE, &lim);
+    spk_status st = spk_vector_write_mtx(ctx, path, v, N, NULL);
+    T_CHECK(st == SPK_ERR_IO && strstr(spk_last_error(ctx), "File too large"),
+            "write past the size limit: %s: %s", spk_status_str(st), spk_last_error(ctx));
+    T_CHECK(access(path, F_OK) == 0, "a failed write removed the existing file it wrote to");
+    snprintf(path, sizeof path, "%s/new.mtx", dir);
+    st = spk_vector_write_mtx(ctx, path, v, N, NULL);
+    T_CHECK(st == SPK_ERR_IO && access(path, F_OK) != 0, "a failed write leaves no file it "
+            "created: %s", spk_last_error(ctx));
+    setrlimit(RLIMIT_FSIZE, &old_lim);
+    signal(SIGXFSZ, SIG_DFL);
+
+    /* a read-only file is refused, even by root */
+    snprintf(path, sizeof path, "%s/ro.mtx", dir);
+    write_text(path, "read-only contents\n");
+    chmod(path, 0444);
+    st = spk_vector_write_mtx(ctx, path, v, 2, NULL);
+    char *got = read_all(path);
+    T_CHECK(st == SPK_ERR_IO && strstr(spk_last_error(ctx), "read-only (mode 0444)") && got &&
+            strcmp(got, "read-only contents\n") == 0, "read-only file: %s: %s",
+            spk_status_str(st), spk_last_error(ctx));
+    free(got);
+
+    /* onto a descriptor: from its offset, the descriptor stays open */
+    snprintf(path, sizeof path, "%s/fd.mtx", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    T_CHECK(fd >= 0 && write(fd, "before\n", 7) == 7, "open %s", path);
+    st = spk_vector_write_mtx_fd(ctx, fd, "fd.mtx", v, 2, NULL);
+    T_CHECK(st == SPK_OK && write(fd, "after\n", 6) == 6, "write onto a descriptor: %s",
+            spk_last_error(ctx));
+    close(fd);
+    got = read_all(path);
+    char want[256];
+    snprintf(want, sizeof want, "before\n%%%%MatrixMarket matrix array real general\n2 1\n%.17g\n"
+             "%.17g\nafter\n", v[0], v[1]);
+    T_CHECK(got && strcmp(got, want) == 0, "descriptor output: '%s'", got ? got : "(none)");
+    free(got);
+
+    /* a FIFO whose reader leaves after one byte: EPIPE (SIGPIPE ignored), the FIFO stays */
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    if (mkfifo(path, 0600) == 0) {
+        pid_t reader = fork();
+        if (reader == 0) {
+            char c;
+            int r = open(path, O_RDONLY);
+            _exit(r >= 0 && read(r, &c, 1) == 1 ? 0 : 1);
+        }
+        signal(SIGPIPE, SIG_IGN);
+        st = spk_vector_write_mtx(ctx, path, v, N, NULL);
+        waitpid(reader, NULL, 0);
+        struct stat sb;
+        T_CHECK(st == SPK_ERR_IO && strstr(spk_last_error(ctx), "Broken pipe") &&
+                lstat(path, &sb) == 0 && S_ISFIFO(sb.st_mode), "FIFO whose reader left: %s: %s",
+                spk_status_str(st), spk_last_error(ctx));
+        signal(SIGPIPE, SIG_DFL);
+    }
+
+    /* a full device of our own (as root; never the system's /dev/full), and a link to it */
+    snprintf(path, sizeof path, "%s/full", dir);
+    snprintf(link, sizeof link, "%s/link", dir);
+    if (geteuid() == 0 && mknod(path, S_IFCHR | 0666, makedev(1, 7)) == 0) {
+        st = spk_vector_write_mtx(ctx, path, v, N, NULL);
+        T_CHECK(st == SPK_ERR_IO && strstr(spk_last_error(ctx), "No space left"),
+                "full device: %s: %s", spk_status_str(st), spk_last_error(ctx));
+        T_CHECK(is_char_device(path), "a failed write onto a device removed the device node");
+        spk_csr A = {1, 1, 1, NULL, NULL, NULL};
+        int64_t rp[2] = {0, 1};
+        int32_t ci[1] = {0};
+        double va[1] = {2.0};
+        A.rowptr = rp;
+        A.colind = ci;
+        A.val = va;
+        st = spk_mm_write_csr(ctx, path, &A);
+        T_CHECK(st == SPK_ERR_IO && is_char_device(path), "matrix onto the full device: %s",
+                spk_last_error(ctx));
+        T_CHECK(symlink(path, link) == 0, "symlink");
+        st = spk_vector_write_mtx(ctx, link, v, N, NULL);
+        struct stat sb;
+        T_CHECK(st == SPK_ERR_IO && lstat(link, &sb) == 0 && S_ISLNK(sb.st_mode) &&
+                is_char_device(path), "through a link to the full device: %s",
+                spk_last_error(ctx));
+        unlink(link);
+        unlink(path);
+    } else {
+        printf("test_mmio: not root or no mknod: the device cases are skipped\n");
+    }
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    if (system(path) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    free(v);
+}
+
 /* Values that a careless writer or reader gets wrong. */
 static const double tricky[] = {
     0.1, -0.0, 1.0 / 3.0, 3.141592653589793, 2.2250738585072014e-308, 4.9406564584124654e-324,
@@ -661,6 +804,7 @@ int main(void)
     test_huge_sizes();
     test_alloc_failure();
     test_file_errors();
+    test_writers_keep_what_exists();
     test_round_trip();
     test_vectors();
     test_inputs();
