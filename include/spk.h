@@ -212,6 +212,7 @@ typedef struct spk_matrix_info {
 } spk_matrix_info;
 SPK_API spk_status spk_matrix_get_info(const spk_matrix *A, spk_matrix_info *info);
 
+
 /* Choose a format for `device` from the statistics: returns it and writes a one-line reason
  * into `reason` (may be NULL). A pure function of the statistics and the device. */
 SPK_API spk_format spk_select_format(const spk_matrix_info *info, spk_device device,
@@ -348,9 +349,18 @@ SPK_API spk_status spk_solve(spk_context *ctx, spk_matrix *A, const double *b, d
 
 /* ---- Matrix Market vectors (used by the solve command; handy for callers) ------------------ */
 
-/* Read an n x 1 vector (array, or coordinate with missing entries zero). *v is malloc'ed and
- * owned by the caller (free()). */
+/* Read an n x 1 or 1 x n vector (array, or coordinate with missing entries zero and repeated
+ * ones summed). *v is malloc'ed and owned by the caller (free()). The size line is checked
+ * against the file's length and the memory the process may hold before anything is allocated.
+ * SPK_ERR_IO, SPK_ERR_PARSE (not a vector, malformed, repeated entries summing to Inf),
+ * SPK_ERR_NOMEM. */
 SPK_API spk_status spk_vector_read_mtx(spk_context *ctx, const char *path, double **v, int64_t *n);
+/* The same for a vector that must have n entries (a right-hand side): a file announcing
+ * another length fails at its size line, before its entries are read or anything is
+ * allocated (SPK_ERR_ARG, "b.mtx:2: expected a vector of 18 entries, found a size line
+ * announcing 2000000000 x 1"). */
+SPK_API spk_status spk_vector_read_mtx_len(spk_context *ctx, const char *path, int64_t n,
+                                           double **v);
 /* Write an array n x 1 file, with %.17g so that it reads back bit for bit. The path is
  * written in place: a device, a FIFO or a symbolic link's target is written through, never
  * replaced or removed; a regular file without any write permission is refused (SPK_ERR_IO,

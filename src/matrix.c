@@ -3,6 +3,7 @@
 #include "spk_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,11 +38,20 @@ spk_status spk_matrix_read_mtx(spk_context *ctx, const char *path, spk_matrix **
     spk_mm_header hdr;
     spk_coo coo;
     spk_csr csr;
-    spk_status st = spk_mm_read_coo(ctx, path, &hdr, &coo);
+    spk_status st = spk_mm_read_for_csr(ctx, path, &hdr, &coo);
     if (st)
         return st;
     st = spk_csr_from_coo(ctx, &coo, &csr);
     spk_coo_free(&coo);
+    if (st == SPK_ERR_ARG) {
+        /* the only refusal of a parsed COO: finite entries whose sum is not; said as a fault
+         * of the file, with the mirrors of symmetric storage named */
+        char why[SPK_MSG_LEN];
+        snprintf(why, sizeof why, "%s", spk_last_error(ctx));
+        return spk_fail(ctx, SPK_ERR_PARSE, "%s: %s%s", path, why,
+                        hdr.symmetry == SPK_MM_GENERAL ? "" : " (symmetric storage: a(i,j) also "
+                        "receives the mirror of each entry given for (j,i))");
+    }
     if (st)
         return st;
     return matrix_from_owned_csr(ctx, &csr, A);

@@ -530,14 +530,51 @@ static void mm_coo_free(spk_coo *A)
 
 /* Room for every entry after expansion: exact for array files; for coordinate symmetric
  * storage 2 * nentries, an upper bound (diagonal entries are not mirrored). */
-static spk_status mm_alloc(mm_in *in, const spk_mm_header *h, spk_coo *out)
+static int64_t mm_capacity(const spk_mm_header *h)
 {
-    int64_t cap = h->nentries;
     if (h->symmetry == SPK_MM_SKEW || (h->symmetry == SPK_MM_SYMMETRIC &&
                                        h->format == SPK_MM_COORDINATE))
-        cap = 2 * h->nentries;
-    else if (h->symmetry == SPK_MM_SYMMETRIC)           /* n(n+1)/2 stored, n^2 expanded */
-        cap = 2 * h->nentries - h->nrows;
+        return 2 * h->nentries;
+    if (h->symmetry == SPK_MM_SYMMETRIC)                /* n(n+1)/2 stored, n^2 expanded */
+        return 2 * h->nentries - h->nrows;
+    return h->nentries;
+}
+
+/* What the caller does with the COO, so that the size line can be checked against it before
+ * the entries are read and anything large is allocated. */
+typedef struct mm_use {
+    int     assemble;        /* spk_csr_from_coo follows: its peak memory is checked too     */
+    int     vector;          /* an n x 1 or 1 x n vector is wanted, made dense (8 bytes each) */
+    int64_t len;             /* with vector: the length it must have, or -1 for any           */
+} mm_use;
+
+/* The size line against the caller's use and the memory the process may hold. */
+static spk_status mm_check_use(mm_in *in, const spk_mm_header *h, const mm_use *use)
+{
+    const int64_t cap = mm_capacity(h), sl = in->size_line;
+    double need = 16.0 * (double)cap;                    /* the COO: row, col, val */
+    if (use && use->vector) {
+        if (h->ncols != 1 && h->nrows != 1)
+            return spk_fail(in->ctx, SPK_ERR_PARSE, "%s:%lld: expected a vector (n x 1 or 1 x n), "
+                            "found a %lld x %lld matrix", in->name, (long long)sl,
+                            (long long)h->nrows, (long long)h->ncols);
+        const int64_t len = h->ncols == 1 ? h->nrows : h->ncols;
+        if (use->len >= 0 && len != use->len)
+            return spk_fail(in->ctx, SPK_ERR_ARG, "%s:%lld: expected a vector of %lld entries, "
+                            "found a size line announcing %lld x %lld", in->name, (long long)sl,
+                            (long long)use->len, (long long)h->nrows, (long long)h->ncols);
+        need += 8.0 * (double)len;
+    }
+    if (use && use->assemble)
+        need = spk_csr_from_coo_bytes(h->nrows, h->ncols, cap);   /* the COO included */
+    return spk_check_memory(in->ctx, need, "%s:%lld: a %lld x %lld %s of %lld stored entries",
+                            in->name, (long long)sl, (long long)h->nrows, (long long)h->ncols,
+                            use && use->vector ? "vector" : "matrix", (long long)h->nentries);
+}
+
+static spk_status mm_alloc(mm_in *in, const spk_mm_header *h, spk_coo *out)
+{
+    const int64_t cap = mm_capacity(h);
     out->nrows = h->nrows;
     out->ncols = h->ncols;
     out->row = spk_malloc(in->ctx, (size_t)cap, sizeof *out->row);
@@ -679,7 +716,7 @@ static spk_status mm_read_array(mm_in *in, const spk_mm_header *h, spk_coo *out)
 }
 
 static spk_status mm_parse(spk_context *ctx, const char *name, const char *buf, size_t len,
-                           spk_mm_header *hdr, spk_coo *out, int64_t *size_line)
+                           const mm_use *use, spk_mm_header *hdr, spk_coo *out)
 {
     mm_in in = {ctx, name ? name : "(buffer)", buf, buf, buf + len, 1, 0};
     spk_mm_header h;
@@ -688,6 +725,8 @@ static spk_status mm_parse(spk_context *ctx, const char *name, const char *buf, 
     spk_status st = mm_read_banner(&in, &h);
     if (!st)
         st = mm_read_size(&in, &h);
+    if (!st)
+        st = mm_check_use(&in, &h, use);
     if (!st)
         st = mm_alloc(&in, &h, out);
     if (!st)
@@ -698,14 +737,13 @@ static spk_status mm_parse(spk_context *ctx, const char *name, const char *buf, 
                          "on line %lld", (long long)h.nentries,
                          h.format == SPK_MM_ARRAY ? "values" : "entries",
                          (long long)in.size_line);
+    h.size_line = in.size_line;
     if (st) {
         mm_coo_free(out);
         memset(&h, 0, sizeof h);
     }
     if (hdr)
         *hdr = h;
-    if (size_line)
-        *size_line = in.size_line;
     return st;
 }
 
@@ -717,7 +755,7 @@ spk_status spk_mm_parse_coo(spk_context *ctx, const char *name, const char *buf,
     memset(out, 0, sizeof *out);
     if (!buf && len)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_mm_parse_coo: buf is NULL with len %zu", len);
-    return mm_parse(ctx, name, buf ? buf : "", len, hdr, out, NULL);
+    return mm_parse(ctx, name, buf ? buf : "", len, NULL, hdr, out);
 }
 
 /* ---- files -------------------------------------------------------------------------------- */
@@ -737,17 +775,58 @@ static spk_status mm_errno(spk_context *ctx, const char *path, const char *what,
     return spk_fail(ctx, SPK_ERR_IO, "%s: cannot %s: %s", path, what, eb);
 }
 
-/* read() the whole of fd into a heap buffer that doubles as needed (pipes, /proc, files
- * that cannot be mapped). */
+/* Whether the bytes b[0 .. len) can begin a Matrix Market file: 1 yes, 0 no, -1 not known
+ * yet. The file must start (after an optional UTF-8 byte-order mark and blanks) with the
+ * banner word %%MatrixMarket, in any case, followed by a blank: the parser's own rule, so
+ * that a stream refused here gets the parser's message (it is parsed as far as it was read). */
+static int mm_may_start(const char *b, size_t len)
+{
+    static const char word[] = "%%matrixmarket";
+    const size_t wl = sizeof word - 1;
+    size_t i = 0;
+    if (len < 3 && memcmp(b, "\xEF\xBB\xBF", len) == 0)
+        return -1;
+    if (len >= 3 && memcmp(b, "\xEF\xBB\xBF", 3) == 0)
+        i = 3;
+    while (i < len && is_blank(b[i]))
+        i++;
+    for (size_t k = 0; k < wl; k++, i++) {
+        if (i == len)
+            return -1;
+        char c = b[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (c != word[k])
+            return 0;
+    }
+    return i == len ? -1 : is_delim(b[i]);
+}
+
+/* read() the whole of fd into a heap buffer that doubles as needed (pipes, /proc, devices,
+ * files that cannot be mapped). Two things stop a stream that could otherwise be read
+ * forever (solve -A /dev/zero): its first bytes are not a banner (the rest is not read: the
+ * parse of what was read fails at line 1), or growing the buffer (the old and the new one,
+ * three times the bytes read) would pass what the process may hold (SPK_ERR_NOMEM). */
 static spk_status mm_read_fd(spk_context *ctx, const char *path, int fd, size_t hint,
                              mm_file *f)
 {
     size_t cap = hint + 1 > 65536 ? hint + 1 : 65536, len = 0;
+    int start = -1;
     char *b = spk_malloc(ctx, cap, 1);
     for (;;) {
         if (!b)
             return spk_fail(ctx, SPK_ERR_NOMEM, "%s: out of memory reading %zu bytes", path, cap);
+        if (start == -1 && len > 0)
+            start = mm_may_start(b, len);
+        if (start == 0)
+            break;
         if (len == cap) {
+            spk_status st = spk_check_memory(ctx, 3.0 * (double)cap, "%s: reading on past %zu "
+                                             "bytes", path, cap);
+            if (st) {
+                spk_free(b);
+                return st;
+            }
             char *nb = cap <= SIZE_MAX / 2 ? spk_malloc(ctx, 2 * cap, 1) : NULL;
             if (nb)
                 memcpy(nb, b, len);
@@ -816,9 +895,20 @@ static void mm_unload(mm_file *f)
     memset(f, 0, sizeof *f);
 }
 
-spk_status spk_mm_read_coo(spk_context *ctx, const char *path, spk_mm_header *hdr, spk_coo *out)
+static spk_status mm_read_path(spk_context *ctx, const char *path, const mm_use *use,
+                               spk_mm_header *hdr, spk_coo *out)
 {
     mm_file f;
+    spk_status st = mm_load(ctx, path, &f);
+    if (st)
+        return st;
+    st = mm_parse(ctx, path, f.data ? f.data : "", f.len, use, hdr, out);
+    mm_unload(&f);
+    return st;
+}
+
+spk_status spk_mm_read_coo(spk_context *ctx, const char *path, spk_mm_header *hdr, spk_coo *out)
+{
     if (!out)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_mm_read_coo: out is NULL");
     memset(out, 0, sizeof *out);
@@ -826,37 +916,28 @@ spk_status spk_mm_read_coo(spk_context *ctx, const char *path, spk_mm_header *hd
         memset(hdr, 0, sizeof *hdr);
     if (!path)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_mm_read_coo: path is NULL");
-    spk_status st = mm_load(ctx, path, &f);
-    if (st)
-        return st;
-    st = mm_parse(ctx, path, f.data ? f.data : "", f.len, hdr, out, NULL);
-    mm_unload(&f);
-    return st;
+    return mm_read_path(ctx, path, NULL, hdr, out);
 }
 
-spk_status spk_vector_read_mtx(spk_context *ctx, const char *path, double **v, int64_t *n)
+spk_status spk_mm_read_for_csr(spk_context *ctx, const char *path, spk_mm_header *hdr,
+                               spk_coo *out)
 {
-    if (!path || !v || !n)
-        return spk_fail(ctx, SPK_ERR_ARG, "spk_vector_read_mtx: NULL argument");
-    *v = NULL;
-    *n = 0;
-    mm_file f;
+    const mm_use use = {1, 0, -1};
+    memset(out, 0, sizeof *out);
+    memset(hdr, 0, sizeof *hdr);
+    return mm_read_path(ctx, path, &use, hdr, out);
+}
+
+/* A vector of `want` entries (-1: any length) into a new array. */
+static spk_status vector_read(spk_context *ctx, const char *path, int64_t want, double **v,
+                              int64_t *n)
+{
+    const mm_use use = {0, 1, want};
     spk_mm_header h;
     spk_coo coo;
-    int64_t size_line = 0;
-    spk_status st = mm_load(ctx, path, &f);
+    spk_status st = mm_read_path(ctx, path, &use, &h, &coo);
     if (st)
         return st;
-    st = mm_parse(ctx, path, f.data ? f.data : "", f.len, &h, &coo, &size_line);
-    mm_unload(&f);
-    if (st)
-        return st;
-    if (h.ncols != 1 && h.nrows != 1) {
-        mm_coo_free(&coo);
-        return spk_fail(ctx, SPK_ERR_PARSE, "%s:%lld: expected a vector (n x 1 or 1 x n), "
-                        "found a %lld x %lld matrix", path, (long long)size_line,
-                        (long long)h.nrows, (long long)h.ncols);
-    }
     int column = h.ncols == 1;
     int64_t len = column ? h.nrows : h.ncols;
     double *x = spk_calloc(ctx, (size_t)len, sizeof *x);
@@ -872,9 +953,36 @@ spk_status spk_vector_read_mtx(spk_context *ctx, const char *path, double **v, i
         x[i] = h.format == SPK_MM_ARRAY ? coo.val[k] : x[i] + coo.val[k];
     }
     mm_coo_free(&coo);
+    for (int64_t i = 0; i < len; i++)
+        if (!isfinite(x[i])) {
+            spk_status bad = spk_fail(ctx, SPK_ERR_PARSE, "%s: entry %lld = %g: its repeated "
+                                      "entries sum past the largest double", path,
+                                      (long long)i + 1, x[i]);
+            spk_free(x);
+            return bad;
+        }
     *v = x;
     *n = len;
     return SPK_OK;
+}
+
+spk_status spk_vector_read_mtx(spk_context *ctx, const char *path, double **v, int64_t *n)
+{
+    if (!path || !v || !n)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_vector_read_mtx: NULL argument");
+    *v = NULL;
+    *n = 0;
+    return vector_read(ctx, path, -1, v, n);
+}
+
+spk_status spk_vector_read_mtx_len(spk_context *ctx, const char *path, int64_t n, double **v)
+{
+    if (!path || !v || n < 0)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_vector_read_mtx_len: %s",
+                        n < 0 ? "negative length" : "NULL argument");
+    *v = NULL;
+    int64_t len = 0;
+    return vector_read(ctx, path, n, v, &len);
 }
 
 /* ---- writing ------------------------------------------------------------------------------ */

@@ -142,6 +142,7 @@ typedef struct spk_mm_header {
     spk_mm_symmetry symmetry;
     int64_t         nrows, ncols, nentries;   /* nentries: stored entries (array: nrows*ncols
                                                  or the packed triangle for symmetric)       */
+    int64_t         size_line;                /* the line of the size line                  */
 } spk_mm_header;
 
 /* Read a whole file into COO with symmetric / skew-symmetric storage expanded (the mirror of
@@ -149,6 +150,10 @@ typedef struct spk_mm_header {
  * with every entry. Errors: "path:line: expected ..." with SPK_ERR_PARSE. */
 spk_status spk_mm_read_coo(spk_context *ctx, const char *path, spk_mm_header *hdr,
                            spk_coo *out);
+/* spk_mm_read_coo for a caller that assembles the COO next (spk_csr_from_coo): the size line
+ * is checked against the assembly's peak memory too, before the entries are read. */
+spk_status spk_mm_read_for_csr(spk_context *ctx, const char *path, spk_mm_header *hdr,
+                               spk_coo *out);
 /* The same from a memory buffer (the fuzzer and the tests use it); `name` labels messages. */
 spk_status spk_mm_parse_coo(spk_context *ctx, const char *name, const char *buf, size_t len,
                             spk_mm_header *hdr, spk_coo *out);

@@ -1,11 +1,12 @@
 /* tests/test_mmio.c -- the Matrix Market reader and writer (src/mmio.c): every valid variant
  * against its dense matrix, every malformed file with its status and the line its message
- * names, size lines that must fail before allocating, write/read round trips that must be
- * bit-identical, writers that never remove what they did not create (a failing existing file,
- * a private full device made with mknod as root, a symbolic link to it, a FIFO whose reader
- * leaves) and refuse a read-only file, the real files in inputs/ against the sizes in
- * shared/matrices/MANIFEST.md, and the number parser against strtod on 100k random decimal
- * strings. */
+ * names, size lines that must fail before allocating (against the file's length, a vector's
+ * wanted length and the memory the process may hold), streams that cannot be a matrix
+ * (/dev/zero, an endless pipe), write/read round trips that must be bit-identical, writers
+ * that never remove what they did not create (a failing existing file, a private full device
+ * made with mknod as root, a symbolic link to it, a FIFO whose reader leaves) and refuse a
+ * read-only file, the real files in inputs/ against the sizes in shared/matrices/MANIFEST.md,
+ * and the number parser against strtod on 100k random decimal strings. */
 #define _XOPEN_SOURCE 700 /* mknod, beside the build's _POSIX_C_SOURCE */
 #include "util.h"
 
@@ -415,6 +416,98 @@ static void test_file_errors(void)
     T_CHECK(st == SPK_ERR_ARG, "NULL path: %s", spk_status_str(st));
 }
 
+/* ---- what the reader checks before committing memory ---------------------------------------- */
+
+/* A size line whose arrays cannot fit what the process may hold fails at once, allocating
+ * nothing: a 67-byte file of 2e9 x 1 asked for 2 x 16 GB of row arrays, a vector file of 2e9
+ * rows for 16 GB before its length was compared. */
+static void test_memory_limits(void)
+{
+    const char *p = tmp_file("mem");
+    write_text(p, BAN "coordinate real general\n2000000000 1 1\n1 1 1\n");
+    ctx->host_memory_limit = 1e9;
+    uint64_t before = spk_context_alloc_count(ctx);
+    double t0 = spk_now();
+    spk_matrix *A = NULL;
+    spk_status st = spk_matrix_read_mtx(ctx, p, &A);
+    const char *msg = spk_last_error(ctx);
+    T_CHECK(st == SPK_ERR_NOMEM && !A && strstr(msg, ":2: a 2000000000 x 1 matrix") &&
+            strstr(msg, "needs 32 GB, more than the 1 GB this context may use"),
+            "2e9 x 1 header: %s: %s", spk_status_str(st), msg);
+    T_CHECK(spk_context_alloc_count(ctx) == before && spk_now() - t0 < 0.5,
+            "2e9 x 1 header: %llu allocations, %.3f s", (unsigned long long)(spk_context_alloc_count(ctx) - before),
+            spk_now() - t0);
+
+    /* a right-hand side of 2e9 rows where 18 are wanted: refused at its size line */
+    double *v = NULL;
+    int64_t n = -1;
+    st = spk_vector_read_mtx_len(ctx, p, 18, &v);
+    msg = spk_last_error(ctx);
+    T_CHECK(st == SPK_ERR_ARG && !v && strstr(msg, ":2: expected a vector of 18 entries, found "
+            "a size line announcing 2000000000 x 1"), "vector of the wrong length: %s: %s",
+            spk_status_str(st), msg);
+    T_CHECK(spk_context_alloc_count(ctx) == before, "vector of the wrong length: %llu "
+            "allocations", (unsigned long long)(spk_context_alloc_count(ctx) - before));
+    /* any length: the 16 GB dense vector is checked against the memory before it is made */
+    st = spk_vector_read_mtx(ctx, p, &v, &n);
+    T_CHECK(st == SPK_ERR_NOMEM && !v && n == 0 && strstr(spk_last_error(ctx), "vector") &&
+            spk_context_alloc_count(ctx) == before, "2e9-row vector: %s: %s", spk_status_str(st),
+            spk_last_error(ctx));
+    ctx->host_memory_limit = 0;
+    write_text(p, BAN "array real general\n2 1\n1\n2\n");
+    st = spk_vector_read_mtx_len(ctx, p, 2, &v);
+    T_CHECK(st == SPK_OK && v && v[0] == 1 && v[1] == 2, "vector of the right length: %s",
+            spk_last_error(ctx));
+    free(v);
+    v = NULL;
+    write_text(p, BAN "coordinate real general\n2 1 2\n1 1 1e308\n1 1 1e308\n");
+    st = spk_vector_read_mtx(ctx, p, &v, &n);
+    T_CHECK(st == SPK_ERR_PARSE && !v && strstr(spk_last_error(ctx), "entry 1 = inf"),
+            "repeated vector entries summing to Inf: %s", spk_last_error(ctx));
+    remove(p);
+
+    /* /dev/zero: not a banner, so not read on (it used to be read until 16.8 GB) */
+    t0 = spk_now();
+    st = spk_matrix_read_mtx(ctx, "/dev/zero", &A);
+    T_CHECK(st == SPK_ERR_PARSE && !A && strstr(spk_last_error(ctx), "/dev/zero:1: expected "
+            "banner") && spk_now() - t0 < 0.5, "/dev/zero: %s (%.3f s)", spk_last_error(ctx),
+            spk_now() - t0);
+
+    /* an endless stream that starts like a matrix: read until the buffer would pass the
+     * memory the process may hold */
+    int fds[2];
+    if (pipe(fds) != 0) {
+        perror("pipe");
+        exit(2);
+    }
+    pid_t child = fork();
+    if (child == 0) {
+        close(fds[0]);
+        static const char head[] = BAN "coordinate real general\n";
+        char line[4096];
+        memset(line, ' ', sizeof line);
+        line[0] = '%';
+        line[sizeof line - 1] = '\n';
+        if (write(fds[1], head, sizeof head - 1) < 0)
+            _exit(0);
+        while (write(fds[1], line, sizeof line) > 0)
+            ;
+        _exit(0);
+    }
+    close(fds[1]);
+    char dev[64];
+    snprintf(dev, sizeof dev, "/dev/fd/%d", fds[0]);
+    ctx->host_memory_limit = 64e6;
+    st = spk_matrix_read_mtx(ctx, dev, &A);
+    ctx->host_memory_limit = 0;
+    T_CHECK(st == SPK_ERR_NOMEM && !A && strstr(spk_last_error(ctx), "reading on past") &&
+            strstr(spk_last_error(ctx), "this context may use"), "endless stream: %s: %s",
+            spk_status_str(st), spk_last_error(ctx));
+    close(fds[0]);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+}
+
 /* ---- writers that never remove what they did not create ------------------------------------- */
 
 static int is_char_device(const char *p)
@@ -804,6 +897,7 @@ int main(void)
     test_huge_sizes();
     test_alloc_failure();
     test_file_errors();
+    test_memory_limits();
     test_writers_keep_what_exists();
     test_round_trip();
     test_vectors();
