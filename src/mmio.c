@@ -66,7 +66,7 @@ static int token_is(const char *s, size_t n, const char *word)
 
 /* ---- numbers ------------------------------------------------------------------------------ */
 
-enum { NUM_OK = 0, NUM_BAD, NUM_NONFINITE, NUM_LONG, NUM_RANGE };
+enum { NUM_OK = 0, NUM_BAD, NUM_NONFINITE, NUM_LONG, NUM_RANGE, NUM_UNDERFLOW };
 
 /* Longest token handed to strtod; a valid real longer than this is not worth supporting. */
 #define MM_MAX_NUMBER 255
@@ -90,6 +90,15 @@ static inline const char *parse_count(const char *p, const char *end, int64_t *v
     }
     *v = (int64_t)x;
     return p;
+}
+
+/* 1 if the mantissa of the real token s (the part before any exponent) has a nonzero digit. */
+static int mantissa_nonzero(const char *s)
+{
+    for (; *s && *s != 'e' && *s != 'E'; s++)
+        if (*s >= '1' && *s <= '9')
+            return 1;
+    return 0;
 }
 
 /* strtod on a NUL-terminated copy of the token at s: the general case, also the judge of what
@@ -123,6 +132,12 @@ static const char *real_slow(const char *s, const char *end, double *out, int *w
     }
     if (!isfinite(v)) {           /* "nan", "inf", and overflow such as 1e999 */
         *why = NUM_NONFINITE;
+        return NULL;
+    }
+    /* 1e-400 is not zero, but no double is closer to it than 0: refused rather than read as
+     * a zero that the file never wrote (a subnormal result, 1e-310, is a value and is kept) */
+    if (v == 0.0 && mantissa_nonzero(buf)) {
+        *why = NUM_UNDERFLOW;
         return NULL;
     }
     *out = v;
@@ -614,6 +629,9 @@ static inline const char *mm_value(mm_in *in, const char *p, spk_mm_field field,
         return q;
     if (why == NUM_NONFINITE)
         mm_expected(in, p, SPK_ERR_PARSE, "a finite value (Matrix Market has no NaN or Inf)");
+    else if (why == NUM_UNDERFLOW)
+        mm_expected(in, p, SPK_ERR_PARSE, "a value a double can hold (this nonzero value "
+                    "is closer to 0 than any double)");
     else if (why == NUM_LONG)
         mm_expected(in, p, SPK_ERR_PARSE, "a real value of at most %d characters",
                     MM_MAX_NUMBER);

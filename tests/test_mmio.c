@@ -135,6 +135,9 @@ static const valid_case valid_cases[] = {
     {"number forms", BAN "array real general\n3 3\n1.\n.5\n-0\n+3\n1E+2\n2.5e-1\n00012\n"
      "-1.0000000000000000000000000\n1234567890123456789012e-21\n", SPK_MM_ARRAY, SPK_MM_REAL,
      SPK_MM_GENERAL, 3, 3, 9, 9, {1, 3, 12, 0.5, 100, -1, 0, 0.25, 1.234567890123456789012}},
+    {"tiny values: a subnormal is kept, a zero with any exponent is zero",
+     BAN "array real general\n3 1\n1e-310\n0e-400\n-0.000e-999\n", SPK_MM_ARRAY, SPK_MM_REAL,
+     SPK_MM_GENERAL, 3, 1, 3, 3, {1e-310, 0, 0}},
     {"UTF-8 byte-order mark", "\xEF\xBB\xBF" BAN "coordinate real general\n1 1 1\n1 1 5\n",
      SPK_MM_COORDINATE, SPK_MM_REAL, SPK_MM_GENERAL, 1, 1, 1, 1, {5}},
     {"0 x 0, no entries", BAN "coordinate real general\n0 0 0\n", SPK_MM_COORDINATE,
@@ -258,6 +261,8 @@ static const bad_case bad_cases[] = {
      "found '-Inf'"},
     {"overflow to Inf", BAN "array real general\n1 1\n1e999\n", SPK_ERR_PARSE, "t.mtx:3:",
      "expected a finite value"},
+    {"underflow to zero", BAN "coordinate real general\n2 2 2\n1 1 1\n2 2 1e-400\n",
+     SPK_ERR_PARSE, "t.mtx:4:", "closer to 0 than any double), found '1e-400'"},
     {"NaN in an array", BAN "array real general\n2 1\n1\nnan\n", SPK_ERR_PARSE, "t.mtx:4:",
      "found 'nan'"},
     {"trailing junk", BAN "coordinate real general\n3 3 1\n1 1 1.0 junk\n", SPK_ERR_PARSE,
