@@ -212,6 +212,16 @@ typedef struct spk_matrix_info {
 } spk_matrix_info;
 SPK_API spk_status spk_matrix_get_info(const spk_matrix *A, spk_matrix_info *info);
 
+/* What assembly did with the entries A was made from: *summed (may be NULL) receives the
+ * number of input entries added into another one at the same position (duplicates, and the
+ * mirrors of symmetric storage that met an entry); *both_triangles (may be NULL) the
+ * off-diagonal positions that a symmetric or skew-symmetric file listed as both (i,j) and
+ * (j,i), each of which was therefore summed from the two (a symmetric file should list one
+ * triangle: such a file is most likely a full matrix under a symmetric banner). 0 for a
+ * generated matrix. The library never prints: the solve command says so under --explain and
+ * on stderr. SPK_ERR_ARG for NULL or a destroyed matrix. */
+SPK_API spk_status spk_matrix_input_counts(const spk_matrix *A, int64_t *summed,
+                                           int64_t *both_triangles);
 
 /* Choose a format for `device` from the statistics: returns it and writes a one-line reason
  * into `reason` (may be NULL). A pure function of the statistics and the device. */

@@ -42,6 +42,7 @@ spk_status spk_matrix_read_mtx(spk_context *ctx, const char *path, spk_matrix **
     if (st)
         return st;
     st = spk_csr_from_coo(ctx, &coo, &csr);
+    const int64_t summed = coo.nnz - csr.nnz;
     spk_coo_free(&coo);
     if (st == SPK_ERR_ARG) {
         /* the only refusal of a parsed COO: finite entries whose sum is not; said as a fault
@@ -54,7 +55,12 @@ spk_status spk_matrix_read_mtx(spk_context *ctx, const char *path, spk_matrix **
     }
     if (st)
         return st;
-    return matrix_from_owned_csr(ctx, &csr, A);
+    st = matrix_from_owned_csr(ctx, &csr, A);
+    if (!st) {
+        (*A)->summed_in = summed;
+        (*A)->both_triangles = hdr.both_triangles;
+    }
+    return st;
 }
 
 spk_status spk_matrix_generate(spk_context *ctx, const char *spec, spk_matrix **A)
@@ -137,6 +143,7 @@ spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t ncols, i
         return st;
     }
     (*A)->nnz_in = nnz;
+    (*A)->summed_in = nnz - (*A)->csr.nnz;
     (*A)->gather_ptr = gptr;
     (*A)->gather_src = gsrc;
     return SPK_OK;
@@ -206,6 +213,17 @@ spk_status spk_matrix_get_info(const spk_matrix *A, spk_matrix_info *info)
     if (st)
         return st;
     *info = *spk_matrix_info_of((spk_matrix *)A);
+    return SPK_OK;
+}
+
+spk_status spk_matrix_input_counts(const spk_matrix *A, int64_t *summed, int64_t *both_triangles)
+{
+    if (!matrix_ok(A))
+        return SPK_ERR_ARG;
+    if (summed)
+        *summed = A->summed_in;
+    if (both_triangles)
+        *both_triangles = A->both_triangles;
     return SPK_OK;
 }
 

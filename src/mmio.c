@@ -656,13 +656,71 @@ static inline const char *mm_index(mm_in *in, const char *p, int64_t n, const ch
     return q;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The stored entry at COO index k of symmetric storage as a key of its lower-triangle
+ * position: (max(i,j), min(i,j)). */
+static uint64_t mm_lower_key(const spk_coo *c, int64_t k)
+{
+    const uint32_t i = (uint32_t)c->row[k], j = (uint32_t)c->col[k];
+    return i > j ? (uint64_t)i << 32 | j : (uint64_t)j << 32 | i;
+}
+
+/* Off-diagonal positions that a symmetric or skew-symmetric file lists in both triangles,
+ * (i,j) and (j,i): legal (each is mirrored and spk_csr_from_coo sums the two like any other
+ * duplicates), but most often a full matrix under a symmetric banner, so the count is kept
+ * for the caller (h->both_triangles). The COO holds each stored off-diagonal entry followed by
+ * its mirror. The keys of the smaller triangle are sorted and the other triangle's entries
+ * looked up: O(s log s + t log s) for s and t entries, run only when both triangles are used. */
+static spk_status mm_count_both(mm_in *in, const spk_coo *c, int64_t nlower, int64_t nupper,
+                                int64_t *both)
+{
+    const int small_lower = nlower <= nupper;
+    const int64_t ns = small_lower ? nlower : nupper;
+    uint64_t *key = spk_malloc(in->ctx, (size_t)ns, sizeof *key);
+    unsigned char *seen = spk_calloc(in->ctx, (size_t)ns, 1);
+    if (!key || !seen) {
+        spk_free(key);
+        spk_free(seen);
+        return spk_fail(in->ctx, SPK_ERR_NOMEM, "%s: out of memory comparing the %lld entries "
+                        "of the two triangles", in->name, (long long)ns);
+    }
+    int64_t m = 0, u = 0;
+    for (int64_t k = 0; k < c->nnz; k += c->row[k] == c->col[k] ? 1 : 2)
+        if (c->row[k] != c->col[k] && (c->row[k] > c->col[k]) == small_lower)
+            key[m++] = mm_lower_key(c, k);
+    qsort(key, (size_t)m, sizeof *key, cmp_u64);
+    for (int64_t k = 0; k < m; k++)                      /* one key per position */
+        if (k == 0 || key[k] != key[u - 1])
+            key[u++] = key[k];
+    *both = 0;
+    for (int64_t k = 0; k < c->nnz; k += c->row[k] == c->col[k] ? 1 : 2) {
+        if (c->row[k] == c->col[k] || (c->row[k] > c->col[k]) == small_lower)
+            continue;
+        const uint64_t want = mm_lower_key(c, k);
+        const uint64_t *hit = bsearch(&want, key, (size_t)u, sizeof *key, cmp_u64);
+        if (hit && !seen[hit - key]) {
+            seen[hit - key] = 1;
+            (*both)++;
+        }
+    }
+    spk_free(key);
+    spk_free(seen);
+    return SPK_OK;
+}
+
 /* One line "row col [value]". Symmetric storage should hold the lower triangle only, but an
  * upper-triangle entry is accepted and mirrored like any other: the meaning (a_ij = a_ji = v)
  * is unambiguous, SciPy and MATLAB's mmread accept it, and refusing would reject files that
  * other tools read. If a file holds both (i,j) and (j,i), the sums are left to
- * spk_csr_from_coo like any other duplicate. */
-static spk_status mm_read_coordinate(mm_in *in, const spk_mm_header *h, spk_coo *out)
+ * spk_csr_from_coo like any other duplicate, and the positions are counted (mm_count_both). */
+static spk_status mm_read_coordinate(mm_in *in, spk_mm_header *h, spk_coo *out)
 {
+    int64_t nlower = 0, nupper = 0;
     const char *fields = h->field == SPK_MM_PATTERN ? "2 fields (row col)"
                                                     : "3 fields (row col value)";
     const char *end = in->end;
@@ -694,9 +752,13 @@ static spk_status mm_read_coordinate(mm_in *in, const spk_mm_header *h, spk_coo 
             return mm_fail(in, in->p, SPK_ERR_PARSE, "expected an off-diagonal entry "
                            "(skew-symmetric storage has a zero diagonal), found (%lld,%lld)",
                            (long long)i + 1, (long long)j + 1);
+        nlower += i > j;
+        nupper += i < j;
         mm_put(out, h->symmetry, i, j, v);
         mm_end_line(in, p);
     }
+    if (h->symmetry != SPK_MM_GENERAL && nlower > 0 && nupper > 0)
+        return mm_count_both(in, out, nlower, nupper, &h->both_triangles);
     return SPK_OK;
 }
 

@@ -143,6 +143,8 @@ typedef struct spk_mm_header {
     int64_t         nrows, ncols, nentries;   /* nentries: stored entries (array: nrows*ncols
                                                  or the packed triangle for symmetric)       */
     int64_t         size_line;                /* the line of the size line                  */
+    int64_t         both_triangles;           /* symmetric storage: off-diagonal positions
+                                                 listed as both (i,j) and (j,i), each summed */
 } spk_mm_header;
 
 /* Read a whole file into COO with symmetric / skew-symmetric storage expanded (the mirror of
@@ -204,6 +206,8 @@ struct spk_matrix {
      * entries gather_src[gather_ptr[p] .. gather_ptr[p+1]) of the arrays the matrix was made
      * from; both NULL when that is the identity (file, generator, input already canonical). */
     int64_t          nnz_in;       /* entries of those arrays: the length an update must have  */
+    int64_t          summed_in;    /* input entries summed into another (spk_matrix_input_counts) */
+    int64_t          both_triangles; /* symmetric file: positions given in both triangles       */
     int64_t         *gather_ptr;   /* nnz + 1 offsets, or NULL                                  */
     int64_t         *gather_src;   /* nnz_in input indices, increasing within each entry        */
     double          *stage;        /* nnz_in host doubles for updates from device memory; made

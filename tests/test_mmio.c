@@ -513,6 +513,47 @@ static void test_memory_limits(void)
     waitpid(child, NULL, 0);
 }
 
+/* A symmetric file that lists both (i,j) and (j,i): read (and summed) as before, but counted. */
+static void test_both_triangles(void)
+{
+    spk_mm_header h;
+    spk_coo coo;
+    static const char text[] = BAN "coordinate real symmetric\n3 3 5\n2 1 1\n1 2 2\n3 1 4\n3 1 8\n"
+                               "3 3 5\n";
+    spk_status st = parse(text, &h, &coo);
+    T_CHECK(st == SPK_OK && h.both_triangles == 1, "both triangles: %s, count %lld",
+            spk_last_error(ctx), (long long)h.both_triangles);
+    coo_release(&coo);
+    st = parse(BAN "coordinate real symmetric\n3 3 3\n2 1 1\n3 1 2\n3 2 3\n", &h, &coo);
+    T_CHECK(st == SPK_OK && h.both_triangles == 0, "lower triangle only: count %lld",
+            (long long)h.both_triangles);
+    coo_release(&coo);
+    st = parse(BAN "coordinate real skew-symmetric\n2 2 2\n2 1 1\n1 2 -1\n", &h, &coo);
+    T_CHECK(st == SPK_OK && h.both_triangles == 1, "skew, both triangles: count %lld",
+            (long long)h.both_triangles);
+    coo_release(&coo);
+
+    const char *p = tmp_file("both");
+    write_text(p, text);
+    spk_matrix *A = NULL;
+    st = spk_matrix_read_mtx(ctx, p, &A);
+    int64_t summed = -1, both = -1;
+    T_CHECK(st == SPK_OK && spk_matrix_input_counts(A, &summed, &both) == SPK_OK,
+            "read: %s", spk_last_error(ctx));
+    /* 9 entries after mirroring, 5 positions: (1,2) and (2,1) from both triangles, (3,1) and
+     * (1,3) twice each */
+    T_CHECK(both == 1 && summed == 4, "input counts: both %lld, summed %lld", (long long)both,
+            (long long)summed);
+    spk_matrix_destroy(A);
+    /* the mirrors of a symmetric file meet: 1e308 at (2,1) and at (1,2) sum to Inf */
+    write_text(p, BAN "coordinate real symmetric\n2 2 2\n2 1 1e308\n1 2 1e308\n");
+    st = spk_matrix_read_mtx(ctx, p, &A);
+    T_CHECK(st == SPK_ERR_PARSE && !A && strstr(spk_last_error(ctx), p) &&
+            strstr(spk_last_error(ctx), "a(1,2) = inf") && strstr(spk_last_error(ctx), "mirror"),
+            "symmetric entries summing to Inf: %s: %s", spk_status_str(st), spk_last_error(ctx));
+    remove(p);
+}
+
 /* ---- writers that never remove what they did not create ------------------------------------- */
 
 static int is_char_device(const char *p)
@@ -903,6 +944,7 @@ int main(void)
     test_alloc_failure();
     test_file_errors();
     test_memory_limits();
+    test_both_triangles();
     test_writers_keep_what_exists();
     test_round_trip();
     test_vectors();
