@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# tests/test_cli_robust.sh SOLVE INPUTS -- the solve command never leaves a partial output:
-# -o and --history are written to NAME.tmp.PID and renamed, so a run that cannot write, fails,
-# runs out of file space or is killed leaves either no file or the complete previous one under
-# the final name. Checks: writing into a missing directory or onto a directory (exit 3, a
-# message, nothing left), a failed run (bad -b) leaves an existing x.mtx byte for byte, a file
-# size limit hit while writing (RLIMIT_FSIZE with SIGXFSZ ignored: write() fails with EFBIG, as
-# on a full disk) exits 3 and removes the temporary, and SIGKILL mid-solve or mid-write never
-# exposes a partial file under the final name. Also: -o through a symbolic link writes its
-# target and keeps the link, a FIFO or a device node is written in place, never replaced; a history
-# that cannot be written still lets the non-convergence be said; an x holding NaN/Inf is not
-# written (exit 1); --json stays valid for a non-UTF-8 file name and NaN/Inf history rows.
+# tests/test_cli_robust.sh SOLVE INPUTS -- the solve command never destroys data, never runs
+# away, and says every failure. Outputs: -o and --history of a regular file are written to
+# NAME.tmp.PID and renamed (keeping the old file's mode), so a run that cannot write, fails,
+# runs out of file space or is killed (SIGTERM removes the temporary) leaves either no file or
+# the complete previous one; a read-only file is refused; a symbolic link's target, a FIFO, a
+# device node (a private full device made with mknod as root) and stdout (-o /dev/stdout >> log)
+# are written in place and never removed or replaced, even when the write fails. Write errors
+# on stdout (a closed stdout, --json onto a full device) exit 3; --json prints a JSON error
+# object when the run fails. Also: a history that cannot be written
+# still lets the non-convergence be said; an x holding NaN/Inf is not written (exit 1); --json
+# stays valid for a non-UTF-8 file name and NaN/Inf history rows.
 set -u
-SOLVE=$1
+SOLVE=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")   # absolute: some cases run elsewhere
 IN=$2
 . "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
@@ -105,6 +105,114 @@ if mknod "$T/null" c 1 3 2>/dev/null; then
   check "-o and --history onto a device node exit 0 (rc=$rc: $err)" test "$rc" -eq 0
   check "the device node is still one" test -c "$T/null"
 fi
+
+# --- a failed write never removes what it wrote to ------------------------------------------------
+# A private full device (as root: mknod c 1 7; never the system's /dev/full), a symbolic link to
+# it, and a FIFO whose reader leaves after one byte (SIGPIPE ignored, so write() fails with EPIPE):
+# exit 3, and the node, the link and the FIFO are all still there.
+if mknod "$T/full" c 1 7 2>/dev/null; then
+  run "$SOLVE" -A "$A" --device cpu --quiet -o "$T/full"
+  check "-o onto a full device exits 3 (rc=$rc)" test "$rc" -eq 3
+  check "... says why ($err)" grep -q "No space left on device" "$T/err"
+  check "... and the device node is still there" test -c "$T/full"
+  run "$SOLVE" -A "$A" --device cpu --quiet --history "$T/full"
+  check "--history onto a full device exits 3 (rc=$rc)" test "$rc" -eq 3
+  check "... and the device node is still there" test -c "$T/full"
+  ln -s full "$T/tofull"
+  run "$SOLVE" -A "$A" --device cpu --quiet -o "$T/tofull"
+  check "-o through a link to a full device exits 3 (rc=$rc)" test "$rc" -eq 3
+  check "... and the link and the node are still there" test -L "$T/tofull" -a -c "$T/full"
+  "$SOLVE" -A "$A" --device cpu --json >"$T/full" 2>"$T/err"
+  rc=$?
+  check "--json onto a full device exits 3 (rc=$rc)" test "$rc" -eq 3
+  check "... and says stdout could not be written ($(cat "$T/err"))" grep -q "cannot write to stdout: No space left on device" "$T/err"
+  rm -f "$T/tofull"
+else
+  echo "not root or no mknod: the full-device cases are skipped"
+fi
+mkfifo "$T/early" 2>/dev/null && {
+  (head -c 1 "$T/early" >/dev/null) &
+  reader=$!
+  run bash -c 'trap "" PIPE; exec "$@"' _ "$SOLVE" -A poisson2d:100 --device cpu --quiet \
+    --maxiter 5 -o "$T/early"
+  wait "$reader"
+  check "-o into a FIFO whose reader left exits 3 (rc=$rc)" test "$rc" -eq 3
+  check "... says why ($err)" grep -q "Broken pipe" "$T/err"
+  check "... and the FIFO is still there" test -p "$T/early"
+}
+
+# --- a read-only file is refused; a replaced file keeps its mode; a new one gets the umask's ----
+printf '%s\n' "$OLD" >"$T/ro.mtx"
+chmod 0444 "$T/ro.mtx"
+run "$SOLVE" -A "$A" --device cpu --quiet -o "$T/ro.mtx"
+check "-o onto a read-only file exits 3 (rc=$rc)" test "$rc" -eq 3
+check "... says it is read-only ($err)" grep -q "read-only (mode 0444): not replaced" "$T/err"
+check "... and leaves it as it was" cmp -s "$T/ro.mtx" "$T/x.orig"
+check "... with its mode" test "$(stat -c %a "$T/ro.mtx")" = 444
+run "$SOLVE" -A "$A" --device cpu --quiet --history "$T/ro.mtx" --maxiter 3
+check "--history onto a read-only file exits 3 and leaves it (rc=$rc)" test "$rc" -eq 3 -a "$(stat -c %a "$T/ro.mtx")" = 444
+printf '%s\n' "$OLD" >"$T/m.mtx"
+chmod 0600 "$T/m.mtx"
+run "$SOLVE" -A "$A" --device cpu --quiet -o "$T/m.mtx"
+check "-o onto a 0600 file exits 0 (rc=$rc: $err)" test "$rc" -eq 0
+check "... replaces it" complete_vector "$T/m.mtx" 18
+check "... and keeps its mode 0600 ($(stat -c %a "$T/m.mtx"))" test "$(stat -c %a "$T/m.mtx")" = 600
+run bash -c 'umask 027; exec "$@"' _ "$SOLVE" -A "$A" --device cpu --quiet -o "$T/new.mtx"
+check "a new -o file gets 0666 minus the umask ($(stat -c %a "$T/new.mtx"))" test "$(stat -c %a "$T/new.mtx")" = 640
+check "mode cases leave no temporary" no_tmp "$T"
+
+# --- -o /dev/stdout is written through stdout: a redirected file is appended to, not replaced ---
+printf 'an earlier line of the log\n' >"$T/log.txt"
+"$SOLVE" -A "$A" --device cpu --quiet -o /dev/stdout >>"$T/log.txt" 2>"$T/err"
+rc=$?
+check "-o /dev/stdout >> log exits 0 (rc=$rc: $(cat "$T/err"))" test "$rc" -eq 0
+check "... keeps the log's earlier contents" test "$(head -1 "$T/log.txt")" = "an earlier line of the log"
+tail -n +2 "$T/log.txt" >"$T/from_log"
+check "... and appends the whole solution" complete_vector "$T/from_log" 18
+check "... as the same file (no rename)" no_tmp "$T"
+"$SOLVE" -A "$A" --device cpu --quiet -o /dev/stdout 2>"$T/err" | cat >"$T/from_pipe"
+check "-o /dev/stdout into a pipe sends the whole solution" complete_vector "$T/from_pipe" 18
+
+# --- stdout that cannot be written: exit 3, and nothing else gets the summary ---------------------
+"$SOLVE" -A "$A" --device cpu -o "$T/xc.mtx" >&- 2>"$T/err"
+rc=$?
+check "a closed stdout exits 3 (rc=$rc)" test "$rc" -eq 3
+check "... says so ($(cat "$T/err"))" grep -q "cannot write to stdout" "$T/err"
+check "... and the solution file holds the solution only" complete_vector "$T/xc.mtx" 18
+"$SOLVE" -A "$A" --device cpu --json >&- 2>"$T/err"
+rc=$?
+check "--json with a closed stdout exits 3 (rc=$rc)" test "$rc" -eq 3
+
+# --- --json: a failed run prints a JSON error object ---------------------------------------------
+json_ok() { # json_ok FILE PYTHON-EXPR: the file is one JSON object d and the expression holds
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert eval(sys.argv[2]), d' "$1" "$2" 2>"$T/py"
+}
+if command -v python3 >/dev/null; then
+  run "$SOLVE" -A "$T/nothere.mtx" --device cpu --json
+  check "--json with a missing matrix exits 2 (rc=$rc)" test "$rc" -eq 2
+  json_ok "$T/out" 'd["exit"] == 2 and d["status"] == "input/output error" and "nothere.mtx" in d["error"]'
+  check "... and prints the error as JSON ($(cat "$T/py"))" test $? -eq 0
+  run "$SOLVE" -A "$IN/well1033.mtx" --device cpu --json
+  json_ok "$T/out" 'd["exit"] == 2 and "square" in d["error"]'
+  check "--json with a non-square matrix prints the error as JSON (rc=$rc $(cat "$T/py"))" test $? -eq 0 -a "$rc" -eq 2
+  run "$SOLVE" -A "$A" --device cpu --json -o "$T/nodir/x.mtx"
+  json_ok "$T/out" 'd["exit"] == 3 and "cannot write the solution" in d["error"] and d["reason"] == "CONVERGED_RTOL"'
+  check "--json with an -o that fails: the result with the error (rc=$rc $(cat "$T/py"))" test $? -eq 0 -a "$rc" -eq 3
+fi
+
+# --- SIGTERM while the solution is written: the temporary is removed ------------------------------
+printf '%s\n' "$OLD" >"$T/xt.mtx"
+"$SOLVE" -A poisson3d:100 --device cpu --maxiter 1 --quiet -o "$T/xt.mtx" 2>/dev/null &
+pid=$!
+while kill -0 "$pid" 2>/dev/null && ! compgen -G "$T/xt.mtx.tmp.*" >/dev/null; do :; done
+had_tmp=$(compgen -G "$T/xt.mtx.tmp.*" >/dev/null && echo yes)
+kill -TERM "$pid" 2>/dev/null
+wait "$pid"
+rc=$?
+check "the write was under way when SIGTERM came" test "$had_tmp" = yes
+check "SIGTERM mid-write kills the run (rc=$rc)" test "$rc" -eq 143
+check "... leaves no temporary" no_tmp "$T"
+check "... and the old x.mtx" cmp -s "$T/xt.mtx" "$T/x.orig"
 
 # --- a history that cannot be written does not hide the non-convergence ---------------------------
 run "$SOLVE" -A "$A" --device cpu --quiet --maxiter 2 --history "$T"
