@@ -7,7 +7,11 @@
 # device node (a private full device made with mknod as root) and stdout (-o /dev/stdout >> log)
 # are written in place and never removed or replaced, even when the write fails. Write errors
 # on stdout (a closed stdout, --json onto a full device) exit 3; --json prints a JSON error
-# object when the run fails. Also: a history that cannot be written
+# object when the run fails. Input: sizes that cannot fit (a 67-byte header of 2e9 rows, a -b of
+# 2e9 rows, a band spec of 2^31 rows, /dev/zero) fail within a second; finite entries whose sum
+# overflows, and a default b = A * ones that overflows, are named as what they are; 1e-400 and
+# --rtol 0x10 are refused; -q silences --explain; a file named like a generator is read; a
+# symmetric file listing both triangles gets a note. Also: a history that cannot be written
 # still lets the non-convergence be said; an x holding NaN/Inf is not written (exit 1); --json
 # stays valid for a non-UTF-8 file name and NaN/Inf history rows.
 set -u
@@ -200,6 +204,42 @@ if command -v python3 >/dev/null; then
   check "--json with an -o that fails: the result with the error (rc=$rc $(cat "$T/py"))" test $? -eq 0 -a "$rc" -eq 3
 fi
 
+# --- sizes that cannot fit fail at once ------------------------------------------------------------
+fast() { awk -v a="$1" -v b="$EPOCHREALTIME" -v s="$2" 'BEGIN { exit !(b - a < s) }'; }
+printf '%%%%MatrixMarket matrix coordinate real general\n2000000000 1 1\n1 1 1\n' >"$T/huge.mtx"
+t0=$EPOCHREALTIME
+run env SPK_HOST_MEMORY=4e9 timeout 60 "$SOLVE" -A "$T/huge.mtx" --device cpu
+check "a 67-byte header of 2e9 rows exits 3 (rc=$rc: $err)" test "$rc" -eq 3
+check "... within a second" fast "$t0" 1
+check "... saying what it needs ($err)" grep -q "huge.mtx:2: a 2000000000 x 1 matrix of 1 stored entries needs 32 GB, more than the 4 GB that SPK_HOST_MEMORY allows" "$T/err"
+t0=$EPOCHREALTIME
+run timeout 60 "$SOLVE" -A "$A" --device cpu -b "$T/huge.mtx"
+check "a -b of 2e9 rows exits 2 (rc=$rc)" test "$rc" -eq 2
+check "... within a second, at its size line ($err)" fast "$t0" 1
+check "... saying which length was wanted" grep -q "huge.mtx:2: expected a vector of 18 entries" "$T/err"
+t0=$EPOCHREALTIME
+run timeout 60 "$SOLVE" -A "$A" --device cpu --x0 "$T/huge.mtx"
+check "an --x0 of 2e9 rows exits 2 within a second (rc=$rc)" test "$rc" -eq 2 -a -n "$(fast "$t0" 1 && echo y)"
+t0=$EPOCHREALTIME
+run env SPK_HOST_MEMORY=4e9 timeout 60 "$SOLVE" -A band:2147483647:1:1 --device cpu
+check "band:2147483647:1:1 exits 3 within a second (rc=$rc: $err)" test "$rc" -eq 3 -a -n "$(fast "$t0" 1 && echo y)"
+t0=$EPOCHREALTIME
+run timeout 60 "$SOLVE" -A /dev/zero --device cpu
+check "-A /dev/zero exits 2 within a second (rc=$rc)" test "$rc" -eq 2 -a -n "$(fast "$t0" 1 && echo y)"
+check "... as a file with no banner ($err)" grep -q "/dev/zero:1: expected banner" "$T/err"
+
+# --- the matrix, not b, is named when finite entries sum past the largest double ------------------
+printf '%%%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1e308\n2 2 1\n1 1 1e308\n' >"$T/dup.mtx"
+run "$SOLVE" -A "$T/dup.mtx" --device cpu
+check "duplicates summing to Inf exit 2 (rc=$rc)" test "$rc" -eq 2
+check "... and name the matrix entry ($err)" grep -q "dup.mtx: a(1,1) = inf (1-based): the sum of its 2 entries overflows" "$T/err"
+check "... not a b the user never gave" test -z "$(grep 'b\[' "$T/err")"
+printf '%%%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1e308\n1 2 1e308\n2 2 1\n' >"$T/rowsum.mtx"
+run "$SOLVE" -A "$T/rowsum.mtx" --device cpu
+check "a row sum that overflows (b = A * ones) exits 2 (rc=$rc)" test "$rc" -eq 2
+check "... and names the product A * ones and the row ($err)" grep -q "b = A \* ones: b(1) = inf: row 1 of the matrix sums past the largest double" "$T/err"
+check "... not b[1]" test -z "$(grep 'b\[' "$T/err")"
+
 # --- SIGTERM while the solution is written: the temporary is removed ------------------------------
 printf '%s\n' "$OLD" >"$T/xt.mtx"
 "$SOLVE" -A poisson3d:100 --device cpu --maxiter 1 --quiet -o "$T/xt.mtx" 2>/dev/null &
@@ -213,6 +253,31 @@ check "the write was under way when SIGTERM came" test "$had_tmp" = yes
 check "SIGTERM mid-write kills the run (rc=$rc)" test "$rc" -eq 143
 check "... leaves no temporary" no_tmp "$T"
 check "... and the old x.mtx" cmp -s "$T/xt.mtx" "$T/x.orig"
+
+# --- the smaller promises -----------------------------------------------------------------------------
+run "$SOLVE" -A "$A" --device cpu --rtol 0x10
+check "--rtol 0x10 (a hexadecimal float) exits 2 (rc=$rc: $err)" test "$rc" -eq 2
+check "... asking for a decimal number" grep -q "decimal number" "$T/err"
+run "$SOLVE" -A "$A" --device cpu -q --explain
+check "-q --explain: quiet wins, stdout stays empty (rc=$rc: $out)" test "$rc" -eq 0 -a ! -s "$T/out"
+cp "$A" "$T/poisson2d:3"
+(cd "$T" && "$SOLVE" -A poisson2d:3 --device cpu >out 2>err)
+check "a file named like a generator spec is read ($(head -1 "$T/out"))" grep -q "poisson2d:3: 18 x 18" "$T/out"
+rm -f "$T/poisson2d:3"
+(cd "$T" && "$SOLVE" -A poisson2d:3 --device cpu >out 2>err)
+check "... and without the file the spec is generated ($(head -1 "$T/out"))" grep -q "poisson2d:3: 9 x 9" "$T/out"
+printf '%%%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 2 1e-400\n' >"$T/tiny.mtx"
+run "$SOLVE" -A "$T/tiny.mtx" --device cpu
+check "1e-400 (nonzero, closer to 0 than any double) exits 2 (rc=$rc)" test "$rc" -eq 2
+check "... naming the line and the value ($err)" grep -q "tiny.mtx:4: expected a value a double can hold .*found '1e-400'" "$T/err"
+printf '%%%%MatrixMarket matrix coordinate real symmetric\n2 2 4\n1 1 4\n2 1 1\n1 2 1\n2 2 4\n' >"$T/both.mtx"
+run "$SOLVE" -A "$T/both.mtx" --device cpu
+check "a symmetric file with both triangles solves (rc=$rc)" test "$rc" -eq 0
+check "... with a note that they were summed ($err)" grep -q "note: .*both.mtx lists 1 off-diagonal positions in both triangles" "$T/err"
+run "$SOLVE" -A "$T/both.mtx" --device cpu --explain
+check "... which --explain counts" grep -q "1 positions listed in both triangles" "$T/out"
+run "$SOLVE" -A "$T/both.mtx" --device cpu -q
+check "... and -q silences" test ! -s "$T/err"
 
 # --- a history that cannot be written does not hide the non-convergence ---------------------------
 run "$SOLVE" -A "$A" --device cpu --quiet --maxiter 2 --history "$T"

@@ -41,6 +41,7 @@ static const char usage_text[] =
     "  -A FILE|SPEC        the matrix: a Matrix Market file, or a generator spec:\n"
     "                      poisson2d:N, poisson3d:N, poisson3d27:N, elasticity3d:N,\n"
     "                      powerlaw:N:AVG[:SEED], band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]\n"
+    "                      (a file of that name, if there is one, is read instead)\n"
     "  -b FILE             right-hand side, n x 1 or 1 x n (array, or coordinate with\n"
     "                      missing entries 0); default b = A * ones, and the error of x\n"
     "                      against ones is reported\n"
@@ -69,7 +70,8 @@ static const char usage_text[] =
     "                      prints {\"error\": ..., \"status\": ..., \"exit\": ...}\n"
     "  --explain           print the row-length statistics, each format's memory and why the\n"
     "                      format was chosen\n"
-    "  --quiet, -q         print nothing but errors\n"
+    "  --quiet, -q         print nothing but errors: no summary, --explain, --monitor or\n"
+    "                      notes (-o, --history and --json are still written)\n"
     "  --help, -h, --version\n"
     "\n"
     "Exit status: 0 converged, 1 not converged, 2 bad usage or input, 3 device or system\n"
@@ -149,13 +151,16 @@ static void die_status(spk_context *ctx, spk_status st, const char *what)
               detail);
 }
 
+/* A decimal number, as the Matrix Market reader takes them: strtod's hexadecimal floats
+ * ("0x10"), "inf" and "nan" are refused, as are values that over- or underflow. */
 static double parse_double(const char *opt, const char *s)
 {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (end == s || *end || errno || !isfinite(v) || v < 0) {
-        fprintf(stderr, "solve: %s expects a finite number >= 0, got '%s'\n", opt, s);
+    if (end == s || *end || errno || !isfinite(v) || v < 0 ||
+        strspn(s, "0123456789.eE+-") != strlen(s)) {
+        fprintf(stderr, "solve: %s expects a finite decimal number >= 0, got '%s'\n", opt, s);
         exit(EXIT_USAGE);
     }
     return v;
@@ -517,6 +522,7 @@ typedef struct report {
     spk_result res;
     double read_s, err_inf;
     int have_err;
+    int64_t summed, both_triangles;    /* spk_matrix_input_counts */
     char error[16384];                 /* a failure after the solve (writing -o, --history) */
     const cli *c;
 } report;
@@ -535,6 +541,8 @@ static void print_json(const report *r)
     json_str(f, "matrix", r->matrix, 1);
     fprintf(f, "  \"rows\": %lld,\n  \"cols\": %lld,\n  \"nnz\": %lld,\n", (long long)in->nrows,
             (long long)in->ncols, (long long)in->nnz);
+    fprintf(f, "  \"summed_entries\": %lld,\n  \"both_triangles\": %lld,\n",
+            (long long)r->summed, (long long)r->both_triangles);
     fprintf(f, "  \"row_length\": {\"min\": %lld, \"mean\": %.6g, \"max\": %lld, \"sd\": %.6g, \"cv\": %.6g},\n",
             (long long)in->row_min, in->row_mean, (long long)in->row_max, in->row_sd, in->row_cv);
     json_str(f, "device", spk_device_str(res->device), 1);
@@ -599,6 +607,9 @@ static void print_explain(spk_context *ctx, const report *r)
         printf("  DIA: more than 64 diagonals\n");
     printf("  symmetric %s, diagonal positive %s\n", in->symmetric ? "yes" : "no",
            in->diag_positive ? "yes" : "no");
+    printf("  input: %lld entries summed into others (duplicates, met mirrors), %lld positions "
+           "listed in both triangles of symmetric storage\n", (long long)r->summed,
+           (long long)r->both_triangles);
     printf("memory per format\n");
     for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++) {
         const char *note = "";
@@ -650,15 +661,9 @@ static void print_summary(spk_context *ctx, const report *r)
 static double *read_vector(spk_context *ctx, const char *path, int64_t n, const char *what)
 {
     double *v = NULL;
-    int64_t len = 0;
-    spk_status st = spk_vector_read_mtx(ctx, path, &v, &len);
+    spk_status st = spk_vector_read_mtx_len(ctx, path, n, &v);
     if (st)
         die_status(ctx, st, what);
-    if (len != n) {
-        free(v);
-        fail_exit(ctx, EXIT_USAGE, spk_status_str(SPK_ERR_ARG), "%s: %s has %lld entries, the "
-                  "matrix has %lld rows", what, path, (long long)len, (long long)n);
-    }
     return v;
 }
 
@@ -675,6 +680,30 @@ static void reserve_std_fds(void)
                 close(nfd);
             }
         }
+}
+
+/* b = A * ones on the host, from the canonical CSR, the same on every device. A finite matrix
+ * can still have a row whose sum overflows: said as that, not as a bad b the user never gave. */
+static double *ones_rhs(spk_context *ctx, const spk_matrix *A, int64_t n)
+{
+    const int64_t *rp;
+    const int32_t *ci;
+    const double *va;
+    spk_matrix_csr(A, &rp, &ci, &va);
+    double *b = calloc((size_t)n + 1, sizeof *b);
+    for (int64_t i = 0; b && i < n; i++) {
+        for (int64_t p = rp[i]; p < rp[i + 1]; p++)
+            b[i] += va[p];
+        if (!isfinite(b[i])) {
+            const double bi = b[i];
+            free(b);
+            fail_exit(ctx, EXIT_USAGE, spk_status_str(SPK_ERR_ARG), "the default right-hand "
+                      "side b = A * ones: b(%lld) = %g: row %lld of the matrix sums past the "
+                      "largest double (its entries are finite); give one with -b",
+                      (long long)i + 1, bi, (long long)i + 1);
+        }
+    }
+    return b;
 }
 
 int main(int argc, char **argv)
@@ -703,13 +732,21 @@ int main(int argc, char **argv)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     spk_matrix *A = NULL;
-    st = spk_is_generator_spec(c.A) ? spk_matrix_generate(ctx, c.A, &A) : spk_matrix_read_mtx(ctx, c.A, &A);
+    /* a file wins over a generator spec of the same name: "poisson2d:3" can still be read */
+    struct stat sb;
+    const int generate = spk_is_generator_spec(c.A) && stat(c.A, &sb) != 0;
+    st = generate ? spk_matrix_generate(ctx, c.A, &A) : spk_matrix_read_mtx(ctx, c.A, &A);
     if (st)
         die_status(ctx, st, "reading the matrix");
     clock_gettime(CLOCK_MONOTONIC, &t1);
     r.read_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     spk_matrix_get_info(A, &r.info);
+    spk_matrix_input_counts(A, &r.summed, &r.both_triangles);
     const int64_t n = r.info.nrows;
+    if (r.both_triangles > 0 && !c.quiet)
+        fprintf(stderr, "solve: note: %s lists %lld off-diagonal positions in both triangles of "
+                "its symmetric storage: each such a(i,j) is the sum of the two entries (a "
+                "symmetric file should list one triangle)\n", c.A, (long long)r.both_triangles);
 
     char reason[256] = "";
     spk_format chosen = spk_select_format(&r.info, spk_context_device(ctx), reason, sizeof reason);
@@ -717,7 +754,7 @@ int main(int argc, char **argv)
         snprintf(reason, sizeof reason, "%s: chosen by --format (auto would pick %s)",
                  spk_format_str(c.opt.format), spk_format_str(chosen));
     r.format_reason = reason;
-    if (c.explain && !c.json)
+    if (c.explain && !c.json && !c.quiet)
         print_explain(ctx, &r);
     if (r.info.nrows != r.info.ncols) {
         spk_matrix_destroy(A);
@@ -731,15 +768,7 @@ int main(int argc, char **argv)
     if (c.b) {
         b = read_vector(ctx, c.b, n, "right-hand side");
     } else {
-        /* b = A * ones on the host, from the canonical CSR, the same on every device */
-        const int64_t *rp;
-        const int32_t *ci;
-        const double *va;
-        spk_matrix_csr(A, &rp, &ci, &va);
-        b = calloc((size_t)n + 1, sizeof *b);
-        for (int64_t i = 0; b && i < n; i++)
-            for (int64_t p = rp[i]; p < rp[i + 1]; p++)
-                b[i] += va[p];
+        b = ones_rhs(ctx, A, n);
         r.have_err = 1;
     }
     if (!b || !x)
