@@ -137,8 +137,9 @@ fi
 mkfifo "$T/early" 2>/dev/null && {
   (head -c 1 "$T/early" >/dev/null) &
   reader=$!
-  run bash -c 'trap "" PIPE; exec "$@"' _ "$SOLVE" -A poisson2d:100 --device cpu --quiet \
-    --maxiter 5 -o "$T/early"
+  # a dense x of 20000 entries (~440 KB): far more than the pipe holds, so the write must fail
+  run bash -c 'trap "" PIPE; exec "$@"' _ "$SOLVE" -A powerlaw:20000:5 --device cpu --quiet \
+    --maxiter 2 -o "$T/early"
   wait "$reader"
   check "-o into a FIFO whose reader left exits 3 (rc=$rc)" test "$rc" -eq 3
   check "... says why ($err)" grep -q "Broken pipe" "$T/err"
@@ -155,6 +156,11 @@ check "... and leaves it as it was" cmp -s "$T/ro.mtx" "$T/x.orig"
 check "... with its mode" test "$(stat -c %a "$T/ro.mtx")" = 444
 run "$SOLVE" -A "$A" --device cpu --quiet --history "$T/ro.mtx" --maxiter 3
 check "--history onto a read-only file exits 3 and leaves it (rc=$rc)" test "$rc" -eq 3 -a "$(stat -c %a "$T/ro.mtx")" = 444
+ln -s ro.mtx "$T/toro"
+run "$SOLVE" -A "$A" --device cpu --quiet -o "$T/toro" --history "$T/toro" --maxiter 3
+check "-o and --history through a link to a read-only file exit 3 (rc=$rc)" test "$rc" -eq 3
+check "... and leave the target as it was" cmp -s "$T/ro.mtx" "$T/x.orig"
+rm -f "$T/toro"
 printf '%s\n' "$OLD" >"$T/m.mtx"
 chmod 0600 "$T/m.mtx"
 run "$SOLVE" -A "$A" --device cpu --quiet -o "$T/m.mtx"

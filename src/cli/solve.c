@@ -330,34 +330,40 @@ static int same_file(const struct stat *a, const struct stat *b)
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+/* -1 with the reason in why when the regular file st (path, or a link's target) must not be
+ * written: no write permission at all, or none for this user. */
+static int out_read_only(const char *path, const struct stat *st, char *why, size_t len)
+{
+    if (!S_ISREG(st->st_mode) || ((st->st_mode & 0222) && access(path, W_OK) == 0))
+        return 0;
+    snprintf(why, len, "%s is read-only (mode %04o): not replaced (as cp without -f: make it "
+             "writable or remove it first)", path, (unsigned)(st->st_mode & 07777));
+    return -1;
+}
+
 /* How to write `path`; -1 with the reason in why when it must not be written at all. */
 static int out_plan(const char *path, out_file *o, char *why, size_t len)
 {
     struct stat st, fst;
     memset(o, 0, sizeof *o);
     snprintf(o->path, sizeof o->path, "%s", path);
-    if (stat(path, &st) == 0)
+    const int target = stat(path, &st) == 0;      /* what the path leads to, links followed */
+    if (target)
         for (int fd = 1; fd <= 2; fd++)
             if (fstat(fd, &fst) == 0 && same_file(&st, &fst)) {
                 o->how = OUT_STREAM;
                 o->fd = fd;
                 return 0;
             }
+    if (target && out_read_only(path, &st, why, len) != 0)
+        return -1;
     const int exists = lstat(path, &st) == 0;
     if (exists && !S_ISREG(st.st_mode)) {
         o->how = OUT_IN_PLACE;                  /* a link, FIFO, device or directory */
         return 0;
     }
     o->how = OUT_REPLACE;
-    o->mode = new_file_mode;
-    if (exists) {                               /* a regular file: replaced, if writable */
-        if (!(st.st_mode & 0222) || access(path, W_OK) != 0) {
-            snprintf(why, len, "%s is read-only (mode %04o): not replaced (as cp without -f: "
-                     "make it writable or remove it first)", path, (unsigned)(st.st_mode & 07777));
-            return -1;
-        }
-        o->mode = st.st_mode & 07777;
-    }
+    o->mode = exists ? st.st_mode & 07777 : new_file_mode;   /* a regular file keeps its mode */
     snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", path, (long)getpid());
     return 0;
 }
