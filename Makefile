@@ -55,13 +55,14 @@ help:
 #   make fuzz        the Matrix Market fuzzer for FUZZ_TIME seconds (default 60; needs clang);
 #                    FUZZ_MAX_DIM: the largest dimension it assembles (default 2^20; 2147483648
 #                    assembles every parsed matrix, leaving the refusals to the library's own
-#                    memory check), FUZZ_MEMORY: the context's memory budget in bytes (1e9)
+#                    memory check), FUZZ_MEMORY: the context's memory budget in bytes (1e8:
+#                    the largest matrix it lets through is assembled within -timeout=10)
 #   make fuzz-long   the same for 10 minutes
 ASAN_BUILD  ?= build-asan
 FUZZ_BUILD  ?= build-fuzz
 FUZZ_TIME   ?= 60
 FUZZ_MAX_DIM ?= 1048576
-FUZZ_MEMORY ?= 1e9
+FUZZ_MEMORY ?= 1e8
 SAN_ENV     := ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
                UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
