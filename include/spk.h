@@ -11,10 +11,14 @@
  *  - Thread safety: a context and everything made from it belong to one thread at a time. Two
  *    threads may use two contexts concurrently; the library keeps no global mutable state
  *    beyond a few atomic per-process caches of CUDA kernel occupancy (one GPU model a process).
- *  - The library never prints and never exits. It reads eight environment variables, tuning
+ *    A context's allocation counter is atomic (the one field two threads sharing a context by
+ *    mistake would both write); nothing else in it is.
+ *  - The library never prints and never exits. It reads nine environment variables, tuning
  *    knobs for benchmarks and tests (SPK_BATCH_US, SPK_CUDA_GRAPH, SPK_CSR_KERNEL,
- *    SPK_ELL_INDEX, SPK_ELL_ROWS, SPK_GS_ROWS, SPK_GS_KERNEL, SPK_HUGEPAGES): docs/api.md says
- *    what each does.
+ *    SPK_ELL_INDEX, SPK_ELL_ROWS, SPK_GS_ROWS, SPK_GS_KERNEL, SPK_HUGEPAGES) and the host memory
+ *    it may assume (SPK_HOST_MEMORY): docs/api.md says what each does.
+ *  - Sizes are checked against what the process may hold (physical memory, ulimit -v / -d,
+ *    SPK_HOST_MEMORY) before large allocations: SPK_ERR_NOMEM at once, not an OOM kill later.
  */
 #ifndef SPK_H
 #define SPK_H
@@ -110,7 +114,7 @@ SPK_API spk_device spk_context_device(const spk_context *ctx);
  * "CPU (2 OpenMP threads)". */
 SPK_API const char *spk_context_device_name(const spk_context *ctx);
 /* Number of allocations (host and device) the context has made so far: lets a caller check
- * that a solve loop allocates nothing after its first pass. */
+ * that a solve loop allocates nothing after its first pass. Counted atomically. */
 SPK_API uint64_t spk_context_alloc_count(const spk_context *ctx);
 
 /* Static text of a status ("invalid argument"). Never NULL. */

@@ -210,7 +210,7 @@ spk_status spk_csr_from_coo(spk_context *ctx, const spk_coo *coo, spk_csr *out)
         start = end;
     }
     /* Finite entries can sum to Inf (1e308 + 1e308): checked on the sums, after duplicates
-     * and mirrored symmetric entries met, so that no caller ever holds a non-finite matrix. */
+     * and mirrored symmetric entries met, so that no matrix is made holding one. */
     int64_t bad_row = 0, bad = first_nonfinite(out, &bad_row);
     if (bad >= 0) {
         int64_t terms = 0;
