@@ -49,14 +49,20 @@ help:
 	@echo "make [all|run|test|test-cpu|test-gpu|install PREFIX=..|bench|examples|clean]"
 	@echo "  BUILD=$(BUILD) BUILD_TYPE=$(BUILD_TYPE) CMAKE_FLAGS='-DCMAKE_CUDA_ARCHITECTURES=90'"
 
-# ---- robustness (issue 8) -------------------------------------------------------------------
+# ---- robustness ---------------------------------------------------------------------------
 #   make test-asan   the cpu suite under AddressSanitizer + UBSan (LeakSanitizer included), in
 #                    its own CPU-only build dir
-#   make fuzz        the Matrix Market fuzzer for FUZZ_TIME seconds (default 60; needs clang)
+#   make fuzz        the Matrix Market fuzzer for FUZZ_TIME seconds (default 60; needs clang);
+#                    FUZZ_MAX_DIM: the largest dimension it assembles (default 2^20; 2147483648
+#                    assembles every parsed matrix, leaving the refusals to the library's own
+#                    memory check), FUZZ_MEMORY: the context's memory budget in bytes (1e8:
+#                    the largest matrix it lets through is assembled within -timeout=10)
 #   make fuzz-long   the same for 10 minutes
 ASAN_BUILD  ?= build-asan
 FUZZ_BUILD  ?= build-fuzz
 FUZZ_TIME   ?= 60
+FUZZ_MAX_DIM ?= 1048576
+FUZZ_MEMORY ?= 1e8
 SAN_ENV     := ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
                UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
@@ -77,12 +83,13 @@ fuzz-build:
 
 # Seeds: fuzz/corpus/ (every case of tests/test_mmio.c) and the inputs/ files under 16 KiB.
 # New corpus entries go to $(FUZZ_BUILD)/corpus, crashes to fuzz/crashes/ (commit them: the
-# fuzz_corpus test replays that folder). -rss_limit_mb: the fuzz target caps the dimensions
-# it assembles, so 2 GB is generous.
+# fuzz_corpus test replays that folder). -rss_limit_mb: the fuzz target's context may commit
+# FUZZ_MEMORY bytes (the library refuses more before allocating), so 2 GB is generous.
 fuzz: fuzz-build
 	@mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/seeds fuzz/crashes
 	@find inputs -name '*.mtx' -size -16k -exec cp {} $(FUZZ_BUILD)/seeds/ \;
-	$(SAN_ENV) $(FUZZ_BUILD)/fuzz_mmio -max_total_time=$(FUZZ_TIME) -max_len=16384 -timeout=10 \
+	$(SAN_ENV) SPK_FUZZ_MAX_DIM=$(FUZZ_MAX_DIM) SPK_FUZZ_MEMORY=$(FUZZ_MEMORY) \
+	    $(FUZZ_BUILD)/fuzz_mmio -max_total_time=$(FUZZ_TIME) -max_len=16384 -timeout=10 \
 	    -rss_limit_mb=2048 -dict=fuzz/mmio.dict -print_final_stats=1 -artifact_prefix=fuzz/crashes/ \
 	    $(FUZZ_BUILD)/corpus fuzz/corpus $(FUZZ_BUILD)/seeds
 

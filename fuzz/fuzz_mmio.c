@@ -7,14 +7,21 @@
  *     unsupported) or one naming the buffer (out of memory);
  *   - a success gives in-range 0-based indices, finite values, nnz within the announced count
  *     (twice it for symmetric storage), and a CSR that is canonical: rowptr non-decreasing from
- *     0 to nnz, columns strictly increasing within each row.
+ *     0 to nnz, columns strictly increasing within each row, every value finite; the assembly
+ *     may refuse only with SPK_ERR_NOMEM, or SPK_ERR_ARG for finite entries whose sum
+ *     overflows.
  * A violated check abort()s, which libFuzzer reports as a crash with the input saved.
  *
- * Harness limit: the CSR assembly costs O(nrows + ncols) memory whatever nnz is (a 50-byte
- * header may announce 2^31 - 1 rows: docs/robustness.md), so inputs whose dimensions pass
- * SPK_FUZZ_MAX_DIM are parsed but not assembled, to keep each run within libFuzzer's memory
- * limit. The same file is linked into test_mmio_regress, which replays fuzz/corpus/ and every
- * saved crash through this function under gcc's sanitizers. */
+ * Limits: the CSR assembly costs O(nrows + ncols) memory whatever nnz is (a 50-byte header may
+ * announce 2^31 - 1 rows). The context's memory budget is SPK_FUZZ_MEMORY bytes (default
+ * 1e8), so the library's own check must refuse what would not fit, before allocating: the
+ * largest matrix it lets through (6 million rows, 16 bytes of row arrays each) is assembled
+ * and checked in about 3 s under the sanitizers, within -timeout=10 (1e9 let 61 million rows
+ * through: 11 s, 0.44 us a row) and far under -rss_limit_mb=2048. Inputs whose dimensions pass
+ * SPK_FUZZ_MAX_DIM (environment, default 2^20; 2147483648 assembles everything) are parsed but
+ * not assembled. The same file is linked
+ * into test_mmio_regress, which replays fuzz/corpus/ and every saved crash through this
+ * function under gcc's sanitizers. */
 #include "spk_internal.h"
 
 #include <math.h>
@@ -22,7 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SPK_FUZZ_MAX_DIM (1 << 20)
+#define FUZZ_MAX_DIM_DEFAULT (1 << 20)
+#define FUZZ_MEMORY_DEFAULT 1e8
 #define FUZZ_NAME "fuzz.mtx"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -76,18 +84,35 @@ static void check_csr(spk_context *ctx, const spk_coo *c, const spk_csr *A)
     for (int64_t i = 0; i < A->nrows; i++) {
         if (A->rowptr[i + 1] < A->rowptr[i])
             fuzz_fail("CSR rowptr decreases", ctx);
-        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
             if (A->colind[p] < 0 || A->colind[p] >= A->ncols ||
                 (p > A->rowptr[i] && A->colind[p] <= A->colind[p - 1]))
                 fuzz_fail("CSR columns not sorted, unique and in range", ctx);
+            if (!isfinite(A->val[p]))
+                fuzz_fail("CSR holds a non-finite sum", ctx);
+        }
     }
+}
+
+/* A positive number from the environment, or def. */
+static double env_number(const char *name, double def)
+{
+    const char *e = getenv(name);
+    char *end;
+    double v = e ? strtod(e, &end) : 0.0;
+    return e && *e && *end == '\0' && v > 0 ? v : def;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static spk_context *ctx;                 /* one context for the whole run */
-    if (!ctx && spk_context_create(&ctx, SPK_DEVICE_CPU) != SPK_OK)
-        fuzz_fail("spk_context_create", ctx);
+    static double max_dim;
+    if (!ctx) {
+        if (spk_context_create(&ctx, SPK_DEVICE_CPU) != SPK_OK)
+            fuzz_fail("spk_context_create", ctx);
+        ctx->host_memory_limit = env_number("SPK_FUZZ_MEMORY", FUZZ_MEMORY_DEFAULT);
+        max_dim = env_number("SPK_FUZZ_MAX_DIM", FUZZ_MAX_DIM_DEFAULT);
+    }
     spk_mm_header h;
     spk_coo coo;
     spk_status st = spk_mm_parse_coo(ctx, FUZZ_NAME, (const char *)data, size, &h, &coo);
@@ -96,11 +121,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     check_coo(ctx, &h, &coo);
-    if (coo.nrows <= SPK_FUZZ_MAX_DIM && coo.ncols <= SPK_FUZZ_MAX_DIM) {
+    if ((double)coo.nrows <= max_dim && (double)coo.ncols <= max_dim) {
         spk_csr A;
         st = spk_csr_from_coo(ctx, &coo, &A);
-        if (st != SPK_OK && st != SPK_ERR_NOMEM)
+        if (st != SPK_OK && st != SPK_ERR_NOMEM &&
+            !(st == SPK_ERR_ARG && strstr(spk_last_error(ctx), "overflows")))
             fuzz_fail("spk_csr_from_coo refused a parsed COO", ctx);
+        if (st != SPK_OK && (A.rowptr || A.colind || A.val))
+            fuzz_fail("a refused assembly left arrays behind", ctx);
         if (st == SPK_OK)
             check_csr(ctx, &coo, &A);
         spk_csr_free(&A);

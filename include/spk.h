@@ -11,11 +11,16 @@
  *  - Thread safety: a context and everything made from it belong to one thread at a time. Two
  *    threads may use two contexts concurrently; the library keeps no global mutable state
  *    beyond a few atomic per-process caches of CUDA kernel occupancy (one GPU model a process).
- *  - The library never prints and never exits. It reads eight environment variables, tuning
+ *    A context's allocation counter is atomic (the one field two threads sharing a context by
+ *    mistake would both write); nothing else in it is.
+ *  - The library never prints and never exits. It reads nine environment variables, tuning
  *    knobs for benchmarks and tests (SPK_BATCH_US, SPK_CUDA_GRAPH, SPK_CSR_KERNEL,
- *    SPK_ELL_INDEX, SPK_ELL_ROWS, SPK_GS_ROWS, SPK_GS_KERNEL, SPK_HUGEPAGES), once, when a
- *    context is created; an unknown value fails spk_context_create with a message naming the
- *    variable and the values it takes. docs/api.md says what each does.
+ *    SPK_ELL_INDEX, SPK_ELL_ROWS, SPK_GS_ROWS, SPK_GS_KERNEL, SPK_HUGEPAGES) and the host memory
+ *    it may assume (SPK_HOST_MEMORY), once, when a context is created; an unknown value fails
+ *    spk_context_create with a message naming the variable and the values it takes.
+ *    docs/api.md says what each does.
+ *  - Sizes are checked against what the process may hold (physical memory, ulimit -v / -d,
+ *    SPK_HOST_MEMORY) before large allocations: SPK_ERR_NOMEM at once, not an OOM kill later.
  */
 #ifndef SPK_H
 #define SPK_H
@@ -122,7 +127,7 @@ SPK_API spk_device spk_context_device(const spk_context *ctx);
  * "CPU (2 OpenMP threads)". */
 SPK_API const char *spk_context_device_name(const spk_context *ctx);
 /* Number of allocations (host and device) the context has made so far: lets a caller check
- * that a solve loop allocates nothing after its first pass. */
+ * that a solve loop allocates nothing after its first pass. Counted atomically. */
 SPK_API uint64_t spk_context_alloc_count(const spk_context *ctx);
 
 /* Static text of a status ("invalid argument"). Never NULL. */
@@ -235,6 +240,17 @@ typedef struct spk_matrix_info {
                                               (0 without nonzeros)                            */
 } spk_matrix_info;
 SPK_API spk_status spk_matrix_get_info(const spk_matrix *A, spk_matrix_info *info);
+
+/* What assembly did with the entries A was made from: *summed (may be NULL) receives the
+ * number of input entries added into another one at the same position (duplicates, and the
+ * mirrors of symmetric storage that met an entry); *both_triangles (may be NULL) the
+ * off-diagonal positions that a symmetric or skew-symmetric file listed as both (i,j) and
+ * (j,i), each of which was therefore summed from the two (a symmetric file should list one
+ * triangle: such a file is most likely a full matrix under a symmetric banner). 0 for a
+ * generated matrix. The library never prints: the solve command says so under --explain and
+ * on stderr. SPK_ERR_ARG for NULL or a destroyed matrix. */
+SPK_API spk_status spk_matrix_input_counts(const spk_matrix *A, int64_t *summed,
+                                           int64_t *both_triangles);
 
 /* Choose a format for `device` from the statistics: returns it and writes a one-line reason
  * into `reason` (may be NULL). A pure function of the statistics and the device. */
@@ -430,13 +446,32 @@ SPK_API spk_status spk_solve(spk_context *ctx, spk_matrix *A, const double *b, d
 
 /* ---- Matrix Market vectors (used by the solve command; handy for callers) ------------------ */
 
-/* Read an n x 1 vector (array, or coordinate with missing entries zero). *v is malloc'ed and
- * owned by the caller (free()). */
+/* Read an n x 1 or 1 x n vector (array, or coordinate with missing entries zero and repeated
+ * ones summed). *v is malloc'ed and owned by the caller (free()). The size line is checked
+ * against the file's length and the memory the process may hold before anything is allocated.
+ * SPK_ERR_IO, SPK_ERR_PARSE (not a vector, malformed, repeated entries summing to Inf),
+ * SPK_ERR_NOMEM. */
 SPK_API spk_status spk_vector_read_mtx(spk_context *ctx, const char *path, double **v, int64_t *n);
-/* Write an array n x 1 file, with %.17g so that it reads back bit for bit. */
+/* The same for a vector that must have n entries (a right-hand side): a file announcing
+ * another length fails at its size line, before its entries are read or anything is
+ * allocated (SPK_ERR_ARG, "b.mtx:2: expected a vector of 18 entries, found a size line
+ * announcing 2000000000 x 1"). */
+SPK_API spk_status spk_vector_read_mtx_len(spk_context *ctx, const char *path, int64_t n,
+                                           double **v);
+/* Write an array n x 1 file, with %.17g so that it reads back bit for bit. The path is
+ * written in place: a device, a FIFO or a symbolic link's target is written through, never
+ * replaced or removed; a regular file without any write permission is refused (SPK_ERR_IO,
+ * as cp without -f, even for root). When the write fails, the file is removed only if this
+ * call created it; an existing file is left as far as it was written (write to a new name and
+ * rename, as the solve command does, to replace a file atomically). */
 SPK_API spk_status spk_vector_write_mtx(spk_context *ctx, const char *path, const double *v,
                                         int64_t n, const char *comment);
-/* Write a matrix in coordinate real general form. */
+/* The same onto an open descriptor (stdout, a pipe, a socket), from its current offset; fd
+ * stays open and is never truncated. `name` labels messages (may be NULL). */
+SPK_API spk_status spk_vector_write_mtx_fd(spk_context *ctx, int fd, const char *name,
+                                           const double *v, int64_t n, const char *comment);
+/* Write a matrix in coordinate real general form; the path is treated as by
+ * spk_vector_write_mtx. */
 SPK_API spk_status spk_matrix_write_mtx(spk_context *ctx, const char *path, const spk_matrix *A);
 
 #ifdef __cplusplus

@@ -3,10 +3,13 @@
 #define _DEFAULT_SOURCE /* madvise's MADV_HUGEPAGE, beside the build's _POSIX_C_SOURCE */
 #include "spk_internal.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -30,14 +33,78 @@ spk_status spk_fail(spk_context *ctx, spk_status st, const char *fmt, ...)
     return st;
 }
 
+/* C++ declares the counter as a plain uint64_t (spk_internal.h): the same storage. */
+_Static_assert(sizeof(_Atomic uint64_t) == sizeof(uint64_t) &&
+               _Alignof(_Atomic uint64_t) == _Alignof(uint64_t),
+               "the atomic allocation counter must have the layout C++ sees");
+
+/* Relaxed: the count orders nothing; each caller still gets a number of its own, so an
+ * injected failure happens once even if two threads allocate at the same time. */
+uint64_t spk_alloc_tick(spk_context *ctx)
+{
+    return atomic_fetch_add_explicit(&ctx->alloc_count, 1, memory_order_relaxed) + 1;
+}
+
 /* The failure-injection hook (fail_alloc_at) lets a test make the k-th allocation fail and
  * check that every caller turns it into SPK_ERR_NOMEM without leaking. */
 static int alloc_should_fail(spk_context *ctx)
 {
     if (!ctx)
         return 0;
-    ctx->alloc_count++;
-    return ctx->fail_alloc_at && ctx->alloc_count == ctx->fail_alloc_at;
+    const uint64_t k = spk_alloc_tick(ctx);
+    return ctx->fail_alloc_at && k == ctx->fail_alloc_at;
+}
+
+/* ---- how much host memory may be committed ------------------------------------------------ */
+
+/* A resource limit in bytes, or 0 when there is none. */
+static double rlimit_bytes(int resource)
+{
+    struct rlimit rl;
+    if (getrlimit(resource, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return 0.0;
+    return (double)rl.rlim_cur;
+}
+
+
+/* Physical memory rather than what is free now: the answer must not depend on what other
+ * processes happen to hold (the same input must get the same verdict twice), and the
+ * address-space limits are how a caller asks for less. */
+double spk_host_memory(const spk_context *ctx, char *what, size_t what_len)
+{
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    double mem = pages > 0 && page > 0 ? (double)pages * (double)page : 1e30;
+    const char *form = "this machine's %.3g GB of memory";
+    const struct { double bytes; const char *form; } lim[] = {
+        {rlimit_bytes(RLIMIT_AS), "the %.3g GB address-space limit (ulimit -v)"},
+        {rlimit_bytes(RLIMIT_DATA), "the %.3g GB data-size limit (ulimit -d)"},
+        {ctx ? ctx->tune.host_memory : spk_tuning_host_memory(), "the %.3g GB that "
+                                                                  "SPK_HOST_MEMORY allows"},
+        {ctx ? ctx->host_memory_limit : 0.0, "the %.3g GB this context may use"},
+    };
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
+        if (lim[i].bytes > 0 && lim[i].bytes < mem) {
+            mem = lim[i].bytes;
+            form = lim[i].form;
+        }
+    if (what && what_len)
+        snprintf(what, what_len, form, mem / 1e9);
+    return mem;
+}
+
+spk_status spk_check_memory(spk_context *ctx, double bytes, const char *fmt, ...)
+{
+    char limit[96];
+    const double mem = spk_host_memory(ctx, limit, sizeof limit);
+    if (!(bytes > mem))
+        return SPK_OK;
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return spk_fail(ctx, SPK_ERR_NOMEM, "%s needs %.3g GB, more than %s", what, bytes / 1e9,
+                    limit);
 }
 
 /* Large arrays (a matrix's values and indices, the solver's vectors) are aligned to 2 MiB and
@@ -179,7 +246,7 @@ const char *spk_context_device_name(const spk_context *ctx)
 
 uint64_t spk_context_alloc_count(const spk_context *ctx)
 {
-    return ctx ? ctx->alloc_count : 0;
+    return ctx ? atomic_load_explicit(&ctx->alloc_count, memory_order_relaxed) : 0;
 }
 
 const char *spk_last_error(const spk_context *ctx)

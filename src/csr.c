@@ -8,13 +8,14 @@
  *
  * Assembly is two counting sorts (by column, then stably by row), O(nnz + nrows + ncols) time
  * and memory, like CSparse's cs_compress followed by cs_dupl, with 64-bit offsets so that nnz
- * may pass 2^31. */
+ * may pass 2^31; a matrix with far more columns than entries is ordered by column with two
+ * 16-bit digit passes instead, O(nnz + nrows). Its memory is checked against what the process
+ * may hold before anything is allocated, and its sums are checked finite. */
 #include "spk_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 void spk_csr_free(spk_csr *A)
 {
@@ -47,15 +48,13 @@ spk_status spk_csr_alloc(spk_context *ctx, int64_t nrows, int64_t ncols, int64_t
         return spk_fail(ctx, SPK_ERR_UNSUPPORTED,
                         "CSR of %lld x %lld: row and column counts are limited to 2^31-1",
                         (long long)nrows, (long long)ncols);
-    /* More than the machine's physical memory cannot work: with Linux's overcommit the
-     * malloc would succeed and the process be killed later, at first touch. Refuse early. */
-    const double need = 8.0 * ((double)nrows + 1) + 12.0 * (double)nnz;
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page > 0 && need > (double)pages * (double)page)
-        return spk_fail(ctx, SPK_ERR_NOMEM,
-                        "CSR of %lld x %lld with %lld entries needs %.1f GB, more than this "
-                        "machine's %.1f GB of memory", (long long)nrows, (long long)ncols,
-                        (long long)nnz, need / 1e9, (double)pages * (double)page / 1e9);
+    /* More than the process may hold cannot work: with Linux's overcommit the malloc would
+     * succeed and the process be killed later, at first touch. Refuse early. */
+    spk_status st = spk_check_memory(ctx, spk_csr_bytes(nrows, nnz), "CSR of %lld x %lld with "
+                                      "%lld entries", (long long)nrows, (long long)ncols,
+                                      (long long)nnz);
+    if (st)
+        return st;
     out->nrows = nrows;
     out->ncols = ncols;
     out->nnz = nnz;
@@ -66,9 +65,76 @@ spk_status spk_csr_alloc(spk_context *ctx, int64_t nrows, int64_t ncols, int64_t
         spk_csr_free(out);
         return spk_fail(ctx, SPK_ERR_NOMEM, "CSR of %lld x %lld with %lld entries: out of memory (%.3g GB)",
                         (long long)nrows, (long long)ncols, (long long)nnz,
-                        (8.0 * (double)nrows + 12.0 * (double)nnz) / 1e9);
+                        spk_csr_bytes(nrows, nnz) / 1e9);
     }
     return SPK_OK;
+}
+
+double spk_csr_bytes(int64_t nrows, int64_t nnz)
+{
+    return 8.0 * ((double)nrows + 1) + 12.0 * (double)nnz;
+}
+
+/* A matrix is "wide" when it has far more columns than entries (a header of 1 x 2^31-1):
+ * then n + 1 column counters would cost more than the entries, and the column order is found
+ * by two passes over 16-bit digits instead. */
+static int csr_wide(int64_t ncols, int64_t nz) { return ncols > 4 * nz + 1024; }
+
+#define DIGIT_BITS 16
+#define DIGIT_BUCKETS ((int64_t)1 << DIGIT_BITS)
+
+double spk_csr_from_coo_bytes(int64_t nrows, int64_t ncols, int64_t nz)
+{
+    const double counters = csr_wide(ncols, nz) ? 8.0 * (double)(DIGIT_BUCKETS + 1) + 8.0 * (double)nz
+                                                : 8.0 * ((double)ncols + 1);
+    /* the input COO, the column counters, bycol, the row counters, tcol + tval, the output */
+    return 16.0 * (double)nz + counters + 8.0 * (double)nz + 8.0 * ((double)nrows + 1) +
+           12.0 * (double)nz + spk_csr_bytes(nrows, nz);
+}
+
+/* One stable counting-sort pass: out = the entries in[0 .. nz) (NULL: 0, 1, ..., nz - 1)
+ * ordered by the key (col >> shift) & mask, of nb possible values; cnt has nb + 1 slots. */
+static void counting_pass(const int32_t *col, int shift, uint32_t mask, int64_t nb,
+                          const int64_t *in, int64_t nz, int64_t *cnt, int64_t *out)
+{
+    memset(cnt, 0, ((size_t)nb + 1) * sizeof *cnt);
+    for (int64_t k = 0; k < nz; k++)
+        cnt[(((uint32_t)col[k] >> shift) & mask) + 1]++;
+    for (int64_t d = 0; d < nb; d++)
+        cnt[d + 1] += cnt[d];
+    for (int64_t t = 0; t < nz; t++) {
+        const int64_t k = in ? in[t] : t;
+        out[cnt[((uint32_t)col[k] >> shift) & mask]++] = k;
+    }
+}
+
+/* bycol = the entries in column order, stably (equal columns keep their input order, so that
+ * duplicates are summed in input order). One pass over the columns, or for a wide matrix an
+ * LSD radix sort of two 16-bit digits (columns < 2^31): O(nz + 2^16) whatever the width or
+ * the order of the entries, where sorting each row by insertion was quadratic in its length. */
+static void order_by_column(const spk_coo *coo, int wide, int64_t *cnt, int64_t *tmp,
+                            int64_t *bycol)
+{
+    if (!wide) {
+        counting_pass(coo->col, 0, UINT32_MAX, coo->ncols, NULL, coo->nnz, cnt, bycol);
+        return;
+    }
+    counting_pass(coo->col, 0, (uint32_t)DIGIT_BUCKETS - 1, DIGIT_BUCKETS, NULL, coo->nnz, cnt,
+                  tmp);
+    counting_pass(coo->col, DIGIT_BITS, (uint32_t)DIGIT_BUCKETS - 1, DIGIT_BUCKETS, tmp,
+                  coo->nnz, cnt, bycol);
+}
+
+/* The first entry of A that is not finite, or -1; *row receives its row. */
+static int64_t first_nonfinite(const spk_csr *A, int64_t *row)
+{
+    for (int64_t i = 0; i < A->nrows; i++)
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+            if (!isfinite(A->val[p])) {
+                *row = i;
+                return p;
+            }
+    return -1;
 }
 
 spk_status spk_csr_from_coo(spk_context *ctx, const spk_coo *coo, spk_csr *out)
@@ -82,33 +148,28 @@ spk_status spk_csr_from_coo(spk_context *ctx, const spk_coo *coo, spk_csr *out)
             return spk_fail(ctx, SPK_ERR_ARG,
                             "entry %lld at (%d, %d) is outside the %lld x %lld matrix (0-based)",
                             (long long)k, coo->row[k], coo->col[k], (long long)m, (long long)n);
+    /* rows and columns cost memory without entries (a 67-byte header of 2e9 x 1 asks for
+     * 2 x 16 GB of row counters and offsets): checked before anything is allocated */
+    spk_status st = spk_check_memory(ctx, spk_csr_from_coo_bytes(m, n, nz), "COO -> CSR of %lld "
+                                     "x %lld with %lld entries", (long long)m, (long long)n,
+                                     (long long)nz);
+    if (st)
+        return st;
 
-    /* pass 1: counting sort by column into (tcol-sorted) permutation order. Its n + 1
-     * counters are O(ncols) memory: for a matrix far wider than it has entries (a header of
-     * 0 x 2^31-1) the identity order is used and each row is sorted after pass 2 instead. */
-    const int wide = n > 4 * nz + 1024;
-    int64_t *cptr = spk_calloc(ctx, wide ? 1 : (size_t)n + 1, sizeof *cptr);
+    /* pass 1: the entries in column order (bycol) */
+    const int wide = csr_wide(n, nz);
+    int64_t *cptr = spk_malloc(ctx, wide ? (size_t)DIGIT_BUCKETS + 1 : (size_t)n + 1, sizeof *cptr);
+    int64_t *radix = wide ? spk_malloc(ctx, (size_t)nz, sizeof *radix) : NULL;
     int64_t *bycol = spk_malloc(ctx, (size_t)nz, sizeof *bycol);
     int64_t *rcount = spk_calloc(ctx, (size_t)m + 1, sizeof *rcount);
     int32_t *tcol = spk_malloc(ctx, (size_t)nz, sizeof *tcol);
     double *tval = spk_malloc(ctx, (size_t)nz, sizeof *tval);
-    spk_status st = SPK_OK;
-    if (!cptr || !bycol || !rcount || !tcol || !tval) {
+    if (!cptr || (wide && !radix) || !bycol || !rcount || !tcol || !tval) {
         st = spk_fail(ctx, SPK_ERR_NOMEM, "COO -> CSR of %lld x %lld with %lld entries: out of memory",
                       (long long)m, (long long)n, (long long)nz);
         goto out_free;
     }
-    if (wide) {
-        for (int64_t k = 0; k < nz; k++)
-            bycol[k] = k;
-    } else {
-        for (int64_t k = 0; k < nz; k++)
-            cptr[coo->col[k] + 1]++;
-        for (int64_t j = 0; j < n; j++)
-            cptr[j + 1] += cptr[j];
-        for (int64_t k = 0; k < nz; k++)
-            bycol[cptr[coo->col[k]]++] = k;
-    }
+    order_by_column(coo, wide, cptr, radix, bycol);
 
     /* pass 2: stable counting sort by row; columns stay sorted within each row */
     for (int64_t k = 0; k < nz; k++)
@@ -121,17 +182,6 @@ spk_status spk_csr_from_coo(spk_context *ctx, const spk_coo *coo, spk_csr *out)
         tcol[dst] = coo->col[k];
         tval[dst] = coo->val[k];
     }
-    if (wide)                                  /* few entries: insertion sort per row */
-        for (int64_t i = 0, start = 0; i < m; start = rcount[i++])
-            for (int64_t p = start + 1; p < rcount[i]; p++)
-                for (int64_t q = p; q > start && tcol[q - 1] > tcol[q]; q--) {
-                    int32_t tc = tcol[q];
-                    double tv = tval[q];
-                    tcol[q] = tcol[q - 1];
-                    tval[q] = tval[q - 1];
-                    tcol[q - 1] = tc;
-                    tval[q - 1] = tv;
-                }
     /* rcount[i] now holds the end of row i; rebuild starts while summing duplicates */
     int64_t unique = 0;
     for (int64_t i = 0, start = 0; i < m; i++) {
@@ -159,8 +209,21 @@ spk_status spk_csr_from_coo(spk_context *ctx, const spk_coo *coo, spk_csr *out)
         out->rowptr[i + 1] = w;
         start = end;
     }
+    /* Finite entries can sum to Inf (1e308 + 1e308): checked on the sums, after duplicates
+     * and mirrored symmetric entries met, so that no matrix is made holding one. */
+    int64_t bad_row = 0, bad = first_nonfinite(out, &bad_row);
+    if (bad >= 0) {
+        int64_t terms = 0;
+        for (int64_t p = bad_row ? rcount[bad_row - 1] : 0; p < rcount[bad_row]; p++)
+            terms += tcol[p] == out->colind[bad];
+        st = spk_fail(ctx, SPK_ERR_ARG, "a(%lld,%lld) = %g (1-based): the sum of its %lld "
+                      "entries overflows, although each is finite", (long long)bad_row + 1,
+                      (long long)out->colind[bad] + 1, out->val[bad], (long long)terms);
+        spk_csr_free(out);
+    }
 out_free:
     spk_free(cptr);
+    spk_free(radix);
     spk_free(bycol);
     spk_free(rcount);
     spk_free(tcol);

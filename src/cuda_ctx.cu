@@ -59,8 +59,8 @@ static int cuda_alloc_should_fail(spk_context *ctx)
 {
     if (!ctx)
         return 0;
-    ctx->alloc_count++;
-    return ctx->fail_alloc_at && ctx->alloc_count == ctx->fail_alloc_at;
+    const uint64_t k = spk_alloc_tick(ctx);
+    return ctx->fail_alloc_at && k == ctx->fail_alloc_at;
 }
 
 spk_status spk_cuda_malloc(spk_context *ctx, void **p, size_t bytes, const char *what)
@@ -70,7 +70,7 @@ spk_status spk_cuda_malloc(spk_context *ctx, void **p, size_t bytes, const char 
     if (cuda_alloc_should_fail(ctx))
         return spk_fail(ctx, SPK_ERR_CUDA,
                         "cudaMalloc of %zu bytes for %s: failure injected (allocation %llu)",
-                        bytes, what, (unsigned long long)ctx->alloc_count);
+                        bytes, what, (unsigned long long)ctx->fail_alloc_at);
     cudaError_t e = cudaMalloc(p, ask);
     if (e == cudaSuccess)
         return SPK_OK;
@@ -94,7 +94,7 @@ spk_status spk_cuda_malloc_host(spk_context *ctx, void **p, size_t bytes, const 
     if (cuda_alloc_should_fail(ctx))
         return spk_fail(ctx, SPK_ERR_CUDA,
                         "cudaMallocHost of %zu bytes for %s: failure injected (allocation %llu)",
-                        bytes, what, (unsigned long long)ctx->alloc_count);
+                        bytes, what, (unsigned long long)ctx->fail_alloc_at);
     cudaError_t e = cudaMallocHost(p, ask);
     if (e != cudaSuccess)
         *p = NULL;

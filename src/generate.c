@@ -172,12 +172,28 @@ static int in_grid(const stencil *S, const int64_t c[3], const int o[3])
     return 1;
 }
 
-static spk_status gen_stencil(spk_context *ctx, const stencil *S, int64_t rows, spk_csr *out)
+/* Before any work or allocation: the CSR of nrows rows and at least min_nnz entries, and
+ * `extra` bytes of scratch, must fit what the process may hold. The count of the entries
+ * takes a pass over the rows (a minute for 2^31 rows), so this check uses a bound instead. */
+static spk_status gen_fits(spk_context *ctx, const char *spec, int64_t nrows, double min_nnz,
+                           double extra)
+{
+    return spk_check_memory(ctx, spk_csr_bytes(nrows, 0) + 12.0 * min_nnz + extra,
+                            "%s: a %lld x %lld matrix of at least %.0f entries", spec,
+                            (long long)nrows, (long long)nrows, min_nnz);
+}
+
+static spk_status gen_stencil(spk_context *ctx, const char *spec, const stencil *S,
+                              int64_t rows, spk_csr *out)
 {
     int off[27][3];
     const int m = stencil_offsets(S, off);
     const int64_t N = S->N, dof = S->dof;
     const int64_t plane = S->dim == 3 ? N * N : 0;
+    /* each row holds at least its node's own dof x dof block */
+    spk_status st = gen_fits(ctx, spec, rows, (double)rows * (double)dof, 0.0);
+    if (st)
+        return st;
 
     /* nnz = dof^2 * sum over nodes of the neighbour count; per dimension a node has 3
      * neighbours in the interior (1 at N = 1, 2 on a face), which the loops below count. */
@@ -190,7 +206,7 @@ static spk_status gen_stencil(spk_context *ctx, const stencil *S, int64_t rows, 
             nnz += in_grid(S, c, off[k]);
     }
     nnz *= dof * dof;
-    spk_status st = spk_csr_alloc(ctx, rows, rows, nnz, out);
+    st = spk_csr_alloc(ctx, rows, rows, nnz, out);
     if (st)
         return st;
 #pragma omp parallel for schedule(static) if(rows > OMP_MIN_WORK)
@@ -396,9 +412,13 @@ static spk_status fill_random_rows(spk_context *ctx, const char *name, int64_t h
     return SPK_OK;
 }
 
-static spk_status gen_powerlaw(spk_context *ctx, int64_t n, double avg, uint64_t seed,
-                               spk_csr *out)
+static spk_status gen_powerlaw(spk_context *ctx, const char *spec, int64_t n, double avg,
+                               uint64_t seed, spk_csr *out)
 {
+    /* every row holds at least its diagonal; the scales t take 8 bytes a row */
+    spk_status st = gen_fits(ctx, spec, n, (double)n, 8.0 * (double)n);
+    if (st)
+        return st;
     double *t = spk_malloc(ctx, (size_t)n, sizeof *t);
     if (!t)
         return spk_fail(ctx, SPK_ERR_NOMEM, "powerlaw: out of memory (%zu bytes)",
@@ -412,7 +432,7 @@ static spk_status gen_powerlaw(spk_context *ctx, int64_t n, double avg, uint64_t
         if (powerlaw_len(xm, t[i], n) > maxlen)
             maxlen = powerlaw_len(xm, t[i], n);
 
-    spk_status st = spk_csr_alloc(ctx, n, n, powerlaw_total(t, n, xm), out);
+    st = spk_csr_alloc(ctx, n, n, powerlaw_total(t, n, xm), out);
     if (st) {
         spk_free(t);
         return st;
@@ -436,14 +456,19 @@ static int64_t band_len(uint64_t seed, int64_t n, int64_t lo, int64_t hi, int64_
     return len < whi - wlo + 1 ? len : whi - wlo + 1;
 }
 
-static spk_status gen_band(spk_context *ctx, int64_t n, int64_t lo, int64_t hi, int64_t half,
-                           int64_t skew, uint64_t seed, spk_csr *out)
+static spk_status gen_band(spk_context *ctx, const char *spec, int64_t n, int64_t lo, int64_t hi,
+                           int64_t half, int64_t skew, uint64_t seed, spk_csr *out)
 {
+    /* a row is at least MIN long, or as long as its window (>= min(N, HALF + 1) columns) */
+    const int64_t window = half + 1 < n ? half + 1 : n;
+    spk_status st = gen_fits(ctx, spec, n, (double)n * (double)(lo < window ? lo : window), 0.0);
+    if (st)
+        return st;
     int64_t nnz = 0;
 #pragma omp parallel for schedule(static) reduction(+ : nnz) if(n > OMP_MIN_WORK)
     for (int64_t i = 0; i < n; i++)
         nnz += band_len(seed, n, lo, hi, half, skew, i);
-    spk_status st = spk_csr_alloc(ctx, n, n, nnz, out);
+    st = spk_csr_alloc(ctx, n, n, nnz, out);
     if (st)
         return st;
     for (int64_t i = 0; i < n; i++)
@@ -485,7 +510,7 @@ static spk_status parse_powerlaw(spk_context *ctx, const char *spec, const char 
                             "and nothing after it, got '%s'", p);
         seed = (uint64_t)sd;
     }
-    return gen_powerlaw(ctx, n, avg, seed, out);
+    return gen_powerlaw(ctx, spec, n, avg, seed, out);
 }
 
 /* band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]: the fields in order, each an integer. */
@@ -527,7 +552,7 @@ static spk_status parse_band(spk_context *ctx, const char *spec, const char *p, 
     if (v[4] < 1 || v[4] > 8)
         return spk_fail(ctx, SPK_ERR_ARG, "band: SKEW = %lld: expects 1 (uniform lengths) to 8",
                         (long long)v[4]);
-    return gen_band(ctx, n, lo, hi, half, v[4], (uint64_t)v[5], out);
+    return gen_band(ctx, spec, n, lo, hi, half, v[4], (uint64_t)v[5], out);
 }
 
 spk_status spk_generate_csr(spk_context *ctx, const char *spec, spk_csr *out)
@@ -563,5 +588,5 @@ spk_status spk_generate_csr(spk_context *ctx, const char *spec, spk_csr *out)
     spk_status st = check_rows(ctx, name, N, S.dim, S.dof, &rows);
     if (st)
         return st;
-    return gen_stencil(ctx, &S, rows, out);
+    return gen_stencil(ctx, spec, &S, rows, out);
 }

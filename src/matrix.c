@@ -38,14 +38,29 @@ spk_status spk_matrix_read_mtx(spk_context *ctx, const char *path, spk_matrix **
     spk_mm_header hdr;
     spk_coo coo;
     spk_csr csr;
-    spk_status st = spk_mm_read_coo(ctx, path, &hdr, &coo);
+    spk_status st = spk_mm_read_for_csr(ctx, path, &hdr, &coo);
     if (st)
         return st;
     st = spk_csr_from_coo(ctx, &coo, &csr);
+    const int64_t summed = coo.nnz - csr.nnz;
     spk_coo_free(&coo);
+    if (st == SPK_ERR_ARG) {
+        /* the only refusal of a parsed COO: finite entries whose sum is not; said as a fault
+         * of the file, with the mirrors of symmetric storage named */
+        char why[SPK_MSG_LEN];
+        snprintf(why, sizeof why, "%s", spk_last_error(ctx));
+        return spk_fail(ctx, SPK_ERR_PARSE, "%s: %s%s", path, why,
+                        hdr.symmetry == SPK_MM_GENERAL ? "" : " (symmetric storage: a(i,j) also "
+                        "receives the mirror of each entry given for (j,i))");
+    }
     if (st)
         return st;
-    return matrix_from_owned_csr(ctx, &csr, A);
+    st = matrix_from_owned_csr(ctx, &csr, A);
+    if (!st) {
+        (*A)->summed_in = summed;
+        (*A)->both_triangles = hdr.both_triangles;
+    }
+    return st;
 }
 
 spk_status spk_matrix_generate(spk_context *ctx, const char *spec, spk_matrix **A)
@@ -85,6 +100,12 @@ spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t ncols, i
         return st;
     if (nnz < 0)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_coo: nnz = %lld must be >= 0", (long long)nnz);
+    /* the copy, the assembly and the update map (up to 24 bytes an entry) */
+    st = spk_check_memory(ctx, spk_csr_from_coo_bytes(nrows, ncols, nnz) + 24.0 * (double)nnz,
+                          "spk_matrix_from_coo: a %lld x %lld matrix of %lld entries",
+                          (long long)nrows, (long long)ncols, (long long)nnz);
+    if (st)
+        return st;
     spk_coo coo = {nrows, ncols, nnz, spk_malloc(ctx, (size_t)nnz, 4), spk_malloc(ctx, (size_t)nnz, 4),
                    spk_malloc(ctx, (size_t)nnz, 8)};
     if (!coo.row || !coo.col || !coo.val) {
@@ -122,6 +143,7 @@ spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t ncols, i
         return st;
     }
     (*A)->nnz_in = nnz;
+    (*A)->summed_in = nnz - (*A)->csr.nnz;
     (*A)->gather_ptr = gptr;
     (*A)->gather_src = gsrc;
     return SPK_OK;
@@ -148,6 +170,11 @@ spk_status spk_matrix_from_csr(spk_context *ctx, int64_t nrows, int64_t ncols,
                             (long long)i, (long long)rowptr[i], (long long)rowptr[i + 1]);
     /* after the checks: rowptr[nrows] >= base, so the difference cannot overflow */
     int64_t nnz = rowptr[nrows] - base;
+    st = spk_check_memory(ctx, 4.0 * (double)nnz + spk_csr_from_coo_bytes(nrows, ncols, nnz) +
+                          24.0 * (double)nnz, "spk_matrix_from_csr: a %lld x %lld matrix of %lld "
+                          "entries", (long long)nrows, (long long)ncols, (long long)nnz);
+    if (st)
+        return st;
     int32_t *row = spk_malloc(ctx, (size_t)nnz, sizeof *row);
     if (!row)
         return spk_fail(ctx, SPK_ERR_NOMEM, "spk_matrix_from_csr: %lld entries: out of memory", (long long)nnz);
@@ -186,6 +213,17 @@ spk_status spk_matrix_get_info(const spk_matrix *A, spk_matrix_info *info)
     if (st)
         return st;
     *info = *spk_matrix_info_of((spk_matrix *)A);
+    return SPK_OK;
+}
+
+spk_status spk_matrix_input_counts(const spk_matrix *A, int64_t *summed, int64_t *both_triangles)
+{
+    if (!matrix_ok(A))
+        return SPK_ERR_ARG;
+    if (summed)
+        *summed = A->summed_in;
+    if (both_triangles)
+        *both_triangles = A->both_triangles;
     return SPK_OK;
 }
 

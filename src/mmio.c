@@ -66,7 +66,7 @@ static int token_is(const char *s, size_t n, const char *word)
 
 /* ---- numbers ------------------------------------------------------------------------------ */
 
-enum { NUM_OK = 0, NUM_BAD, NUM_NONFINITE, NUM_LONG, NUM_RANGE };
+enum { NUM_OK = 0, NUM_BAD, NUM_NONFINITE, NUM_LONG, NUM_RANGE, NUM_UNDERFLOW };
 
 /* Longest token handed to strtod; a valid real longer than this is not worth supporting. */
 #define MM_MAX_NUMBER 255
@@ -90,6 +90,15 @@ static inline const char *parse_count(const char *p, const char *end, int64_t *v
     }
     *v = (int64_t)x;
     return p;
+}
+
+/* 1 if the mantissa of the real token s (the part before any exponent) has a nonzero digit. */
+static int mantissa_nonzero(const char *s)
+{
+    for (; *s && *s != 'e' && *s != 'E'; s++)
+        if (*s >= '1' && *s <= '9')
+            return 1;
+    return 0;
 }
 
 /* strtod on a NUL-terminated copy of the token at s: the general case, also the judge of what
@@ -123,6 +132,12 @@ static const char *real_slow(const char *s, const char *end, double *out, int *w
     }
     if (!isfinite(v)) {           /* "nan", "inf", and overflow such as 1e999 */
         *why = NUM_NONFINITE;
+        return NULL;
+    }
+    /* 1e-400 is not zero, but no double is closer to it than 0: refused rather than read as
+     * a zero that the file never wrote (a subnormal result, 1e-310, is a value and is kept) */
+    if (v == 0.0 && mantissa_nonzero(buf)) {
+        *why = NUM_UNDERFLOW;
         return NULL;
     }
     *out = v;
@@ -530,14 +545,51 @@ static void mm_coo_free(spk_coo *A)
 
 /* Room for every entry after expansion: exact for array files; for coordinate symmetric
  * storage 2 * nentries, an upper bound (diagonal entries are not mirrored). */
-static spk_status mm_alloc(mm_in *in, const spk_mm_header *h, spk_coo *out)
+static int64_t mm_capacity(const spk_mm_header *h)
 {
-    int64_t cap = h->nentries;
     if (h->symmetry == SPK_MM_SKEW || (h->symmetry == SPK_MM_SYMMETRIC &&
                                        h->format == SPK_MM_COORDINATE))
-        cap = 2 * h->nentries;
-    else if (h->symmetry == SPK_MM_SYMMETRIC)           /* n(n+1)/2 stored, n^2 expanded */
-        cap = 2 * h->nentries - h->nrows;
+        return 2 * h->nentries;
+    if (h->symmetry == SPK_MM_SYMMETRIC)                /* n(n+1)/2 stored, n^2 expanded */
+        return 2 * h->nentries - h->nrows;
+    return h->nentries;
+}
+
+/* What the caller does with the COO, so that the size line can be checked against it before
+ * the entries are read and anything large is allocated. */
+typedef struct mm_use {
+    int     assemble;        /* spk_csr_from_coo follows: its peak memory is checked too     */
+    int     vector;          /* an n x 1 or 1 x n vector is wanted, made dense (8 bytes each) */
+    int64_t len;             /* with vector: the length it must have, or -1 for any           */
+} mm_use;
+
+/* The size line against the caller's use and the memory the process may hold. */
+static spk_status mm_check_use(mm_in *in, const spk_mm_header *h, const mm_use *use)
+{
+    const int64_t cap = mm_capacity(h), sl = in->size_line;
+    double need = 16.0 * (double)cap;                    /* the COO: row, col, val */
+    if (use && use->vector) {
+        if (h->ncols != 1 && h->nrows != 1)
+            return spk_fail(in->ctx, SPK_ERR_PARSE, "%s:%lld: expected a vector (n x 1 or 1 x n), "
+                            "found a %lld x %lld matrix", in->name, (long long)sl,
+                            (long long)h->nrows, (long long)h->ncols);
+        const int64_t len = h->ncols == 1 ? h->nrows : h->ncols;
+        if (use->len >= 0 && len != use->len)
+            return spk_fail(in->ctx, SPK_ERR_ARG, "%s:%lld: expected a vector of %lld entries, "
+                            "found a size line announcing %lld x %lld", in->name, (long long)sl,
+                            (long long)use->len, (long long)h->nrows, (long long)h->ncols);
+        need += 8.0 * (double)len;
+    }
+    if (use && use->assemble)
+        need = spk_csr_from_coo_bytes(h->nrows, h->ncols, cap);   /* the COO included */
+    return spk_check_memory(in->ctx, need, "%s:%lld: a %lld x %lld %s of %lld stored entries",
+                            in->name, (long long)sl, (long long)h->nrows, (long long)h->ncols,
+                            use && use->vector ? "vector" : "matrix", (long long)h->nentries);
+}
+
+static spk_status mm_alloc(mm_in *in, const spk_mm_header *h, spk_coo *out)
+{
+    const int64_t cap = mm_capacity(h);
     out->nrows = h->nrows;
     out->ncols = h->ncols;
     out->row = spk_malloc(in->ctx, (size_t)cap, sizeof *out->row);
@@ -577,6 +629,9 @@ static inline const char *mm_value(mm_in *in, const char *p, spk_mm_field field,
         return q;
     if (why == NUM_NONFINITE)
         mm_expected(in, p, SPK_ERR_PARSE, "a finite value (Matrix Market has no NaN or Inf)");
+    else if (why == NUM_UNDERFLOW)
+        mm_expected(in, p, SPK_ERR_PARSE, "a value a double can hold (this nonzero value "
+                    "is closer to 0 than any double)");
     else if (why == NUM_LONG)
         mm_expected(in, p, SPK_ERR_PARSE, "a real value of at most %d characters",
                     MM_MAX_NUMBER);
@@ -601,13 +656,71 @@ static inline const char *mm_index(mm_in *in, const char *p, int64_t n, const ch
     return q;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The stored entry at COO index k of symmetric storage as a key of its lower-triangle
+ * position: (max(i,j), min(i,j)). */
+static uint64_t mm_lower_key(const spk_coo *c, int64_t k)
+{
+    const uint32_t i = (uint32_t)c->row[k], j = (uint32_t)c->col[k];
+    return i > j ? (uint64_t)i << 32 | j : (uint64_t)j << 32 | i;
+}
+
+/* Off-diagonal positions that a symmetric or skew-symmetric file lists in both triangles,
+ * (i,j) and (j,i): legal (each is mirrored and spk_csr_from_coo sums the two like any other
+ * duplicates), but most often a full matrix under a symmetric banner, so the count is kept
+ * for the caller (h->both_triangles). The COO holds each stored off-diagonal entry followed by
+ * its mirror. The keys of the smaller triangle are sorted and the other triangle's entries
+ * looked up: O(s log s + t log s) for s and t entries, run only when both triangles are used. */
+static spk_status mm_count_both(mm_in *in, const spk_coo *c, int64_t nlower, int64_t nupper,
+                                int64_t *both)
+{
+    const int small_lower = nlower <= nupper;
+    const int64_t ns = small_lower ? nlower : nupper;
+    uint64_t *key = spk_malloc(in->ctx, (size_t)ns, sizeof *key);
+    unsigned char *seen = spk_calloc(in->ctx, (size_t)ns, 1);
+    if (!key || !seen) {
+        spk_free(key);
+        spk_free(seen);
+        return spk_fail(in->ctx, SPK_ERR_NOMEM, "%s: out of memory comparing the %lld entries "
+                        "of the two triangles", in->name, (long long)ns);
+    }
+    int64_t m = 0, u = 0;
+    for (int64_t k = 0; k < c->nnz; k += c->row[k] == c->col[k] ? 1 : 2)
+        if (c->row[k] != c->col[k] && (c->row[k] > c->col[k]) == small_lower)
+            key[m++] = mm_lower_key(c, k);
+    qsort(key, (size_t)m, sizeof *key, cmp_u64);
+    for (int64_t k = 0; k < m; k++)                      /* one key per position */
+        if (k == 0 || key[k] != key[u - 1])
+            key[u++] = key[k];
+    *both = 0;
+    for (int64_t k = 0; k < c->nnz; k += c->row[k] == c->col[k] ? 1 : 2) {
+        if (c->row[k] == c->col[k] || (c->row[k] > c->col[k]) == small_lower)
+            continue;
+        const uint64_t want = mm_lower_key(c, k);
+        const uint64_t *hit = bsearch(&want, key, (size_t)u, sizeof *key, cmp_u64);
+        if (hit && !seen[hit - key]) {
+            seen[hit - key] = 1;
+            (*both)++;
+        }
+    }
+    spk_free(key);
+    spk_free(seen);
+    return SPK_OK;
+}
+
 /* One line "row col [value]". Symmetric storage should hold the lower triangle only, but an
  * upper-triangle entry is accepted and mirrored like any other: the meaning (a_ij = a_ji = v)
  * is unambiguous, SciPy and MATLAB's mmread accept it, and refusing would reject files that
  * other tools read. If a file holds both (i,j) and (j,i), the sums are left to
- * spk_csr_from_coo like any other duplicate. */
-static spk_status mm_read_coordinate(mm_in *in, const spk_mm_header *h, spk_coo *out)
+ * spk_csr_from_coo like any other duplicate, and the positions are counted (mm_count_both). */
+static spk_status mm_read_coordinate(mm_in *in, spk_mm_header *h, spk_coo *out)
 {
+    int64_t nlower = 0, nupper = 0;
     const char *fields = h->field == SPK_MM_PATTERN ? "2 fields (row col)"
                                                     : "3 fields (row col value)";
     const char *end = in->end;
@@ -639,9 +752,13 @@ static spk_status mm_read_coordinate(mm_in *in, const spk_mm_header *h, spk_coo 
             return mm_fail(in, in->p, SPK_ERR_PARSE, "expected an off-diagonal entry "
                            "(skew-symmetric storage has a zero diagonal), found (%lld,%lld)",
                            (long long)i + 1, (long long)j + 1);
+        nlower += i > j;
+        nupper += i < j;
         mm_put(out, h->symmetry, i, j, v);
         mm_end_line(in, p);
     }
+    if (h->symmetry != SPK_MM_GENERAL && nlower > 0 && nupper > 0)
+        return mm_count_both(in, out, nlower, nupper, &h->both_triangles);
     return SPK_OK;
 }
 
@@ -679,7 +796,7 @@ static spk_status mm_read_array(mm_in *in, const spk_mm_header *h, spk_coo *out)
 }
 
 static spk_status mm_parse(spk_context *ctx, const char *name, const char *buf, size_t len,
-                           spk_mm_header *hdr, spk_coo *out, int64_t *size_line)
+                           const mm_use *use, spk_mm_header *hdr, spk_coo *out)
 {
     mm_in in = {ctx, name ? name : "(buffer)", buf, buf, buf + len, 1, 0};
     spk_mm_header h;
@@ -688,6 +805,8 @@ static spk_status mm_parse(spk_context *ctx, const char *name, const char *buf, 
     spk_status st = mm_read_banner(&in, &h);
     if (!st)
         st = mm_read_size(&in, &h);
+    if (!st)
+        st = mm_check_use(&in, &h, use);
     if (!st)
         st = mm_alloc(&in, &h, out);
     if (!st)
@@ -698,14 +817,13 @@ static spk_status mm_parse(spk_context *ctx, const char *name, const char *buf, 
                          "on line %lld", (long long)h.nentries,
                          h.format == SPK_MM_ARRAY ? "values" : "entries",
                          (long long)in.size_line);
+    h.size_line = in.size_line;
     if (st) {
         mm_coo_free(out);
         memset(&h, 0, sizeof h);
     }
     if (hdr)
         *hdr = h;
-    if (size_line)
-        *size_line = in.size_line;
     return st;
 }
 
@@ -717,7 +835,7 @@ spk_status spk_mm_parse_coo(spk_context *ctx, const char *name, const char *buf,
     memset(out, 0, sizeof *out);
     if (!buf && len)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_mm_parse_coo: buf is NULL with len %zu", len);
-    return mm_parse(ctx, name, buf ? buf : "", len, hdr, out, NULL);
+    return mm_parse(ctx, name, buf ? buf : "", len, NULL, hdr, out);
 }
 
 /* ---- files -------------------------------------------------------------------------------- */
@@ -737,17 +855,58 @@ static spk_status mm_errno(spk_context *ctx, const char *path, const char *what,
     return spk_fail(ctx, SPK_ERR_IO, "%s: cannot %s: %s", path, what, eb);
 }
 
-/* read() the whole of fd into a heap buffer that doubles as needed (pipes, /proc, files
- * that cannot be mapped). */
+/* Whether the bytes b[0 .. len) can begin a Matrix Market file: 1 yes, 0 no, -1 not known
+ * yet. The file must start (after an optional UTF-8 byte-order mark and blanks) with the
+ * banner word %%MatrixMarket, in any case, followed by a blank: the parser's own rule, so
+ * that a stream refused here gets the parser's message (it is parsed as far as it was read). */
+static int mm_may_start(const char *b, size_t len)
+{
+    static const char word[] = "%%matrixmarket";
+    const size_t wl = sizeof word - 1;
+    size_t i = 0;
+    if (len < 3 && memcmp(b, "\xEF\xBB\xBF", len) == 0)
+        return -1;
+    if (len >= 3 && memcmp(b, "\xEF\xBB\xBF", 3) == 0)
+        i = 3;
+    while (i < len && is_blank(b[i]))
+        i++;
+    for (size_t k = 0; k < wl; k++, i++) {
+        if (i == len)
+            return -1;
+        char c = b[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (c != word[k])
+            return 0;
+    }
+    return i == len ? -1 : is_delim(b[i]);
+}
+
+/* read() the whole of fd into a heap buffer that doubles as needed (pipes, /proc, devices,
+ * files that cannot be mapped). Two things stop a stream that could otherwise be read
+ * forever (solve -A /dev/zero): its first bytes are not a banner (the rest is not read: the
+ * parse of what was read fails at line 1), or growing the buffer (the old and the new one,
+ * three times the bytes read) would pass what the process may hold (SPK_ERR_NOMEM). */
 static spk_status mm_read_fd(spk_context *ctx, const char *path, int fd, size_t hint,
                              mm_file *f)
 {
     size_t cap = hint + 1 > 65536 ? hint + 1 : 65536, len = 0;
+    int start = -1;
     char *b = spk_malloc(ctx, cap, 1);
     for (;;) {
         if (!b)
             return spk_fail(ctx, SPK_ERR_NOMEM, "%s: out of memory reading %zu bytes", path, cap);
+        if (start == -1 && len > 0)
+            start = mm_may_start(b, len);
+        if (start == 0)
+            break;
         if (len == cap) {
+            spk_status st = spk_check_memory(ctx, 3.0 * (double)cap, "%s: reading on past %zu "
+                                             "bytes", path, cap);
+            if (st) {
+                spk_free(b);
+                return st;
+            }
             char *nb = cap <= SIZE_MAX / 2 ? spk_malloc(ctx, 2 * cap, 1) : NULL;
             if (nb)
                 memcpy(nb, b, len);
@@ -816,9 +975,20 @@ static void mm_unload(mm_file *f)
     memset(f, 0, sizeof *f);
 }
 
-spk_status spk_mm_read_coo(spk_context *ctx, const char *path, spk_mm_header *hdr, spk_coo *out)
+static spk_status mm_read_path(spk_context *ctx, const char *path, const mm_use *use,
+                               spk_mm_header *hdr, spk_coo *out)
 {
     mm_file f;
+    spk_status st = mm_load(ctx, path, &f);
+    if (st)
+        return st;
+    st = mm_parse(ctx, path, f.data ? f.data : "", f.len, use, hdr, out);
+    mm_unload(&f);
+    return st;
+}
+
+spk_status spk_mm_read_coo(spk_context *ctx, const char *path, spk_mm_header *hdr, spk_coo *out)
+{
     if (!out)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_mm_read_coo: out is NULL");
     memset(out, 0, sizeof *out);
@@ -826,37 +996,28 @@ spk_status spk_mm_read_coo(spk_context *ctx, const char *path, spk_mm_header *hd
         memset(hdr, 0, sizeof *hdr);
     if (!path)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_mm_read_coo: path is NULL");
-    spk_status st = mm_load(ctx, path, &f);
-    if (st)
-        return st;
-    st = mm_parse(ctx, path, f.data ? f.data : "", f.len, hdr, out, NULL);
-    mm_unload(&f);
-    return st;
+    return mm_read_path(ctx, path, NULL, hdr, out);
 }
 
-spk_status spk_vector_read_mtx(spk_context *ctx, const char *path, double **v, int64_t *n)
+spk_status spk_mm_read_for_csr(spk_context *ctx, const char *path, spk_mm_header *hdr,
+                               spk_coo *out)
 {
-    if (!path || !v || !n)
-        return spk_fail(ctx, SPK_ERR_ARG, "spk_vector_read_mtx: NULL argument");
-    *v = NULL;
-    *n = 0;
-    mm_file f;
+    const mm_use use = {1, 0, -1};
+    memset(out, 0, sizeof *out);
+    memset(hdr, 0, sizeof *hdr);
+    return mm_read_path(ctx, path, &use, hdr, out);
+}
+
+/* A vector of `want` entries (-1: any length) into a new array. */
+static spk_status vector_read(spk_context *ctx, const char *path, int64_t want, double **v,
+                              int64_t *n)
+{
+    const mm_use use = {0, 1, want};
     spk_mm_header h;
     spk_coo coo;
-    int64_t size_line = 0;
-    spk_status st = mm_load(ctx, path, &f);
+    spk_status st = mm_read_path(ctx, path, &use, &h, &coo);
     if (st)
         return st;
-    st = mm_parse(ctx, path, f.data ? f.data : "", f.len, &h, &coo, &size_line);
-    mm_unload(&f);
-    if (st)
-        return st;
-    if (h.ncols != 1 && h.nrows != 1) {
-        mm_coo_free(&coo);
-        return spk_fail(ctx, SPK_ERR_PARSE, "%s:%lld: expected a vector (n x 1 or 1 x n), "
-                        "found a %lld x %lld matrix", path, (long long)size_line,
-                        (long long)h.nrows, (long long)h.ncols);
-    }
     int column = h.ncols == 1;
     int64_t len = column ? h.nrows : h.ncols;
     double *x = spk_calloc(ctx, (size_t)len, sizeof *x);
@@ -872,37 +1033,103 @@ spk_status spk_vector_read_mtx(spk_context *ctx, const char *path, double **v, i
         x[i] = h.format == SPK_MM_ARRAY ? coo.val[k] : x[i] + coo.val[k];
     }
     mm_coo_free(&coo);
+    for (int64_t i = 0; i < len; i++)
+        if (!isfinite(x[i])) {
+            spk_status bad = spk_fail(ctx, SPK_ERR_PARSE, "%s: entry %lld = %g: its repeated "
+                                      "entries sum past the largest double", path,
+                                      (long long)i + 1, x[i]);
+            spk_free(x);
+            return bad;
+        }
     *v = x;
     *n = len;
     return SPK_OK;
 }
 
+spk_status spk_vector_read_mtx(spk_context *ctx, const char *path, double **v, int64_t *n)
+{
+    if (!path || !v || !n)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_vector_read_mtx: NULL argument");
+    *v = NULL;
+    *n = 0;
+    return vector_read(ctx, path, -1, v, n);
+}
+
+spk_status spk_vector_read_mtx_len(spk_context *ctx, const char *path, int64_t n, double **v)
+{
+    if (!path || !v || n < 0)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_vector_read_mtx_len: %s",
+                        n < 0 ? "negative length" : "NULL argument");
+    *v = NULL;
+    int64_t len = 0;
+    return vector_read(ctx, path, n, v, &len);
+}
+
 /* ---- writing ------------------------------------------------------------------------------ */
 
-/* Close f and report the first failure; on failure remove the partial file. fprintf uses
- * LC_NUMERIC like strtod: "C" (the default) writes the '.' that Matrix Market requires. */
-static spk_status mm_close(spk_context *ctx, const char *path, FILE *f, int failed, int err)
+/* An output opened for writing in place. Only a file that this call created may be removed
+ * when the write fails: whatever existed under the name -- a regular file, a device such as
+ * /dev/full, a FIFO, the target of a symbolic link -- is written through and never removed
+ * (removing a device node as root would destroy it for every process). */
+typedef struct mm_out {
+    FILE  *f;
+    int    created;           /* this call made the file: it may remove it on failure          */
+    dev_t  dev;               /* the file's identity, so that only that file is removed        */
+    ino_t  ino;
+} mm_out;
+
+static spk_status mm_open_write(spk_context *ctx, const char *path, mm_out *o)
 {
-    if (fclose(f) != 0 && !failed) {
+    struct stat sb;
+    memset(o, 0, sizeof *o);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+        o->created = 1;
+    } else if (errno == EEXIST) {
+        /* as cp without -f: a regular file that nobody may write is refused, even by root
+         * (who could write it anyway) */
+        if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && !(sb.st_mode & 0222))
+            return spk_fail(ctx, SPK_ERR_IO, "%s: not written: the file is read-only (mode "
+                            "%04o)", path, (unsigned)(sb.st_mode & 07777));
+        fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);       /* O_TRUNC: regular files only */
+        if (fd < 0 && errno == ENOENT)       /* a dangling link: its target made through it */
+            fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    }
+    if (fd < 0)
+        return mm_errno(ctx, path, "open for writing", errno);
+    if (fstat(fd, &sb) == 0) {
+        o->dev = sb.st_dev;
+        o->ino = sb.st_ino;
+    }
+    o->f = fdopen(fd, "w");
+    if (!o->f) {
+        int err = errno;
+        close(fd);
+        if (o->created)
+            unlink(path);
+        return mm_errno(ctx, path, "open for writing", err);
+    }
+    setvbuf(o->f, NULL, _IOFBF, 1 << 16);
+    return SPK_OK;
+}
+
+/* Close the output and report the first failure; on failure remove the file only if this call
+ * created it and the name still refers to it. fprintf uses LC_NUMERIC like strtod: "C" (the
+ * default) writes the '.' that Matrix Market requires. */
+static spk_status mm_close(spk_context *ctx, const char *path, mm_out *o, int failed, int err)
+{
+    if (fclose(o->f) != 0 && !failed) {
         failed = 1;
         err = errno;
     }
+    o->f = NULL;
     if (!failed)
         return SPK_OK;
-    remove(path);
+    struct stat sb;
+    if (o->created && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_dev == o->dev &&
+        sb.st_ino == o->ino)
+        unlink(path);
     return mm_errno(ctx, path, "write", err ? err : EIO);
-}
-
-static FILE *mm_open_write(spk_context *ctx, const char *path, spk_status *st)
-{
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        *st = mm_errno(ctx, path, "open for writing", errno);
-        return NULL;
-    }
-    setvbuf(f, NULL, _IOFBF, 1 << 16);
-    *st = SPK_OK;
-    return f;
 }
 
 spk_status spk_mm_write_csr(spk_context *ctx, const char *path, const spk_csr *A)
@@ -920,10 +1147,11 @@ spk_status spk_mm_write_csr(spk_context *ctx, const char *path, const spk_csr *A
                 return spk_fail(ctx, SPK_ERR_ARG, "%s: A(%lld,%lld) = %g cannot be written "
                                 "(Matrix Market has no NaN or Inf)", path, (long long)i + 1,
                                 (long long)A->colind[k] + 1, A->val[k]);
-    spk_status st;
-    FILE *f = mm_open_write(ctx, path, &st);
-    if (!f)
+    mm_out o;
+    spk_status st = mm_open_write(ctx, path, &o);
+    if (st)
         return st;
+    FILE *f = o.f;
     int bad = fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n%lld %lld %lld\n",
                       (long long)A->nrows, (long long)A->ncols,
                       (long long)(A->rowptr[A->nrows] - A->rowptr[0])) < 0;
@@ -931,7 +1159,7 @@ spk_status spk_mm_write_csr(spk_context *ctx, const char *path, const spk_csr *A
         for (int64_t k = A->rowptr[i]; k < A->rowptr[i + 1] && !bad; k++)
             bad = fprintf(f, "%lld %lld %.17g\n", (long long)i + 1,
                           (long long)A->colind[k] + 1, A->val[k]) < 0;
-    return mm_close(ctx, path, f, bad, bad ? errno : 0);
+    return mm_close(ctx, path, &o, bad, bad ? errno : 0);
 }
 
 spk_status spk_matrix_write_mtx(spk_context *ctx, const char *path, const spk_matrix *A)
@@ -944,20 +1172,18 @@ spk_status spk_matrix_write_mtx(spk_context *ctx, const char *path, const spk_ma
     return st ? st : spk_mm_write_csr(ctx, path, &A->csr);
 }
 
-spk_status spk_vector_write_mtx(spk_context *ctx, const char *path, const double *v, int64_t n,
-                                const char *comment)
+static spk_status vector_check(spk_context *ctx, const char *name, const double *v, int64_t n)
 {
-    if (!path || n < 0 || (n && !v))
-        return spk_fail(ctx, SPK_ERR_ARG, "spk_vector_write_mtx: %s",
-                        n < 0 ? "negative length" : "NULL argument");
     for (int64_t i = 0; i < n; i++)
         if (!isfinite(v[i]))
             return spk_fail(ctx, SPK_ERR_ARG, "%s: v(%lld) = %g cannot be written (Matrix "
-                            "Market has no NaN or Inf)", path, (long long)i + 1, v[i]);
-    spk_status st;
-    FILE *f = mm_open_write(ctx, path, &st);
-    if (!f)
-        return st;
+                            "Market has no NaN or Inf)", name, (long long)i + 1, v[i]);
+    return SPK_OK;
+}
+
+/* The array file of v on f; 1 if a write failed (errno set). */
+static int vector_put(FILE *f, const double *v, int64_t n, const char *comment)
+{
     int bad = fputs("%%MatrixMarket matrix array real general\n", f) < 0;
     /* Each line of the comment becomes a '%' line, so a newline in it cannot break the file. */
     for (const char *c = comment; c && *c && !bad;) {
@@ -969,5 +1195,50 @@ spk_status spk_vector_write_mtx(spk_context *ctx, const char *path, const double
         bad = fprintf(f, "%lld 1\n", (long long)n) < 0;
     for (int64_t i = 0; i < n && !bad; i++)
         bad = fprintf(f, "%.17g\n", v[i]) < 0;
-    return mm_close(ctx, path, f, bad, bad ? errno : 0);
+    return bad;
+}
+
+spk_status spk_vector_write_mtx(spk_context *ctx, const char *path, const double *v, int64_t n,
+                                const char *comment)
+{
+    if (!path || n < 0 || (n && !v))
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_vector_write_mtx: %s",
+                        n < 0 ? "negative length" : "NULL argument");
+    spk_status st = vector_check(ctx, path, v, n);
+    if (st)
+        return st;
+    mm_out o;
+    if ((st = mm_open_write(ctx, path, &o)))
+        return st;
+    const int bad = vector_put(o.f, v, n, comment);
+    return mm_close(ctx, path, &o, bad, bad ? errno : 0);
+}
+
+spk_status spk_vector_write_mtx_fd(spk_context *ctx, int fd, const char *name, const double *v,
+                                   int64_t n, const char *comment)
+{
+    if (fd < 0 || n < 0 || (n && !v))
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_vector_write_mtx_fd: %s",
+                        fd < 0 ? "bad descriptor" : n < 0 ? "negative length" : "NULL argument");
+    if (!name)
+        name = "(descriptor)";
+    spk_status st = vector_check(ctx, name, v, n);
+    if (st)
+        return st;
+    /* a duplicate shares fd's offset (and O_APPEND): the caller's descriptor stays open and
+     * is written from where it stands, never truncated */
+    int dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    FILE *f = dupfd >= 0 ? fdopen(dupfd, "w") : NULL;
+    if (!f) {
+        int err = errno;
+        if (dupfd >= 0)
+            close(dupfd);
+        return mm_errno(ctx, name, "write", err);
+    }
+    int bad = vector_put(f, v, n, comment), err = bad ? errno : 0;
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        err = errno;
+    }
+    return bad ? mm_errno(ctx, name, "write", err ? err : EIO) : SPK_OK;
 }

@@ -30,19 +30,32 @@ typedef struct spk_tuning {
     int    gs_rows;      /* SPK_GS_ROWS: 1, 2 or 4 rows per lane in GMRES's CGS2; 0 by n      */
     int    gs_rows_only; /* SPK_GS_KERNEL=rows: CGS2's second pass on the rows kernel         */
     int    hugepages;    /* SPK_HUGEPAGES: 0 makes large host arrays plain malloc              */
+    double host_memory;  /* SPK_HOST_MEMORY: bytes the process may commit, 0: the machine's   */
 } spk_tuning;
 /* The knobs from the environment; SPK_ERR_ARG (message on ctx) for a value a knob does not
  * take. spk_context_create calls it; a test that changes a variable calls it again. */
 spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t);
 void spk_tuning_default(spk_tuning *t);
+/* SPK_HOST_MEMORY for a call without a context (0: unset or not a number). */
+double spk_tuning_host_memory(void);
 
 struct spk_context {
     spk_device device;            /* resolved: CPU or CUDA                                     */
     char       msg[SPK_MSG_LEN];  /* detail of the last failure                                */
     char       device_name[128];
     spk_tuning tune;
-    uint64_t   alloc_count;       /* host + device allocations made through spk_malloc/ops     */
+    /* host + device allocations made through spk_malloc/ops: atomic, the one field that two
+     * threads sharing a context (unsupported, but easy to do by mistake) would both write. C++
+     * (the .cu files) sees the same 8 bytes as a plain integer and never touches them: it
+     * counts through spk_alloc_tick. */
+#ifdef __cplusplus
+    uint64_t   alloc_count;
+#else
+    _Atomic uint64_t alloc_count;
+#endif
     uint64_t   fail_alloc_at;     /* test hook: make allocation number k fail (0 = never)       */
+    double     host_memory_limit; /* test hook: bytes this context may commit (0: no limit of
+                                     its own; spk_host_memory)                                 */
     void      *cuda;              /* spk_cuda_state (stream, cuBLAS handle, scratch) or NULL    */
 };
 
@@ -60,6 +73,21 @@ spk_status spk_vfail(spk_context *ctx, spk_status st, const char *fmt, va_list a
 void *spk_malloc(spk_context *ctx, size_t n, size_t size);
 void *spk_calloc(spk_context *ctx, size_t n, size_t size);
 void  spk_free(void *p);
+/* Count one allocation on ctx (atomically) and return its number, 1 for the first. */
+uint64_t spk_alloc_tick(spk_context *ctx);
+/* The host memory, in bytes, that this process may commit: the machine's physical memory,
+ * lowered by an address-space or data-size limit (ulimit -v, ulimit -d), by SPK_HOST_MEMORY
+ * and by ctx->host_memory_limit where set. `what` (may be NULL) receives the phrase that
+ * names the binding limit: "this machine's 24.7 GB of memory". ctx may be NULL. */
+double spk_host_memory(const spk_context *ctx, char *what, size_t what_len);
+/* SPK_OK if `bytes` fit spk_host_memory, else SPK_ERR_NOMEM with "<what> needs X GB, more
+ * than <the limit>": the check made before a large commitment, so that a size that cannot fit
+ * fails at once instead of being killed later by the kernel's overcommit. */
+spk_status spk_check_memory(spk_context *ctx, double bytes, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 /* Wall clock in seconds (monotonic). */
 double spk_now(void);
 
@@ -81,11 +109,18 @@ typedef struct spk_coo {
 void spk_csr_free(spk_csr *A);                 /* frees the arrays, zeroes the struct        */
 void spk_coo_free(spk_coo *A);
 /* COO -> canonical CSR: sort rows and columns, sum duplicates, keep empty rows. The COO
- * arrays are not modified. Counting sort by row, then by column within each row: O(nnz + n). */
+ * arrays are not modified. Counting sort by column, then stably by row: O(nnz + nrows + ncols),
+ * or O(nnz + nrows) for a matrix far wider than it has entries. SPK_ERR_NOMEM before any
+ * allocation when spk_csr_from_coo_bytes exceeds spk_host_memory; SPK_ERR_ARG when finite
+ * duplicates sum to Inf ("a(i,j) = inf (1-based): the sum of its N entries overflows"). */
 spk_status spk_csr_from_coo(spk_context *ctx, const spk_coo *coo, spk_csr *out);
-/* Allocate an nrows x ncols CSR with room for nnz entries (rowptr zeroed). */
+/* Bytes spk_csr_from_coo holds at its peak: the input COO, its scratch and the output. */
+double spk_csr_from_coo_bytes(int64_t nrows, int64_t ncols, int64_t nnz);
+/* Allocate an nrows x ncols CSR with room for nnz entries (rowptr zeroed); SPK_ERR_NOMEM
+ * before allocating when spk_csr_bytes exceeds spk_host_memory. */
 spk_status spk_csr_alloc(spk_context *ctx, int64_t nrows, int64_t ncols, int64_t nnz,
                          spk_csr *out);
+double spk_csr_bytes(int64_t nrows, int64_t nnz);
 /* For each COO entry k (0-based, as passed to spk_csr_from_coo), its position in the CSR that
  * spk_csr_from_coo made of it: *map is malloc'ed with coo->nnz entries, or NULL when the map is
  * the identity (the input was canonical already). O(nnz log(row length)). */
@@ -131,6 +166,9 @@ typedef struct spk_mm_header {
     spk_mm_symmetry symmetry;
     int64_t         nrows, ncols, nentries;   /* nentries: stored entries (array: nrows*ncols
                                                  or the packed triangle for symmetric)       */
+    int64_t         size_line;                /* the line of the size line                  */
+    int64_t         both_triangles;           /* symmetric storage: off-diagonal positions
+                                                 listed as both (i,j) and (j,i), each summed */
 } spk_mm_header;
 
 /* Read a whole file into COO with symmetric / skew-symmetric storage expanded (the mirror of
@@ -138,6 +176,10 @@ typedef struct spk_mm_header {
  * with every entry. Errors: "path:line: expected ..." with SPK_ERR_PARSE. */
 spk_status spk_mm_read_coo(spk_context *ctx, const char *path, spk_mm_header *hdr,
                            spk_coo *out);
+/* spk_mm_read_coo for a caller that assembles the COO next (spk_csr_from_coo): the size line
+ * is checked against the assembly's peak memory too, before the entries are read. */
+spk_status spk_mm_read_for_csr(spk_context *ctx, const char *path, spk_mm_header *hdr,
+                               spk_coo *out);
 /* The same from a memory buffer (the fuzzer and the tests use it); `name` labels messages. */
 spk_status spk_mm_parse_coo(spk_context *ctx, const char *name, const char *buf, size_t len,
                             spk_mm_header *hdr, spk_coo *out);
@@ -189,6 +231,8 @@ struct spk_matrix {
      * entries gather_src[gather_ptr[p] .. gather_ptr[p+1]) of the arrays the matrix was made
      * from; both NULL when that is the identity (file, generator, input already canonical). */
     int64_t          nnz_in;       /* entries of those arrays: the length an update must have  */
+    int64_t          summed_in;    /* input entries summed into another (spk_matrix_input_counts) */
+    int64_t          both_triangles; /* symmetric file: positions given in both triangles       */
     int64_t         *gather_ptr;   /* nnz + 1 offsets, or NULL                                  */
     int64_t         *gather_src;   /* nnz_in input indices, increasing within each entry        */
     double          *stage;        /* nnz_in host doubles for updates from device memory; made

@@ -46,6 +46,24 @@ static spk_status knob_batch(spk_context *ctx, double *seconds)
     return SPK_OK;
 }
 
+/* SPK_HOST_MEMORY: a decimal number of bytes ("8e9"), 0 when unset, -1 when not a number. */
+static double host_memory_of(const char *e)
+{
+    char *end;
+    if (!e || !*e)
+        return 0.0;
+    if (strpbrk(e, "xX"))                                /* no hexadecimal floats */
+        return -1.0;
+    const double v = strtod(e, &end);
+    return *end == '\0' && v > 0 && v < 1e30 ? v : -1.0;
+}
+
+double spk_tuning_host_memory(void)
+{
+    const double v = host_memory_of(getenv("SPK_HOST_MEMORY"));
+    return v > 0 ? v : 0.0;
+}
+
 spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t)
 {
     static const char *const on_off[] = {"0", "1"};
@@ -70,6 +88,13 @@ spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t)
         t->gs_rows_only = w == 1;
     if (!st && !(st = knob_word(ctx, "SPK_HUGEPAGES", on_off, 2, &w)))
         t->hugepages = w != 0;
+    if (!st) {
+        const char *e = getenv("SPK_HOST_MEMORY");
+        t->host_memory = host_memory_of(e);
+        if (t->host_memory < 0)
+            st = spk_fail(ctx, SPK_ERR_ARG, "SPK_HOST_MEMORY=%s: expected a number of bytes "
+                          "(8e9) (or unset)", e);
+    }
     return st;
 }
 
@@ -83,4 +108,5 @@ void spk_tuning_default(spk_tuning *t)
     t->gs_rows = 0;
     t->gs_rows_only = 0;
     t->hugepages = 1;
+    t->host_memory = 0.0;
 }

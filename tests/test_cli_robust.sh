@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# tests/test_cli_robust.sh SOLVE INPUTS -- the solve command never leaves a partial output:
-# -o and --history are written to NAME.tmp.PID and renamed, so a run that cannot write, fails,
-# runs out of file space or is killed leaves either no file or the complete previous one under
-# the final name. Checks: writing into a missing directory or onto a directory (exit 3, a
-# message, nothing left), a failed run (bad -b) leaves an existing x.mtx byte for byte, a file
-# size limit hit while writing (RLIMIT_FSIZE with SIGXFSZ ignored: write() fails with EFBIG, as
-# on a full disk) exits 3 and removes the temporary, and SIGKILL mid-solve or mid-write never
-# exposes a partial file under the final name. Also: -o through a symbolic link writes its
-# target and keeps the link, a FIFO or a device node is written in place, never replaced; a history
-# that cannot be written still lets the non-convergence be said; an x holding NaN/Inf is not
-# written (exit 1); --json stays valid for a non-UTF-8 file name and NaN/Inf history rows.
+# tests/test_cli_robust.sh SOLVE INPUTS -- the solve command never destroys data, never runs
+# away, and says every failure. Outputs: -o and --history of a regular file are written to
+# NAME.tmp.PID and renamed (keeping the old file's mode), so a run that cannot write, fails,
+# runs out of file space or is killed (SIGTERM removes the temporary) leaves either no file or
+# the complete previous one; a read-only file is refused; a symbolic link's target, a FIFO, a
+# device node (a private full device made with mknod as root) and stdout (-o /dev/stdout >> log)
+# are written in place and never removed or replaced, even when the write fails. Write errors
+# on stdout (a closed stdout, --json onto a full device) exit 3; --json prints a JSON error
+# object when the run fails. Input: sizes that cannot fit (a 67-byte header of 2e9 rows, a -b of
+# 2e9 rows, a band spec of 2^31 rows, /dev/zero) fail within a second; finite entries whose sum
+# overflows, and a default b = A * ones that overflows, are named as what they are; 1e-400 and
+# --rtol 0x10 are refused; -q silences --explain; a file named like a generator is read; a
+# symmetric file listing both triangles gets a note. Also: a history that cannot be written
+# still lets the non-convergence be said; an x holding NaN/Inf is not written (exit 1); --json
+# stays valid for a non-UTF-8 file name and NaN/Inf history rows.
 set -u
-SOLVE=$1
+SOLVE=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")   # absolute: some cases run elsewhere
 IN=$2
 . "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
@@ -32,21 +36,24 @@ OLD='%%MatrixMarket matrix array real general
 1
 2'
 
-# --- -o and --history into a directory that does not exist ------------------------------------
-run "$SOLVE" -A "$A" --device cpu -o "$T/nodir/x.mtx"
-check "-o into a missing directory exits 3 (rc=$rc)" test "$rc" -eq 3
-check "-o into a missing directory says so ($err)" grep -q "cannot write the solution to $T/nodir/x.mtx" "$T/err"
-check "-o into a missing directory names the cause ($err)" grep -q "No such file or directory" "$T/err"
+# --- -o and --history into a directory that does not exist: refused before the matrix is read
+# (exit 2 at once: a long solve is not run for a result that cannot be written) ----------------
+t0=$(date +%s%N)
+run "$SOLVE" -A poisson3d:200 --device cpu --rtol 1e-12 -o "$T/nodir/x.mtx"
+t1=$(date +%s%N)
+check "-o into a missing directory exits 2 (rc=$rc)" test "$rc" -eq 2
+check "... before the work: $(( (t1 - t0) / 1000000 )) ms for an 8M-row solve" test $(( (t1 - t0) / 1000000 )) -lt 1000
+check "-o into a missing directory says so ($err)" grep -q -- "-o $T/nodir/x.mtx: $T/nodir: no such directory" "$T/err"
 check "-o into a missing directory leaves nothing" test ! -e "$T/nodir"
 run "$SOLVE" -A "$A" --device cpu --history "$T/nodir/h.csv"
-check "--history into a missing directory exits 3 (rc=$rc)" test "$rc" -eq 3
-check "--history into a missing directory says so ($err)" grep -q "cannot write the history to $T/nodir/h.csv" "$T/err"
+check "--history into a missing directory exits 2 (rc=$rc)" test "$rc" -eq 2
+check "--history into a missing directory says so ($err)" grep -q -- "--history $T/nodir/h.csv: $T/nodir: no such directory" "$T/err"
 
-# --- -o onto an existing directory: refused (it is not a regular file: opened in place), nothing left -
+# --- -o onto an existing directory: refused at once, nothing left ------------------------------
 mkdir "$T/adir"
 run "$SOLVE" -A "$A" --device cpu -o "$T/adir"
-check "-o onto a directory exits 3 (rc=$rc)" test "$rc" -eq 3
-check "-o onto a directory says so ($err)" grep -q "cannot write the solution to $T/adir" "$T/err"
+check "-o onto a directory exits 2 (rc=$rc)" test "$rc" -eq 2
+check "-o onto a directory says so ($err)" grep -q "$T/adir is a directory" "$T/err"
 check "-o onto a directory leaves the directory empty" test -z "$(ls -A "$T/adir")"
 check "-o onto a directory leaves no temporary" no_tmp "$T"
 
@@ -106,10 +113,189 @@ if mknod "$T/null" c 1 3 2>/dev/null; then
   check "the device node is still one" test -c "$T/null"
 fi
 
-# --- a history that cannot be written does not hide the non-convergence ---------------------------
-run "$SOLVE" -A "$A" --device cpu --quiet --maxiter 2 --history "$T"
-check "--history onto a directory exits 3 (rc=$rc)" test "$rc" -eq 3
-check "... and still says the solve did not converge ($err)" grep -q "did not converge" "$T/err"
+# --- a failed write never removes what it wrote to ------------------------------------------------
+# A private full device (as root: mknod c 1 7; never the system's /dev/full), a symbolic link to
+# it, and a FIFO whose reader leaves after one byte (SIGPIPE ignored, so write() fails with EPIPE):
+# exit 3, and the node, the link and the FIFO are all still there.
+if mknod "$T/full" c 1 7 2>/dev/null; then
+  run "$SOLVE" -A "$A" --device cpu --quiet -o "$T/full"
+  check "-o onto a full device exits 3 (rc=$rc)" test "$rc" -eq 3
+  check "... says why ($err)" grep -q "No space left on device" "$T/err"
+  check "... and the device node is still there" test -c "$T/full"
+  run "$SOLVE" -A "$A" --device cpu --quiet --history "$T/full"
+  check "--history onto a full device exits 3 (rc=$rc)" test "$rc" -eq 3
+  check "... and the device node is still there" test -c "$T/full"
+  ln -s full "$T/tofull"
+  run "$SOLVE" -A "$A" --device cpu --quiet -o "$T/tofull"
+  check "-o through a link to a full device exits 3 (rc=$rc)" test "$rc" -eq 3
+  check "... and the link and the node are still there" test -L "$T/tofull" -a -c "$T/full"
+  "$SOLVE" -A "$A" --device cpu --json >"$T/full" 2>"$T/err"
+  rc=$?
+  check "--json onto a full device exits 3 (rc=$rc)" test "$rc" -eq 3
+  check "... and says stdout could not be written ($(cat "$T/err"))" grep -q "cannot write to stdout: No space left on device" "$T/err"
+  rm -f "$T/tofull"
+else
+  echo "not root or no mknod: the full-device cases are skipped"
+fi
+mkfifo "$T/early" 2>/dev/null && {
+  (head -c 1 "$T/early" >/dev/null) &
+  reader=$!
+  # a dense x of 20000 entries (~440 KB): far more than the pipe holds, so the write must fail
+  run bash -c 'trap "" PIPE; exec "$@"' _ "$SOLVE" -A powerlaw:20000:5 --device cpu --quiet \
+    --maxiter 2 -o "$T/early"
+  wait "$reader"
+  check "-o into a FIFO whose reader left exits 3 (rc=$rc)" test "$rc" -eq 3
+  check "... says why ($err)" grep -q "Broken pipe" "$T/err"
+  check "... and the FIFO is still there" test -p "$T/early"
+}
+
+# --- a read-only file is refused; a replaced file keeps its mode; a new one gets the umask's ----
+printf '%s\n' "$OLD" >"$T/ro.mtx"
+chmod 0444 "$T/ro.mtx"
+run "$SOLVE" -A "$A" --device cpu --quiet -o "$T/ro.mtx"
+check "-o onto a read-only file exits 2 at once (rc=$rc)" test "$rc" -eq 2
+check "... says it is read-only ($err)" grep -q "read-only (mode 0444): not replaced" "$T/err"
+check "... and leaves it as it was" cmp -s "$T/ro.mtx" "$T/x.orig"
+check "... with its mode" test "$(stat -c %a "$T/ro.mtx")" = 444
+run "$SOLVE" -A "$A" --device cpu --quiet --history "$T/ro.mtx" --maxiter 3
+check "--history onto a read-only file exits 2 and leaves it (rc=$rc)" test "$rc" -eq 2 -a "$(stat -c %a "$T/ro.mtx")" = 444
+ln -s ro.mtx "$T/toro"
+run "$SOLVE" -A "$A" --device cpu --quiet -o "$T/toro" --history "$T/toro" --maxiter 3
+check "-o and --history through a link to a read-only file exit 2 (rc=$rc)" test "$rc" -eq 2
+check "... and leave the target as it was" cmp -s "$T/ro.mtx" "$T/x.orig"
+rm -f "$T/toro"
+printf '%s\n' "$OLD" >"$T/m.mtx"
+chmod 0600 "$T/m.mtx"
+run "$SOLVE" -A "$A" --device cpu --quiet -o "$T/m.mtx"
+check "-o onto a 0600 file exits 0 (rc=$rc: $err)" test "$rc" -eq 0
+check "... replaces it" complete_vector "$T/m.mtx" 18
+check "... and keeps its mode 0600 ($(stat -c %a "$T/m.mtx"))" test "$(stat -c %a "$T/m.mtx")" = 600
+run bash -c 'umask 027; exec "$@"' _ "$SOLVE" -A "$A" --device cpu --quiet -o "$T/new.mtx"
+check "a new -o file gets 0666 minus the umask ($(stat -c %a "$T/new.mtx"))" test "$(stat -c %a "$T/new.mtx")" = 640
+check "mode cases leave no temporary" no_tmp "$T"
+
+# --- -o /dev/stdout is written through stdout: a redirected file is appended to, not replaced ---
+printf 'an earlier line of the log\n' >"$T/log.txt"
+"$SOLVE" -A "$A" --device cpu --quiet -o /dev/stdout >>"$T/log.txt" 2>"$T/err"
+rc=$?
+check "-o /dev/stdout >> log exits 0 (rc=$rc: $(cat "$T/err"))" test "$rc" -eq 0
+check "... keeps the log's earlier contents" test "$(head -1 "$T/log.txt")" = "an earlier line of the log"
+tail -n +2 "$T/log.txt" >"$T/from_log"
+check "... and appends the whole solution" complete_vector "$T/from_log" 18
+check "... as the same file (no rename)" no_tmp "$T"
+"$SOLVE" -A "$A" --device cpu --quiet -o /dev/stdout 2>"$T/err" | cat >"$T/from_pipe"
+check "-o /dev/stdout into a pipe sends the whole solution" complete_vector "$T/from_pipe" 18
+
+# --- stdout that cannot be written: exit 3, and nothing else gets the summary ---------------------
+"$SOLVE" -A "$A" --device cpu -o "$T/xc.mtx" >&- 2>"$T/err"
+rc=$?
+check "a closed stdout exits 3 (rc=$rc)" test "$rc" -eq 3
+check "... says so ($(cat "$T/err"))" grep -q "cannot write to stdout" "$T/err"
+check "... and the solution file holds the solution only" complete_vector "$T/xc.mtx" 18
+"$SOLVE" -A "$A" --device cpu --json >&- 2>"$T/err"
+rc=$?
+check "--json with a closed stdout exits 3 (rc=$rc)" test "$rc" -eq 3
+
+# --- --json: a failed run prints a JSON error object ---------------------------------------------
+json_ok() { # json_ok FILE PYTHON-EXPR: the file is one JSON object d and the expression holds
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert eval(sys.argv[2]), d' "$1" "$2" 2>"$T/py"
+}
+if command -v python3 >/dev/null; then
+  run "$SOLVE" -A "$T/nothere.mtx" --device cpu --json
+  check "--json with a missing matrix exits 2 (rc=$rc)" test "$rc" -eq 2
+  json_ok "$T/out" 'd["exit"] == 2 and d["status"] == "input/output error" and "nothere.mtx" in d["error"]'
+  check "... and prints the error as JSON ($(cat "$T/py"))" test $? -eq 0
+  run "$SOLVE" -A "$IN/well1033.mtx" --device cpu --json
+  json_ok "$T/out" 'd["exit"] == 2 and "square" in d["error"]'
+  check "--json with a non-square matrix prints the error as JSON (rc=$rc $(cat "$T/py"))" test $? -eq 0 -a "$rc" -eq 2
+  run "$SOLVE" -A "$A" --device cpu --json -o "$T/nodir/x.mtx"
+  json_ok "$T/out" 'd["exit"] == 2 and "no such directory" in d["error"]'
+  check "--json with an -o that cannot be written: the error as JSON (rc=$rc $(cat "$T/py"))" test $? -eq 0 -a "$rc" -eq 2
+fi
+
+# --- sizes that cannot fit fail at once ------------------------------------------------------------
+fast() { awk -v a="$1" -v b="$EPOCHREALTIME" -v s="$2" 'BEGIN { exit !(b - a < s) }'; }
+printf '%%%%MatrixMarket matrix coordinate real general\n2000000000 1 1\n1 1 1\n' >"$T/huge.mtx"
+t0=$EPOCHREALTIME
+run env SPK_HOST_MEMORY=4e9 timeout 60 "$SOLVE" -A "$T/huge.mtx" --device cpu
+check "a 67-byte header of 2e9 rows exits 3 (rc=$rc: $err)" test "$rc" -eq 3
+check "... within a second" fast "$t0" 1
+check "... saying what it needs ($err)" grep -q "huge.mtx:2: a 2000000000 x 1 matrix of 1 stored entries needs 32 GB, more than the 4 GB that SPK_HOST_MEMORY allows" "$T/err"
+t0=$EPOCHREALTIME
+run timeout 60 "$SOLVE" -A "$A" --device cpu -b "$T/huge.mtx"
+check "a -b of 2e9 rows exits 2 (rc=$rc)" test "$rc" -eq 2
+check "... within a second, at its size line ($err)" fast "$t0" 1
+check "... saying which length was wanted" grep -q "huge.mtx:2: expected a vector of 18 entries" "$T/err"
+t0=$EPOCHREALTIME
+run timeout 60 "$SOLVE" -A "$A" --device cpu --x0 "$T/huge.mtx"
+check "an --x0 of 2e9 rows exits 2 within a second (rc=$rc)" test "$rc" -eq 2 -a -n "$(fast "$t0" 1 && echo y)"
+t0=$EPOCHREALTIME
+run env SPK_HOST_MEMORY=4e9 timeout 60 "$SOLVE" -A band:2147483647:1:1 --device cpu
+check "band:2147483647:1:1 exits 3 within a second (rc=$rc: $err)" test "$rc" -eq 3 -a -n "$(fast "$t0" 1 && echo y)"
+t0=$EPOCHREALTIME
+run timeout 60 "$SOLVE" -A /dev/zero --device cpu
+check "-A /dev/zero exits 2 within a second (rc=$rc)" test "$rc" -eq 2 -a -n "$(fast "$t0" 1 && echo y)"
+check "... as a file with no banner ($err)" grep -q "/dev/zero:1: expected banner" "$T/err"
+
+# --- the matrix, not b, is named when finite entries sum past the largest double ------------------
+printf '%%%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1e308\n2 2 1\n1 1 1e308\n' >"$T/dup.mtx"
+run "$SOLVE" -A "$T/dup.mtx" --device cpu
+check "duplicates summing to Inf exit 2 (rc=$rc)" test "$rc" -eq 2
+check "... and name the matrix entry ($err)" grep -q "dup.mtx: a(1,1) = inf (1-based): the sum of its 2 entries overflows" "$T/err"
+check "... not a b the user never gave" test -z "$(grep 'b\[' "$T/err")"
+printf '%%%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1e308\n1 2 1e308\n2 2 1\n' >"$T/rowsum.mtx"
+run "$SOLVE" -A "$T/rowsum.mtx" --device cpu
+check "a row sum that overflows (b = A * ones) exits 2 (rc=$rc)" test "$rc" -eq 2
+check "... and names the product A * ones and the row ($err)" grep -q "b = A \* ones: b(1) = inf: row 1 of the matrix sums past the largest double" "$T/err"
+check "... not b[1]" test -z "$(grep 'b\[' "$T/err")"
+
+# --- SIGTERM while the solution is written: the temporary is removed ------------------------------
+printf '%s\n' "$OLD" >"$T/xt.mtx"
+"$SOLVE" -A poisson3d:100 --device cpu --maxiter 1 --quiet -o "$T/xt.mtx" 2>/dev/null &
+pid=$!
+while kill -0 "$pid" 2>/dev/null && ! compgen -G "$T/xt.mtx.tmp.*" >/dev/null; do :; done
+had_tmp=$(compgen -G "$T/xt.mtx.tmp.*" >/dev/null && echo yes)
+kill -TERM "$pid" 2>/dev/null
+wait "$pid"
+rc=$?
+check "the write was under way when SIGTERM came" test "$had_tmp" = yes
+check "SIGTERM mid-write kills the run (rc=$rc)" test "$rc" -eq 143
+check "... leaves no temporary" no_tmp "$T"
+check "... and the old x.mtx" cmp -s "$T/xt.mtx" "$T/x.orig"
+
+# --- the smaller promises -----------------------------------------------------------------------------
+run "$SOLVE" -A "$A" --device cpu --rtol 0x10
+check "--rtol 0x10 (a hexadecimal float) exits 2 (rc=$rc: $err)" test "$rc" -eq 2
+check "... asking for a decimal number" grep -q "decimal number" "$T/err"
+run "$SOLVE" -A "$A" --device cpu -q --explain
+check "-q --explain: quiet wins, stdout stays empty (rc=$rc: $out)" test "$rc" -eq 0 -a ! -s "$T/out"
+cp "$A" "$T/poisson2d:3"
+(cd "$T" && "$SOLVE" -A poisson2d:3 --device cpu >out 2>err)
+check "a file named like a generator spec is read ($(head -1 "$T/out"))" grep -q "poisson2d:3: 18 x 18" "$T/out"
+rm -f "$T/poisson2d:3"
+(cd "$T" && "$SOLVE" -A poisson2d:3 --device cpu >out 2>err)
+check "... and without the file the spec is generated ($(head -1 "$T/out"))" grep -q "poisson2d:3: 9 x 9" "$T/out"
+printf '%%%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 2 1e-400\n' >"$T/tiny.mtx"
+run "$SOLVE" -A "$T/tiny.mtx" --device cpu
+check "1e-400 (nonzero, closer to 0 than any double) exits 2 (rc=$rc)" test "$rc" -eq 2
+check "... naming the line and the value ($err)" grep -q "tiny.mtx:4: expected a value a double can hold .*found '1e-400'" "$T/err"
+printf '%%%%MatrixMarket matrix coordinate real symmetric\n2 2 4\n1 1 4\n2 1 1\n1 2 1\n2 2 4\n' >"$T/both.mtx"
+run "$SOLVE" -A "$T/both.mtx" --device cpu
+check "a symmetric file with both triangles solves (rc=$rc)" test "$rc" -eq 0
+check "... with a note that they were summed ($err)" grep -q "note: .*both.mtx lists 1 off-diagonal positions in both triangles" "$T/err"
+run "$SOLVE" -A "$T/both.mtx" --device cpu --explain
+check "... which --explain counts" grep -q "1 positions listed in both triangles" "$T/out"
+run "$SOLVE" -A "$T/both.mtx" --device cpu -q
+check "... and -q silences" test ! -s "$T/err"
+
+# --- a history that cannot be written does not hide the non-convergence (a write that fails
+# after the solve: a private full device, as root) -------------------------------------------
+if mknod "$T/full2" c 1 7 2>/dev/null; then
+  run "$SOLVE" -A "$A" --device cpu --quiet --maxiter 2 --history "$T/full2"
+  check "--history onto a full device after a failed solve exits 3 (rc=$rc)" test "$rc" -eq 3
+  check "... and still says the solve did not converge ($err)" grep -q "did not converge" "$T/err"
+  rm -f "$T/full2"
+fi
 
 # --- x with NaN/Inf is not written (exit 1: the solve diverged), and says why --------------------
 printf '%%%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1e-300\n2 2 1e-300\n' >"$T/sing.mtx"

@@ -1,10 +1,15 @@
 /* tests/test_csr.c -- the canonical CSR: duplicates summed, symmetric expansion (through the
  * reader), unsorted input, empty rows, 0 x 0, 1 x 1, bad indices, the public constructors, and
- * the bit packing of the CUDA row blocks' columns. */
+ * the bit packing of the CUDA row blocks' columns. Also: a row of 10^6 entries in descending
+ * order assembles in linear time, a wide matrix's order is the reference's bit for bit,
+ * finite duplicates whose sum overflows are refused, and assembly that cannot fit the memory
+ * the process may hold fails before allocating. */
 #include "util.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -63,6 +68,157 @@ static void test_wide(void)
     double vv[] = {5, 2, 3, 5};
     T_CHECK(csr_equals(&A, 3, rp, ci, vv), "wide matrix: rows sorted, duplicates summed");
     spk_csr_free(&A);
+}
+
+/* One row of 10^6 entries, columns descending, in a matrix 2^31 - 1 wide (so no column
+ * counters): assembled in linear time. Sorting each row by insertion took ~10^12 steps here
+ * (16 s for 10^5 entries). Every 1000th entry repeats its column, so duplicates are summed
+ * too; the result is checked entry by entry. */
+static void test_long_descending_row(void)
+{
+    enum { N = 1000000 };
+    int32_t *r = calloc(N, sizeof *r), *c = malloc(N * sizeof *c);
+    double *v = malloc(N * sizeof *v);
+    for (int k = 0; k < N; k++) {
+        c[k] = 2 * (N - k) + 7;                     /* descending, far apart */
+        if (k % 1000 == 1)
+            c[k] = c[k - 1];                         /* a duplicate of the entry before */
+        v[k] = (double)(k % 17) - 8.0;
+    }
+    const double t0 = spk_now();
+    spk_matrix *A = NULL;
+    spk_status st = spk_matrix_from_coo(ctx, 1, INT32_MAX, N, r, c, v, 0, &A);
+    const double secs = spk_now() - t0;
+    T_CHECK(st == SPK_OK, "from_coo of one long row: %s", spk_last_error(ctx));
+    T_CHECK(secs < 5.0, "one descending row of 10^6 entries took %.2f s (linear time expected)",
+            secs);
+    if (st == SPK_OK) {
+        const int64_t *rp;
+        const int32_t *ci;
+        const double *va;
+        spk_matrix_csr(A, &rp, &ci, &va);
+        const int64_t want = N - N / 1000;          /* the duplicates merged */
+        int64_t bad = rp[1] == want ? 0 : 1;
+        for (int64_t p = 0, k = N - 1; !bad && p < rp[1]; p++, k--) {
+            double sum = v[k];
+            if (k % 1000 == 1) {                    /* input order: k - 1 first, then k */
+                sum = v[k - 1] + v[k];
+                k--;
+            }
+            bad = ci[p] != c[k] || va[p] != sum || (p > 0 && ci[p] <= ci[p - 1]);
+        }
+        T_CHECK(!bad, "the long row is sorted, unique and summed (%lld entries, want %lld)",
+                (long long)rp[1], (long long)want);
+    }
+    spk_matrix_destroy(A);
+    free(r);
+    free(c);
+    free(v);
+}
+
+typedef struct trip { int32_t r, c; int64_t k; double v; } trip;
+
+static int cmp_trip(const void *a, const void *b)
+{
+    const trip *x = a, *y = b;
+    if (x->r != y->r)
+        return x->r < y->r ? -1 : 1;
+    if (x->c != y->c)
+        return x->c < y->c ? -1 : 1;
+    return (x->k > y->k) - (x->k < y->k);
+}
+
+/* A wide matrix (columns up to 2^31 - 1, found by two 16-bit digits) with many duplicates:
+ * the same CSR, bit for bit, as sorting the triplets by (row, column, input order) and summing
+ * in that order -- what the narrow path gives too. */
+static void test_wide_matches_reference(void)
+{
+    enum { NZ = 20000, M = 50 };
+    int32_t *r = malloc(NZ * sizeof *r), *c = malloc(NZ * sizeof *c);
+    double *v = malloc(NZ * sizeof *v);
+    trip *t = malloc(NZ * sizeof *t);
+    uint64_t s = 21;
+    for (int k = 0; k < NZ; k++) {
+        r[k] = (int32_t)(t_rand(&s) % M);
+        /* columns sharing low or high 16-bit digits, and repeats */
+        c[k] = (int32_t)((t_rand(&s) % 300) << (t_rand(&s) % 2 ? 16 : 0)) | (int32_t)(t_rand(&s) % 3);
+        v[k] = t_randu(&s) * 1e3;
+        t[k] = (trip){r[k], c[k], k, v[k]};
+    }
+    qsort(t, NZ, sizeof *t, cmp_trip);
+    spk_csr A;
+    spk_status st = from_triplets(M, INT32_MAX, NZ, r, c, v, &A);
+    T_CHECK(st == SPK_OK, "wide random: %s", spk_last_error(ctx));
+    int64_t p = -1, bad = 0;
+    double *ref = calloc(NZ, sizeof *ref);
+    for (int k = 0; st == SPK_OK && k < NZ; k++) {
+        if (k == 0 || t[k].r != t[k - 1].r || t[k].c != t[k - 1].c) {
+            p++;
+            bad += p >= A.nnz || A.colind[p] != t[k].c || A.rowptr[t[k].r] > p ||
+                   A.rowptr[t[k].r + 1] <= p;
+            ref[p] = t[k].v;
+        } else {
+            ref[p] += t[k].v;                       /* summed in input order */
+        }
+    }
+    for (int64_t q = 0; st == SPK_OK && q < A.nnz && q <= p; q++)
+        bad += memcmp(&A.val[q], &ref[q], sizeof ref[q]) != 0;
+    free(ref);
+    T_CHECK(st != SPK_OK || (bad == 0 && p + 1 == A.nnz), "wide random: %lld entries differ "
+            "from the reference order (nnz %lld, want %lld)", (long long)bad, (long long)A.nnz,
+            (long long)p + 1);
+    spk_csr_free(&A);
+    free(r);
+    free(c);
+    free(v);
+    free(t);
+}
+
+/* Finite entries whose sum is not (1e308 + 1e308 at one position): refused with the position,
+ * from the arrays and from a file (where the message names the file). */
+static void test_sum_overflow(void)
+{
+    const int32_t r[] = {0, 1, 0}, c[] = {0, 1, 0};
+    const double v[] = {1e308, 1.0, 1e308};
+    spk_matrix *A = NULL;
+    spk_status st = spk_matrix_from_coo(ctx, 2, 2, 3, r, c, v, 0, &A);
+    const char *msg = spk_last_error(ctx);
+    T_CHECK(st == SPK_ERR_ARG && !A && strstr(msg, "a(1,1) = inf") && strstr(msg, "2 entries"),
+            "duplicates summing to Inf: %s: %s", spk_status_str(st), msg);
+    const double w[] = {-1e308, 1.0, -1e308};
+    st = spk_matrix_from_coo(ctx, 2, 2, 3, r, c, w, 0, &A);
+    T_CHECK(st == SPK_ERR_ARG && !A && strstr(spk_last_error(ctx), "a(1,1) = -inf"),
+            "duplicates summing to -Inf: %s", spk_last_error(ctx));
+    const double ok[] = {1e308, 1.0, -1e308};
+    st = spk_matrix_from_coo(ctx, 2, 2, 3, r, c, ok, 0, &A);
+    T_CHECK(st == SPK_OK && A, "finite sums accepted: %s", spk_last_error(ctx));
+    spk_matrix_destroy(A);
+}
+
+/* Assembly that needs more than the process may hold fails at once, allocating nothing: a
+ * 2e9 x 1 matrix of one entry needs 2 x 16 GB of row counters and offsets. */
+static void test_assembly_memory(void)
+{
+    const int32_t r[] = {0}, c[] = {0};
+    const double v[] = {1.0};
+    ctx->host_memory_limit = 1e9;
+    const uint64_t before = spk_context_alloc_count(ctx);
+    const double t0 = spk_now();
+    spk_matrix *A = NULL;
+    spk_status st = spk_matrix_from_coo(ctx, 2000000000, 1, 1, r, c, v, 0, &A);
+    const double secs = spk_now() - t0;
+    T_CHECK(st == SPK_ERR_NOMEM && !A && strstr(spk_last_error(ctx), "needs") &&
+            strstr(spk_last_error(ctx), "more than the 1 GB this context may use"),
+            "2e9 x 1: %s: %s", spk_status_str(st), spk_last_error(ctx));
+    T_CHECK(spk_context_alloc_count(ctx) == before && secs < 0.5, "2e9 x 1: %llu allocations, "
+            "%.3f s before failing", (unsigned long long)(spk_context_alloc_count(ctx) - before),
+            secs);
+    spk_coo coo = {2000000000, 1, 1, (int32_t *)r, (int32_t *)c, (double *)v};
+    spk_csr B;
+    st = spk_csr_from_coo(ctx, &coo, &B);
+    T_CHECK(st == SPK_ERR_NOMEM && spk_context_alloc_count(ctx) == before, "spk_csr_from_coo "
+            "2e9 x 1: %s", spk_last_error(ctx));
+    ctx->host_memory_limit = 0;
 }
 
 static void test_degenerate(void)
@@ -424,6 +580,10 @@ int main(int argc, char **argv)
     test_duplicates_and_order();
     test_degenerate();
     test_wide();
+    test_long_descending_row();
+    test_wide_matches_reference();
+    test_sum_overflow();
+    test_assembly_memory();
     test_symmetric_helpers();
     test_symmetric_expansion();
     test_public_constructors();

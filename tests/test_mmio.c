@@ -1,13 +1,25 @@
 /* tests/test_mmio.c -- the Matrix Market reader and writer (src/mmio.c): every valid variant
  * against its dense matrix, every malformed file with its status and the line its message
- * names, size lines that must fail before allocating, write/read round trips that must be
- * bit-identical, the real files in inputs/ against the sizes in shared/matrices/MANIFEST.md,
+ * names, size lines that must fail before allocating (against the file's length, a vector's
+ * wanted length and the memory the process may hold), streams that cannot be a matrix
+ * (/dev/zero, an endless pipe), write/read round trips that must be bit-identical, writers
+ * that never remove what they did not create (a failing existing file, a private full device
+ * made with mknod as root, a symbolic link to it, a FIFO whose reader leaves) and refuse a
+ * read-only file, the real files in inputs/ against the sizes in shared/matrices/MANIFEST.md,
  * and the number parser against strtod on 100k random decimal strings. */
+#define _XOPEN_SOURCE 700 /* mknod, beside the build's _POSIX_C_SOURCE */
 #include "util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static spk_context *ctx;
@@ -123,6 +135,9 @@ static const valid_case valid_cases[] = {
     {"number forms", BAN "array real general\n3 3\n1.\n.5\n-0\n+3\n1E+2\n2.5e-1\n00012\n"
      "-1.0000000000000000000000000\n1234567890123456789012e-21\n", SPK_MM_ARRAY, SPK_MM_REAL,
      SPK_MM_GENERAL, 3, 3, 9, 9, {1, 3, 12, 0.5, 100, -1, 0, 0.25, 1.234567890123456789012}},
+    {"tiny values: a subnormal is kept, a zero with any exponent is zero",
+     BAN "array real general\n3 1\n1e-310\n0e-400\n-0.000e-999\n", SPK_MM_ARRAY, SPK_MM_REAL,
+     SPK_MM_GENERAL, 3, 1, 3, 3, {1e-310, 0, 0}},
     {"UTF-8 byte-order mark", "\xEF\xBB\xBF" BAN "coordinate real general\n1 1 1\n1 1 5\n",
      SPK_MM_COORDINATE, SPK_MM_REAL, SPK_MM_GENERAL, 1, 1, 1, 1, {5}},
     {"0 x 0, no entries", BAN "coordinate real general\n0 0 0\n", SPK_MM_COORDINATE,
@@ -246,6 +261,8 @@ static const bad_case bad_cases[] = {
      "found '-Inf'"},
     {"overflow to Inf", BAN "array real general\n1 1\n1e999\n", SPK_ERR_PARSE, "t.mtx:3:",
      "expected a finite value"},
+    {"underflow to zero", BAN "coordinate real general\n2 2 2\n1 1 1\n2 2 1e-400\n",
+     SPK_ERR_PARSE, "t.mtx:4:", "closer to 0 than any double), found '1e-400'"},
     {"NaN in an array", BAN "array real general\n2 1\n1\nnan\n", SPK_ERR_PARSE, "t.mtx:4:",
      "found 'nan'"},
     {"trailing junk", BAN "coordinate real general\n3 3 1\n1 1 1.0 junk\n", SPK_ERR_PARSE,
@@ -402,6 +419,271 @@ static void test_file_errors(void)
             "write to a missing directory: %s", spk_last_error(ctx));
     st = spk_mm_read_coo(ctx, NULL, &h, &coo);
     T_CHECK(st == SPK_ERR_ARG, "NULL path: %s", spk_status_str(st));
+}
+
+/* ---- what the reader checks before committing memory ---------------------------------------- */
+
+/* A size line whose arrays cannot fit what the process may hold fails at once, allocating
+ * nothing: a 67-byte file of 2e9 x 1 asked for 2 x 16 GB of row arrays, a vector file of 2e9
+ * rows for 16 GB before its length was compared. */
+static void test_memory_limits(void)
+{
+    const char *p = tmp_file("mem");
+    write_text(p, BAN "coordinate real general\n2000000000 1 1\n1 1 1\n");
+    ctx->host_memory_limit = 1e9;
+    uint64_t before = spk_context_alloc_count(ctx);
+    double t0 = spk_now();
+    spk_matrix *A = NULL;
+    spk_status st = spk_matrix_read_mtx(ctx, p, &A);
+    const char *msg = spk_last_error(ctx);
+    T_CHECK(st == SPK_ERR_NOMEM && !A && strstr(msg, ":2: a 2000000000 x 1 matrix") &&
+            strstr(msg, "needs 32 GB, more than the 1 GB this context may use"),
+            "2e9 x 1 header: %s: %s", spk_status_str(st), msg);
+    T_CHECK(spk_context_alloc_count(ctx) == before && spk_now() - t0 < 0.5,
+            "2e9 x 1 header: %llu allocations, %.3f s", (unsigned long long)(spk_context_alloc_count(ctx) - before),
+            spk_now() - t0);
+
+    /* a right-hand side of 2e9 rows where 18 are wanted: refused at its size line */
+    double *v = NULL;
+    int64_t n = -1;
+    st = spk_vector_read_mtx_len(ctx, p, 18, &v);
+    msg = spk_last_error(ctx);
+    T_CHECK(st == SPK_ERR_ARG && !v && strstr(msg, ":2: expected a vector of 18 entries, found "
+            "a size line announcing 2000000000 x 1"), "vector of the wrong length: %s: %s",
+            spk_status_str(st), msg);
+    T_CHECK(spk_context_alloc_count(ctx) == before, "vector of the wrong length: %llu "
+            "allocations", (unsigned long long)(spk_context_alloc_count(ctx) - before));
+    /* any length: the 16 GB dense vector is checked against the memory before it is made */
+    st = spk_vector_read_mtx(ctx, p, &v, &n);
+    T_CHECK(st == SPK_ERR_NOMEM && !v && n == 0 && strstr(spk_last_error(ctx), "vector") &&
+            spk_context_alloc_count(ctx) == before, "2e9-row vector: %s: %s", spk_status_str(st),
+            spk_last_error(ctx));
+    ctx->host_memory_limit = 0;
+    write_text(p, BAN "array real general\n2 1\n1\n2\n");
+    st = spk_vector_read_mtx_len(ctx, p, 2, &v);
+    T_CHECK(st == SPK_OK && v && v[0] == 1 && v[1] == 2, "vector of the right length: %s",
+            spk_last_error(ctx));
+    free(v);
+    v = NULL;
+    write_text(p, BAN "coordinate real general\n2 1 2\n1 1 1e308\n1 1 1e308\n");
+    st = spk_vector_read_mtx(ctx, p, &v, &n);
+    T_CHECK(st == SPK_ERR_PARSE && !v && strstr(spk_last_error(ctx), "entry 1 = inf"),
+            "repeated vector entries summing to Inf: %s", spk_last_error(ctx));
+    remove(p);
+
+    /* /dev/zero: not a banner, so not read on (it used to be read until 16.8 GB) */
+    t0 = spk_now();
+    st = spk_matrix_read_mtx(ctx, "/dev/zero", &A);
+    T_CHECK(st == SPK_ERR_PARSE && !A && strstr(spk_last_error(ctx), "/dev/zero:1: expected "
+            "banner") && spk_now() - t0 < 0.5, "/dev/zero: %s (%.3f s)", spk_last_error(ctx),
+            spk_now() - t0);
+
+    /* an endless stream that starts like a matrix: read until the buffer would pass the
+     * memory the process may hold */
+    int fds[2];
+    if (pipe(fds) != 0) {
+        perror("pipe");
+        exit(2);
+    }
+    pid_t child = fork();
+    if (child == 0) {
+        close(fds[0]);
+        static const char head[] = BAN "coordinate real general\n";
+        char line[4096];
+        memset(line, ' ', sizeof line);
+        line[0] = '%';
+        line[sizeof line - 1] = '\n';
+        if (write(fds[1], head, sizeof head - 1) < 0)
+            _exit(0);
+        while (write(fds[1], line, sizeof line) > 0)
+            ;
+        _exit(0);
+    }
+    close(fds[1]);
+    char dev[64];
+    snprintf(dev, sizeof dev, "/dev/fd/%d", fds[0]);
+    ctx->host_memory_limit = 64e6;
+    st = spk_matrix_read_mtx(ctx, dev, &A);
+    ctx->host_memory_limit = 0;
+    T_CHECK(st == SPK_ERR_NOMEM && !A && strstr(spk_last_error(ctx), "reading on past") &&
+            strstr(spk_last_error(ctx), "this context may use"), "endless stream: %s: %s",
+            spk_status_str(st), spk_last_error(ctx));
+    close(fds[0]);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+}
+
+/* A symmetric file that lists both (i,j) and (j,i): read (and summed) as before, but counted. */
+static void test_both_triangles(void)
+{
+    spk_mm_header h;
+    spk_coo coo;
+    static const char text[] = BAN "coordinate real symmetric\n3 3 5\n2 1 1\n1 2 2\n3 1 4\n3 1 8\n"
+                               "3 3 5\n";
+    spk_status st = parse(text, &h, &coo);
+    T_CHECK(st == SPK_OK && h.both_triangles == 1, "both triangles: %s, count %lld",
+            spk_last_error(ctx), (long long)h.both_triangles);
+    coo_release(&coo);
+    st = parse(BAN "coordinate real symmetric\n3 3 3\n2 1 1\n3 1 2\n3 2 3\n", &h, &coo);
+    T_CHECK(st == SPK_OK && h.both_triangles == 0, "lower triangle only: count %lld",
+            (long long)h.both_triangles);
+    coo_release(&coo);
+    st = parse(BAN "coordinate real skew-symmetric\n2 2 2\n2 1 1\n1 2 -1\n", &h, &coo);
+    T_CHECK(st == SPK_OK && h.both_triangles == 1, "skew, both triangles: count %lld",
+            (long long)h.both_triangles);
+    coo_release(&coo);
+
+    const char *p = tmp_file("both");
+    write_text(p, text);
+    spk_matrix *A = NULL;
+    st = spk_matrix_read_mtx(ctx, p, &A);
+    int64_t summed = -1, both = -1;
+    T_CHECK(st == SPK_OK && spk_matrix_input_counts(A, &summed, &both) == SPK_OK,
+            "read: %s", spk_last_error(ctx));
+    /* 9 entries after mirroring, 5 positions: (1,2) and (2,1) from both triangles, (3,1) and
+     * (1,3) twice each */
+    T_CHECK(both == 1 && summed == 4, "input counts: both %lld, summed %lld", (long long)both,
+            (long long)summed);
+    spk_matrix_destroy(A);
+    /* the mirrors of a symmetric file meet: 1e308 at (2,1) and at (1,2) sum to Inf */
+    write_text(p, BAN "coordinate real symmetric\n2 2 2\n2 1 1e308\n1 2 1e308\n");
+    st = spk_matrix_read_mtx(ctx, p, &A);
+    T_CHECK(st == SPK_ERR_PARSE && !A && strstr(spk_last_error(ctx), p) &&
+            strstr(spk_last_error(ctx), "a(1,2) = inf") && strstr(spk_last_error(ctx), "mirror"),
+            "symmetric entries summing to Inf: %s: %s", spk_status_str(st), spk_last_error(ctx));
+    remove(p);
+}
+
+/* ---- writers that never remove what they did not create ------------------------------------- */
+
+static int is_char_device(const char *p)
+{
+    struct stat sb;
+    return lstat(p, &sb) == 0 && S_ISCHR(sb.st_mode);
+}
+
+static char *read_all(const char *p)
+{
+    FILE *f = fopen(p, "rb");
+    if (!f)
+        return NULL;
+    char *b = calloc(1, 1 << 20);
+    size_t n = fread(b, 1, (1 << 20) - 1, f);
+    b[n] = '\0';
+    fclose(f);
+    return b;
+}
+
+static void test_writers_keep_what_exists(void)
+{
+    enum { N = 20000 };                             /* ~400 KB: past any small buffer */
+    double *v = malloc(N * sizeof *v);
+    for (int i = 0; i < N; i++)
+        v[i] = 1.0 / (i + 3);
+    char dir[] = "/tmp/spk_test_mmio_w_XXXXXX", path[128], link[128];
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+
+    /* a write that fails (the file size limit, SIGXFSZ ignored: EFBIG as a full disk gives
+     * ENOSPC): an existing file stays, a file the call created is removed */
+    snprintf(path, sizeof path, "%s/old.mtx", dir);
+    write_text(path, "old contents\n");
+    struct rlimit old_lim, lim = {8192, 8192};
+    getrlimit(RLIMIT_FSIZE, &old_lim);
+    lim.rlim_max = old_lim.rlim_max;
+    signal(SIGXFSZ, SIG_IGN);
+    setrlimit(RLIMIT_FSIZE, &lim);
+    spk_status st = spk_vector_write_mtx(ctx, path, v, N, NULL);
+    T_CHECK(st == SPK_ERR_IO && strstr(spk_last_error(ctx), "File too large"),
+            "write past the size limit: %s: %s", spk_status_str(st), spk_last_error(ctx));
+    T_CHECK(access(path, F_OK) == 0, "a failed write removed the existing file it wrote to");
+    snprintf(path, sizeof path, "%s/new.mtx", dir);
+    st = spk_vector_write_mtx(ctx, path, v, N, NULL);
+    T_CHECK(st == SPK_ERR_IO && access(path, F_OK) != 0, "a failed write leaves no file it "
+            "created: %s", spk_last_error(ctx));
+    setrlimit(RLIMIT_FSIZE, &old_lim);
+    signal(SIGXFSZ, SIG_DFL);
+
+    /* a read-only file is refused, even by root */
+    snprintf(path, sizeof path, "%s/ro.mtx", dir);
+    write_text(path, "read-only contents\n");
+    chmod(path, 0444);
+    st = spk_vector_write_mtx(ctx, path, v, 2, NULL);
+    char *got = read_all(path);
+    T_CHECK(st == SPK_ERR_IO && strstr(spk_last_error(ctx), "read-only (mode 0444)") && got &&
+            strcmp(got, "read-only contents\n") == 0, "read-only file: %s: %s",
+            spk_status_str(st), spk_last_error(ctx));
+    free(got);
+
+    /* onto a descriptor: from its offset, the descriptor stays open */
+    snprintf(path, sizeof path, "%s/fd.mtx", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    T_CHECK(fd >= 0 && write(fd, "before\n", 7) == 7, "open %s", path);
+    st = spk_vector_write_mtx_fd(ctx, fd, "fd.mtx", v, 2, NULL);
+    T_CHECK(st == SPK_OK && write(fd, "after\n", 6) == 6, "write onto a descriptor: %s",
+            spk_last_error(ctx));
+    close(fd);
+    got = read_all(path);
+    char want[256];
+    snprintf(want, sizeof want, "before\n%%%%MatrixMarket matrix array real general\n2 1\n%.17g\n"
+             "%.17g\nafter\n", v[0], v[1]);
+    T_CHECK(got && strcmp(got, want) == 0, "descriptor output: '%s'", got ? got : "(none)");
+    free(got);
+
+    /* a FIFO whose reader leaves after one byte: EPIPE (SIGPIPE ignored), the FIFO stays */
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    if (mkfifo(path, 0600) == 0) {
+        pid_t reader = fork();
+        if (reader == 0) {
+            char c;
+            int r = open(path, O_RDONLY);
+            _exit(r >= 0 && read(r, &c, 1) == 1 ? 0 : 1);
+        }
+        signal(SIGPIPE, SIG_IGN);
+        st = spk_vector_write_mtx(ctx, path, v, N, NULL);
+        waitpid(reader, NULL, 0);
+        struct stat sb;
+        T_CHECK(st == SPK_ERR_IO && strstr(spk_last_error(ctx), "Broken pipe") &&
+                lstat(path, &sb) == 0 && S_ISFIFO(sb.st_mode), "FIFO whose reader left: %s: %s",
+                spk_status_str(st), spk_last_error(ctx));
+        signal(SIGPIPE, SIG_DFL);
+    }
+
+    /* a full device of our own (as root; never the system's /dev/full), and a link to it */
+    snprintf(path, sizeof path, "%s/full", dir);
+    snprintf(link, sizeof link, "%s/link", dir);
+    if (geteuid() == 0 && mknod(path, S_IFCHR | 0666, makedev(1, 7)) == 0) {
+        st = spk_vector_write_mtx(ctx, path, v, N, NULL);
+        T_CHECK(st == SPK_ERR_IO && strstr(spk_last_error(ctx), "No space left"),
+                "full device: %s: %s", spk_status_str(st), spk_last_error(ctx));
+        T_CHECK(is_char_device(path), "a failed write onto a device removed the device node");
+        spk_csr A = {1, 1, 1, NULL, NULL, NULL};
+        int64_t rp[2] = {0, 1};
+        int32_t ci[1] = {0};
+        double va[1] = {2.0};
+        A.rowptr = rp;
+        A.colind = ci;
+        A.val = va;
+        st = spk_mm_write_csr(ctx, path, &A);
+        T_CHECK(st == SPK_ERR_IO && is_char_device(path), "matrix onto the full device: %s",
+                spk_last_error(ctx));
+        T_CHECK(symlink(path, link) == 0, "symlink");
+        st = spk_vector_write_mtx(ctx, link, v, N, NULL);
+        struct stat sb;
+        T_CHECK(st == SPK_ERR_IO && lstat(link, &sb) == 0 && S_ISLNK(sb.st_mode) &&
+                is_char_device(path), "through a link to the full device: %s",
+                spk_last_error(ctx));
+        unlink(link);
+        unlink(path);
+    } else {
+        printf("test_mmio: not root or no mknod: the device cases are skipped\n");
+    }
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    if (system(path) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    free(v);
 }
 
 /* Values that a careless writer or reader gets wrong. */
@@ -661,6 +943,9 @@ int main(void)
     test_huge_sizes();
     test_alloc_failure();
     test_file_errors();
+    test_memory_limits();
+    test_both_triangles();
+    test_writers_keep_what_exists();
     test_round_trip();
     test_vectors();
     test_inputs();

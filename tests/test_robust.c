@@ -11,7 +11,10 @@
  *    The loop ends at the first pass in which allocation k was never reached: that pass ran
  *    clean and its results are checked. Leaks are LeakSanitizer's job (make test-asan).
  * 2. Size limits: a header announcing 2^40 entries or 2^31 rows, generator specs of 10^15 rows,
- *    and bad public-API arrays fail with a clear status before anything large is allocated. */
+ *    and bad public-API arrays fail with a clear status before anything large is allocated;
+ *    generator specs within the 32-bit indices but beyond the memory the process may hold
+ *    (band:2147483647:1:1) fail within a second, before their rows are counted.
+ * 3. The allocation counter stays exact when two threads share a context. */
 #include "util.h"
 
 #include <fcntl.h>
@@ -414,6 +417,27 @@ static void test_size_limits(void)
         T_CHECK(spk_last_error(ctx)[0] != '\0', "%s: no message", specs[s]);
     }
 
+    /* Within the 32-bit indices but beyond the memory: refused from a bound on the entries,
+     * before the pass that counts them (56 s for band's 2^31 rows) or any allocation. */
+    static const char *const big[] = {
+        "band:2147483647:1:1", "band:2147483647:5:9:100", "powerlaw:2147483647:3",
+        "poisson3d:1290", "poisson2d:46340", "elasticity3d:894", "poisson3d27:1290",
+    };
+    ctx->host_memory_limit = 4e9;
+    for (size_t s = 0; s < sizeof big / sizeof big[0]; s++) {
+        spk_matrix *A = NULL;
+        uint64_t before = ctx->alloc_count;
+        const double t0 = spk_now();
+        spk_status st = spk_matrix_generate(ctx, big[s], &A);
+        const double secs = spk_now() - t0;
+        T_CHECK(st == SPK_ERR_NOMEM && !A && strstr(spk_last_error(ctx), big[s]) &&
+                strstr(spk_last_error(ctx), "more than the 4 GB this context may use"),
+                "%s: %s: %s", big[s], spk_status_str(st), spk_last_error(ctx));
+        T_CHECK(ctx->alloc_count == before && secs < 1.0, "%s: %llu allocations, %.2f s before "
+                "failing", big[s], (unsigned long long)(ctx->alloc_count - before), secs);
+    }
+    ctx->host_memory_limit = 0;
+
     /* Caller arrays: 32-bit indices far outside the matrix, whatever the base, are refused
      * with a message (row[k] - base must not overflow on the way). */
     const int32_t bad_rows[][2] = {{INT32_MIN, 1}, {INT32_MAX, 1}, {-1, 1}, {0, 1}};
@@ -441,9 +465,42 @@ static void test_size_limits(void)
     spk_context_destroy(ctx);
 }
 
+/* ---- the allocation counter under two threads ----------------------------------------------- */
+
+enum { TICKS = 200000 };
+
+static void *allocate_many(void *ctx)
+{
+    for (int k = 0; k < TICKS; k++)
+        spk_free(spk_malloc(ctx, 1, 8));
+    return NULL;
+}
+
+/* A context belongs to one thread at a time, but its allocation counter is the one field that
+ * two threads sharing it by mistake would both write: it is atomic, so no count is lost (a
+ * plain ++ loses thousands of the 400000 here). */
+static void test_counter_threads(void)
+{
+    spk_context *ctx = t_context(SPK_DEVICE_CPU);
+    const uint64_t before = spk_context_alloc_count(ctx);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        if (pthread_create(&t[i], NULL, allocate_many, ctx) != 0) {
+            perror("pthread_create");
+            exit(2);
+        }
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    const uint64_t counted = spk_context_alloc_count(ctx) - before;
+    T_CHECK(counted == 2 * TICKS, "two threads made %d allocations, the counter says %llu",
+            2 * TICKS, (unsigned long long)counted);
+    spk_context_destroy(ctx);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);                 /* the pipe's writer sees EPIPE instead */
+    test_counter_threads();
     test_size_limits();
     test_injection();
     return t_done("test_robust");

@@ -2,13 +2,16 @@
  * reads argv. It uses the public API (include/spk.h) alone.
  *
  * Exit codes: 0 converged, 1 did not converge (reason printed), 2 bad usage or bad input,
- * 3 device or system failure. */
+ * 3 device or system failure, including output that could not be written (stdout, stderr,
+ * -o, --history). */
 #define _XOPEN_SOURCE 700 /* realpath, beside the build's _POSIX_C_SOURCE */
 #include "spk.h"
 
 #include <errno.h>
-#include <signal.h>
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,11 +41,15 @@ static const char usage_text[] =
     "  -A FILE|SPEC        the matrix: a Matrix Market file, or a generator spec:\n"
     "                      poisson2d:N, poisson3d:N, poisson3d27:N, elasticity3d:N,\n"
     "                      powerlaw:N:AVG[:SEED], band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]\n"
+    "                      (a file of that name, if there is one, is read instead)\n"
     "  -b FILE             right-hand side, n x 1 or 1 x n (array, or coordinate with\n"
     "                      missing entries 0); default b = A * ones, and the error of x\n"
     "                      against ones is reported\n"
     "  --x0 FILE           initial guess (default 0)\n"
-    "  -o FILE             write the solution x (array n x 1, %%.17g)\n"
+    "  -o FILE             write the solution x (array n x 1, %%.17g); a regular file is\n"
+    "                      replaced whole (keeping its mode; a read-only one is refused),\n"
+    "                      anything else (a link's target, a FIFO, a device, /dev/stdout)\n"
+    "                      is written in place\n"
     "  --method M          auto|cg|bicgstab|gmres (default auto: cg for a symmetric matrix\n"
     "                      with a positive diagonal, else bicgstab)\n"
     "  --restart M         GMRES restart length (default 30)\n"
@@ -65,14 +72,16 @@ static const char usage_text[] =
     "  --history FILE      write the residual history as CSV\n"
     "                      (iteration,cycle,residual_norm,relative_residual,seconds)\n"
     "  --json              print the whole result as JSON on stdout (with the history when\n"
-    "                      --history is given) instead of the summary\n"
+    "                      --history is given) instead of the summary; a run that fails\n"
+    "                      prints {\"error\": ..., \"status\": ..., \"exit\": ...}\n"
     "  --explain           print the row-length statistics, each format's memory and why the\n"
     "                      format was chosen\n"
-    "  --quiet, -q         print nothing but errors\n"
+    "  --quiet, -q         print nothing but errors: no summary, --explain, --monitor or\n"
+    "                      notes (-o, --history and --json are still written)\n"
     "  --help, -h, --version\n"
     "\n"
     "Exit status: 0 converged, 1 not converged, 2 bad usage or input, 3 device or system\n"
-    "failure.\n";
+    "failure (an output that could not be written included).\n";
 
 /* The preconditioners the command line takes, from the library's table: "none|jacobi", or
  * for --help each name with its one-line summary, wrapped under the option column. */
@@ -138,21 +147,70 @@ static int status_exit(spk_status st)
     }
 }
 
+/* Flush stdout and stderr; output that did not arrive (--json > /dev/full, a closed stdout)
+ * must not look like success, so a failed write turns exit 0 or 1 into 3. A run that failed
+ * already (2 or 3) keeps its code: that failure is the one to report. */
+static int finish(int code)
+{
+    errno = 0;
+    const int bad_out = fflush(stdout) != 0 || ferror(stdout);
+    const int err = errno;
+    if (bad_out)
+        fprintf(stderr, "solve: cannot write to stdout: %s\n",
+                err ? strerror(err) : "a write failed");
+    const int bad_err = fflush(stderr) != 0 || ferror(stderr);
+    return (bad_out || bad_err) && code < EXIT_USAGE ? EXIT_SYSTEM : code;
+}
+
+static void json_str(FILE *f, const char *key, const char *str, int comma);
+
+/* --json: a failure after the arguments were parsed is also said on stdout, as JSON. */
+static int json_errors;
+
+/* The message on stderr (and with --json as {"error", "status", "exit"} on stdout), then exit
+ * with `code`. status: the spk_status text of the failure ("malformed input"). */
+static void fail_exit(spk_context *ctx, int code, const char *status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5), noreturn))
+#endif
+    ;
+static void fail_exit(spk_context *ctx, int code, const char *status, const char *fmt, ...)
+{
+    char msg[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "solve: %s\n", msg);
+    if (json_errors) {
+        printf("{\n");
+        json_str(stdout, "error", msg, 1);
+        json_str(stdout, "status", status, 1);
+        printf("  \"exit\": %d\n}\n", code);
+    }
+    spk_context_destroy(ctx);
+    exit(finish(code));
+}
+
 /* Print the library's message and exit with the status's code. */
 static void die_status(spk_context *ctx, spk_status st, const char *what)
 {
-    fprintf(stderr, "solve: %s: %s: %s\n", what, spk_status_str(st), spk_last_error(ctx));
-    spk_context_destroy(ctx);
-    exit(status_exit(st));
+    char detail[1100];
+    snprintf(detail, sizeof detail, "%s", spk_last_error(ctx));
+    fail_exit(ctx, status_exit(st), spk_status_str(st), "%s: %s: %s", what, spk_status_str(st),
+              detail);
 }
 
+/* A decimal number, as the Matrix Market reader takes them: strtod's hexadecimal floats
+ * ("0x10"), "inf" and "nan" are refused, as are values that over- or underflow. */
 static double parse_double(const char *opt, const char *s)
 {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (end == s || *end || errno || !isfinite(v) || v < 0) {
-        fprintf(stderr, "solve: %s expects a finite number >= 0, got '%s'\n", opt, s);
+    if (end == s || *end || errno || !isfinite(v) || v < 0 ||
+        strspn(s, "0123456789.eE+-") != strlen(s)) {
+        fprintf(stderr, "solve: %s expects a finite decimal number >= 0, got '%s'\n", opt, s);
         exit(EXIT_USAGE);
     }
     return v;
@@ -321,54 +379,176 @@ static const char *hint(const spk_result *res)
     }
 }
 
-/* ---- output files: a regular file is written to a temporary name beside it, then renamed,
- * so that a failed run never leaves a truncated result behind. A symbolic link is followed
- * (its target is replaced the same way; the link stays); a FIFO, a device or anything else
- * that is not a regular file (/dev/stdout, /dev/null) is written in place, never replaced. ---- */
+/* ---- output files --------------------------------------------------------------------------
+ * Only a file that solve creates is ever removed. A regular file named directly is written to a
+ * temporary NAME.tmp.PID beside it, with the mode the old file had (or the umask's for a new
+ * one), and renamed over it: a failed or killed run never leaves a truncated result under the
+ * name. A read-only regular file is refused, as cp without -f refuses it (root included, who
+ * could write it anyway). Everything else is written in place and never replaced or removed:
+ * a symbolic link's target (the link, the target's inode, owner and mode stay), a FIFO, a
+ * device (/dev/null, /dev/full), a directory (refused by the open). A path that names the file
+ * stdout or stderr is open on -- /dev/stdout, /dev/fd/1, or the file stdout was redirected to --
+ * is written through that descriptor, from where it stands: `-o /dev/stdout >> log` appends.
+ * SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE and SIGXFSZ remove the temporary before the process
+ * dies of them (where they are not ignored); only SIGKILL can leave one behind. */
+typedef enum { OUT_REPLACE, OUT_IN_PLACE, OUT_STREAM } out_how;
+
 typedef struct out_file {
-    char path[PATH_MAX + 64];          /* where to write: the target, or the path itself     */
-    char tmp[PATH_MAX + 96];           /* the temporary name, or "" to write in place        */
+    out_how how;
+    int     fd;                        /* OUT_STREAM: 1 or 2                                 */
+    mode_t  mode;                      /* OUT_REPLACE: the mode the temporary gets           */
+    char    path[PATH_MAX + 64];       /* the name as given                                  */
+    char    tmp[PATH_MAX + 96];        /* OUT_REPLACE: the temporary name                    */
 } out_file;
 
-static void out_plan(const char *path, out_file *o)
+static mode_t new_file_mode;           /* 0666 & ~umask, read at start                       */
+
+/* The temporary a signal must remove: armed only while `pending_tmp` holds a whole name. */
+static char pending_tmp[PATH_MAX + 96];
+static volatile sig_atomic_t pending_armed;
+
+static void on_fatal_signal(int sig)
 {
-    struct stat st;
-    char real[PATH_MAX];
-    snprintf(o->path, sizeof o->path, "%s", path);
-    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && realpath(path, real))
-        snprintf(o->path, sizeof o->path, "%s", real);   /* a link: its target, resolved   */
-    if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode))
-        o->tmp[0] = '\0';                                /* a FIFO or device: in place      */
-    else if (lstat(o->path, &st) == 0 && S_ISLNK(st.st_mode))
-        o->tmp[0] = '\0';                                /* a dangling link: through it     */
-    else
-        snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", o->path, (long)getpid());
+    if (pending_armed)
+        unlink(pending_tmp);           /* async-signal-safe */
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
-static const char *out_name(const out_file *o) { return o->tmp[0] ? o->tmp : o->path; }
+/* Handlers for the signals that would kill the process with a temporary in place, except those
+ * the caller ignores (a test's trap '' XFSZ wants write() to fail with EFBIG instead). */
+static void catch_fatal_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old, sa;
+        if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN)
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_fatal_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+static void arm_tmp(const char *tmp)
+{
+    pending_armed = 0;
+    snprintf(pending_tmp, sizeof pending_tmp, "%s", tmp);
+    pending_armed = 1;
+}
+
+static void disarm_tmp(void) { pending_armed = 0; }
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* -1 with the reason in why when the regular file st (path, or a link's target) must not be
+ * written: no write permission at all, or none for this user. */
+static int out_read_only(const char *path, const struct stat *st, char *why, size_t len)
+{
+    if (!S_ISREG(st->st_mode) || ((st->st_mode & 0222) && access(path, W_OK) == 0))
+        return 0;
+    snprintf(why, len, "%s is read-only (mode %04o): not replaced (as cp without -f: make it "
+             "writable or remove it first)", path, (unsigned)(st->st_mode & 07777));
+    return -1;
+}
+
+/* How to write `path`; -1 with the reason in why when it must not be written at all. */
+static int out_plan(const char *path, out_file *o, char *why, size_t len)
+{
+    struct stat st, fst;
+    memset(o, 0, sizeof *o);
+    snprintf(o->path, sizeof o->path, "%s", path);
+    const int target = stat(path, &st) == 0;      /* what the path leads to, links followed */
+    if (target)
+        for (int fd = 1; fd <= 2; fd++)
+            if (fstat(fd, &fst) == 0 && same_file(&st, &fst)) {
+                o->how = OUT_STREAM;
+                o->fd = fd;
+                return 0;
+            }
+    if (target && out_read_only(path, &st, why, len) != 0)
+        return -1;
+    const int exists = lstat(path, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode)) {
+        o->how = OUT_IN_PLACE;                  /* a link, FIFO, device or directory */
+        return 0;
+    }
+    o->how = OUT_REPLACE;
+    o->mode = exists ? st.st_mode & 07777 : new_file_mode;   /* a regular file keeps its mode */
+    snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", path, (long)getpid());
+    return 0;
+}
+
+/* For OUT_REPLACE: create the temporary with its final mode before anything is written into
+ * it (a file of mode 0600 is never readable by others, not even briefly). */
+static int out_create_tmp(out_file *o, char *why, size_t len)
+{
+    arm_tmp(o->tmp);
+    int fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || fchmod(fd, o->mode) != 0) {
+        snprintf(why, len, "%s: cannot open for writing: %s", o->tmp, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(o->tmp);
+        }
+        disarm_tmp();
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
 
 /* After the write: rename the temporary into place (or remove it when the write failed). */
 static int out_finish(const out_file *o, int ok, char *why, size_t len)
 {
-    if (!o->tmp[0])
+    if (o->how != OUT_REPLACE)
         return ok ? 0 : -1;
-    if (ok && rename(o->tmp, o->path) == 0)
+    if (ok && rename(o->tmp, o->path) == 0) {
+        disarm_tmp();
         return 0;
+    }
     if (ok)
         snprintf(why, len, "rename %s -> %s: %s", o->tmp, o->path, strerror(errno));
-    remove(o->tmp);
+    unlink(o->tmp);
+    disarm_tmp();
     return -1;
+}
+
+/* A stdio stream onto the planned output: the temporary, the path itself, or a duplicate of
+ * stdout/stderr (flushed first, so that what was printed comes before). */
+static FILE *out_open_stream(out_file *o, char *why, size_t len)
+{
+    FILE *f = NULL;
+    if (o->how == OUT_STREAM) {
+        fflush(o->fd == 1 ? stdout : stderr);
+        int d = fcntl(o->fd, F_DUPFD_CLOEXEC, 0);
+        f = d >= 0 ? fdopen(d, "w") : NULL;
+        if (!f && d >= 0)
+            close(d);
+    } else if (o->how == OUT_REPLACE) {
+        if (out_create_tmp(o, why, len) != 0)
+            return NULL;
+        f = fopen(o->tmp, "w");
+    } else {
+        f = fopen(o->path, "w");
+    }
+    if (!f)
+        snprintf(why, len, "%s: %s", o->how == OUT_REPLACE ? o->tmp : o->path, strerror(errno));
+    return f;
 }
 
 static int write_history(const char *path, const spk_result *res, char *why, size_t len)
 {
     out_file o;
-    out_plan(path, &o);
-    FILE *f = fopen(out_name(&o), "w");
-    if (!f) {
-        snprintf(why, len, "%s: %s", out_name(&o), strerror(errno));
+    if (out_plan(path, &o, why, len) != 0)
         return -1;
-    }
+    FILE *f = out_open_stream(&o, why, len);
+    if (!f)
+        return out_finish(&o, 0, why, len);
     fprintf(f, "iteration,cycle,residual_norm,relative_residual,seconds\n");
     for (int64_t i = 0; i < res->history_len; i++) {
         const spk_history_entry *e = &res->history[i];
@@ -378,20 +558,68 @@ static int write_history(const char *path, const spk_result *res, char *why, siz
     int ok = !ferror(f);
     ok &= fclose(f) == 0;
     if (!ok)
-        snprintf(why, len, "%s: %s", out_name(&o), strerror(errno));
+        snprintf(why, len, "%s: %s", o.how == OUT_REPLACE ? o.tmp : o.path, strerror(errno));
     return out_finish(&o, ok, why, len);
 }
 
 /* 0, or -1 with the reason in why */
+/* Before any work: can `path` be written as out_plan would write it? A regular file or a new
+ * name needs a writable directory (the temporary goes beside it), a directory is refused; a
+ * read-only file is refused by out_plan. 0, or -1 with the reason in why. Nothing is created:
+ * a bad path fails in milliseconds instead of after the solve. */
+static int out_check(const char *path, char *why, size_t len)
+{
+    out_file o;
+    struct stat st;
+    if (out_plan(path, &o, why, len) != 0)
+        return -1;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(why, len, "%s is a directory", path);
+        return -1;
+    }
+    if (o.how != OUT_REPLACE)
+        return 0;                       /* written in place: a FIFO is not opened early    */
+    char dir[PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(why, len, "%s: no such directory", dir);
+        return -1;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        snprintf(why, len, "%s: cannot create files in %s: %s", path, dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int write_solution(spk_context *ctx, const char *path, const double *x, int64_t n,
                           char *why, size_t len)
 {
+    static const char comment[] = "solution written by spk solve";
     out_file o;
-    out_plan(path, &o);
-    int ok = spk_vector_write_mtx(ctx, out_name(&o), x, n, "solution written by spk solve") == SPK_OK;
-    if (!ok)
+    if (out_plan(path, &o, why, len) != 0)
+        return -1;
+    spk_status st;
+    if (o.how == OUT_STREAM) {
+        fflush(o.fd == 1 ? stdout : stderr);
+        st = spk_vector_write_mtx_fd(ctx, o.fd, path, x, n, comment);
+    } else if (o.how == OUT_IN_PLACE) {
+        st = spk_vector_write_mtx(ctx, path, x, n, comment);
+    } else {
+        if (out_create_tmp(&o, why, len) != 0)
+            return -1;
+        st = spk_vector_write_mtx(ctx, o.tmp, x, n, comment);
+    }
+    if (st)
         snprintf(why, len, "%s", spk_last_error(ctx));
-    return out_finish(&o, ok, why, len);
+    return out_finish(&o, st == SPK_OK, why, len);
 }
 
 /* ---- JSON ---- */
@@ -451,6 +679,8 @@ typedef struct report {
     spk_result res;
     double read_s, err_inf;
     int have_err;
+    int64_t summed, both_triangles;    /* spk_matrix_input_counts */
+    char error[16384];                 /* a failure after the solve (writing -o, --history) */
     const cli *c;
 } report;
 
@@ -460,9 +690,16 @@ static void print_json(const report *r)
     const spk_matrix_info *in = &r->info;
     FILE *f = stdout;
     fprintf(f, "{\n");
+    if (r->error[0]) {
+        json_str(f, "error", r->error, 1);
+        json_str(f, "status", spk_status_str(SPK_ERR_IO), 1);
+        fprintf(f, "  \"exit\": %d,\n", EXIT_SYSTEM);
+    }
     json_str(f, "matrix", r->matrix, 1);
     fprintf(f, "  \"rows\": %lld,\n  \"cols\": %lld,\n  \"nnz\": %lld,\n", (long long)in->nrows,
             (long long)in->ncols, (long long)in->nnz);
+    fprintf(f, "  \"summed_entries\": %lld,\n  \"both_triangles\": %lld,\n",
+            (long long)r->summed, (long long)r->both_triangles);
     fprintf(f, "  \"row_length\": {\"min\": %lld, \"mean\": %.6g, \"max\": %lld, \"sd\": %.6g, \"cv\": %.6g},\n",
             (long long)in->row_min, in->row_mean, (long long)in->row_max, in->row_sd, in->row_cv);
     json_str(f, "device", spk_device_str(res->device), 1);
@@ -529,6 +766,9 @@ static void print_explain(spk_context *ctx, const report *r)
         printf("  DIA: more diagonals than a DIA layout holds\n");
     printf("  symmetric %s, diagonal positive %s\n", in->symmetric ? "yes" : "no",
            in->diag_positive ? "yes" : "no");
+    printf("  input: %lld entries summed into others (duplicates, met mirrors), %lld positions "
+           "listed in both triangles of symmetric storage\n", (long long)r->summed,
+           (long long)r->both_triangles);
     printf("memory per format\n");
     for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++) {
         char why[160], note[176] = "";
@@ -574,24 +814,69 @@ static void print_summary(spk_context *ctx, const report *r)
 static double *read_vector(spk_context *ctx, const char *path, int64_t n, const char *what)
 {
     double *v = NULL;
-    int64_t len = 0;
-    spk_status st = spk_vector_read_mtx(ctx, path, &v, &len);
+    spk_status st = spk_vector_read_mtx_len(ctx, path, n, &v);
     if (st)
         die_status(ctx, st, what);
-    if (len != n) {
-        fprintf(stderr, "solve: %s: %s has %lld entries, the matrix has %lld rows\n", what, path,
-                (long long)len, (long long)n);
-        free(v);
-        spk_context_destroy(ctx);
-        exit(EXIT_USAGE);
-    }
     return v;
+}
+
+/* A closed stdin, stdout or stderr would be taken by the next open(): the solution's file would
+ * become "stdout" and receive the summary. Each closed one is opened onto /dev/null -- stdout
+ * and stderr read-only, so that writing to them still fails, and is reported, as it would have. */
+static void reserve_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
+            int nfd = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+            if (nfd >= 0 && nfd != fd) {
+                dup2(nfd, fd);
+                close(nfd);
+            }
+        }
+}
+
+/* b = A * ones on the host, from the canonical CSR, the same on every device. A finite matrix
+ * can still have a row whose sum overflows: said as that, not as a bad b the user never gave. */
+static double *ones_rhs(spk_context *ctx, const spk_matrix *A, int64_t n)
+{
+    const int64_t *rp;
+    const int32_t *ci;
+    const double *va;
+    spk_matrix_csr(A, &rp, &ci, &va);
+    double *b = calloc((size_t)n + 1, sizeof *b);
+    for (int64_t i = 0; b && i < n; i++) {
+        for (int64_t p = rp[i]; p < rp[i + 1]; p++)
+            b[i] += va[p];
+        if (!isfinite(b[i])) {
+            const double bi = b[i];
+            free(b);
+            fail_exit(ctx, EXIT_USAGE, spk_status_str(SPK_ERR_ARG), "the default right-hand "
+                      "side b = A * ones: b(%lld) = %g: row %lld of the matrix sums past the "
+                      "largest double (its entries are finite); give one with -b",
+                      (long long)i + 1, bi, (long long)i + 1);
+        }
+    }
+    return b;
 }
 
 int main(int argc, char **argv)
 {
+    reserve_std_fds();
+    const mode_t um = umask(0);
+    umask(um);
+    new_file_mode = 0666 & ~um;
     cli c;
     parse_args(argc, argv, &c);
+    json_errors = c.json;
+    catch_fatal_signals();
+    /* cheap checks first: an output that cannot be written fails before the matrix is read */
+    const char *outs[2] = {c.out, c.history}, *what[2] = {"-o", "--history"};
+    for (int i = 0; i < 2; i++) {
+        char why[PATH_MAX + 256];
+        if (outs[i] && out_check(outs[i], why, sizeof why) != 0)
+            fail_exit(NULL, EXIT_USAGE, spk_status_str(SPK_ERR_IO), "%s %s: %s", what[i],
+                      outs[i], why);
+    }
     report r;
     memset(&r, 0, sizeof r);
     r.c = &c;
@@ -608,47 +893,44 @@ int main(int argc, char **argv)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     spk_matrix *A = NULL;
-    st = spk_is_generator_spec(c.A) ? spk_matrix_generate(ctx, c.A, &A) : spk_matrix_read_mtx(ctx, c.A, &A);
+    /* a file wins over a generator spec of the same name: "poisson2d:3" can still be read */
+    struct stat sb;
+    const int generate = spk_is_generator_spec(c.A) && stat(c.A, &sb) != 0;
+    st = generate ? spk_matrix_generate(ctx, c.A, &A) : spk_matrix_read_mtx(ctx, c.A, &A);
     if (st)
         die_status(ctx, st, "reading the matrix");
     clock_gettime(CLOCK_MONOTONIC, &t1);
     r.read_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     spk_matrix_get_info(A, &r.info);
+    spk_matrix_input_counts(A, &r.summed, &r.both_triangles);
     const int64_t n = r.info.nrows;
+    if (r.both_triangles > 0 && !c.quiet)
+        fprintf(stderr, "solve: note: %s lists %lld off-diagonal positions in both triangles of "
+                "its symmetric storage: each such a(i,j) is the sum of the two entries (a "
+                "symmetric file should list one triangle)\n", c.A, (long long)r.both_triangles);
 
     if (r.info.nrows != r.info.ncols) {
-        fprintf(stderr, "solve: %s is %lld x %lld: a square matrix is needed\n", c.A,
-                (long long)r.info.nrows, (long long)r.info.ncols);
         spk_matrix_destroy(A);
-        spk_context_destroy(ctx);
-        return EXIT_USAGE;
+        fail_exit(ctx, EXIT_USAGE, spk_status_str(SPK_ERR_ARG), "%s is %lld x %lld: a square "
+                  "matrix is needed", c.A, (long long)r.info.nrows, (long long)r.info.ncols);
     }
     /* the format is chosen (and its reason kept) once, here; the solve finds A prepared */
     if ((st = spk_matrix_prepare(ctx, A, c.opt.format)))
         die_status(ctx, st, "preparing the matrix");
     r.format_reason = spk_matrix_format_reason(A);
-    if (c.explain && !c.json)
+    if (c.explain && !c.json && !c.quiet)
         print_explain(ctx, &r);
 
     double *b = NULL, *x = calloc((size_t)n + 1, sizeof *x);
     if (c.b) {
         b = read_vector(ctx, c.b, n, "right-hand side");
     } else {
-        /* b = A * ones on the host, from the canonical CSR, the same on every device */
-        const int64_t *rp;
-        const int32_t *ci;
-        const double *va;
-        spk_matrix_csr(A, &rp, &ci, &va);
-        b = calloc((size_t)n + 1, sizeof *b);
-        for (int64_t i = 0; b && i < n; i++)
-            for (int64_t p = rp[i]; p < rp[i + 1]; p++)
-                b[i] += va[p];
+        b = ones_rhs(ctx, A, n);
         r.have_err = 1;
     }
-    if (!b || !x) {
-        fprintf(stderr, "solve: out of memory for vectors of %lld entries\n", (long long)n);
-        return EXIT_SYSTEM;
-    }
+    if (!b || !x)
+        fail_exit(ctx, EXIT_SYSTEM, spk_status_str(SPK_ERR_NOMEM), "out of memory for vectors "
+                  "of %lld entries", (long long)n);
     if (c.x0) {
         double *x0 = read_vector(ctx, c.x0, n, "initial guess");
         memcpy(x, x0, (size_t)n * sizeof *x);
@@ -684,7 +966,8 @@ int main(int argc, char **argv)
     int code = converged ? EXIT_CONVERGED : EXIT_NOT_CONVERGED;
     char why[2 * sizeof(((out_file *)0)->tmp) + 512];
     if (c.history && write_history(c.history, &r.res, why, sizeof why) != 0) {
-        fprintf(stderr, "solve: cannot write the history to %s: %s\n", c.history, why);
+        snprintf(r.error, sizeof r.error, "cannot write the history to %s: %s", c.history, why);
+        fprintf(stderr, "solve: %s\n", r.error);
         code = EXIT_SYSTEM;
     }
     int64_t bad = -1;                    /* a NaN/Inf in x (a diverged solve): not written */
@@ -695,7 +978,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "solve: not writing the solution to %s: x(%lld) = %g\n", c.out,
                 (long long)bad + 1, x[bad]);
     } else if (c.out && write_solution(ctx, c.out, x, n, why, sizeof why) != 0) {
-        fprintf(stderr, "solve: cannot write the solution to %s: %s\n", c.out, why);
+        snprintf(r.error, sizeof r.error, "cannot write the solution to %s: %s", c.out, why);
+        fprintf(stderr, "solve: %s\n", r.error);
         code = EXIT_SYSTEM;
     }
     if (c.json)
@@ -717,5 +1001,5 @@ int main(int argc, char **argv)
     free(x);
     spk_matrix_destroy(A);
     spk_context_destroy(ctx);
-    return code;
+    return finish(code);
 }
