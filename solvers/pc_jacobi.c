@@ -27,7 +27,7 @@ spk_status spk_jacobi_invert(spk_context *ctx, const spk_vec_ops *ops, int64_t n
     if ((st = ops->download(ctx, 1, dinv + bad, &v)))
         return st;
     return spk_fail(ctx, SPK_ERR_UNSUPPORTED,
-                    "Jacobi needs a %s diagonal, but a(%lld,%lld) = %g (1-based); use no "
+                    "Jacobi needs a %s diagonal, but a(%lld,%lld) = %g; use no "
                     "preconditioner (SPK_PRECOND_NONE)%s",
                     require_positive ? "positive" : "nonzero", (long long)bad + 1,
                     (long long)bad + 1, v,

@@ -207,7 +207,7 @@ spk_status spk_context_create(spk_context **out, spk_device device)
     if (device == SPK_DEVICE_CUDA && !have_gpu) {
         ctx->device = SPK_DEVICE_CPU;
         return spk_fail(ctx, spk_has_cuda() ? SPK_ERR_CUDA : SPK_ERR_NOT_COMPILED,
-                        "SPK_DEVICE_CUDA (solve --device gpu): no usable GPU: %s", why);
+                        "SPK_DEVICE_CUDA: no usable GPU: %s", why);
     }
     if (have_gpu) {
         ctx->device = SPK_DEVICE_CUDA;
@@ -222,7 +222,7 @@ spk_status spk_context_create(spk_context **out, spk_device device)
     snprintf(ctx->device_name, sizeof ctx->device_name, "CPU (1 thread)");
 #endif
     if (device == SPK_DEVICE_AUTO && why[0])
-        snprintf(ctx->msg, sizeof ctx->msg, "no GPU: %s", why); /* why auto chose the CPU */
+        snprintf(ctx->msg, sizeof ctx->msg, "%s", why); /* why auto chose the CPU */
     return SPK_OK;
 }
 

@@ -146,8 +146,9 @@ spk_status spk_csr_from_coo(spk_context *ctx, const spk_coo *coo, spk_csr *out)
     for (int64_t k = 0; k < nz; k++)
         if (coo->row[k] < 0 || coo->row[k] >= m || coo->col[k] < 0 || coo->col[k] >= n)
             return spk_fail(ctx, SPK_ERR_ARG,
-                            "entry %lld at (%d, %d) is outside the %lld x %lld matrix (0-based)",
-                            (long long)k, coo->row[k], coo->col[k], (long long)m, (long long)n);
+                            "a(%lld,%lld) (entry %lld) is outside the %lld x %lld matrix",
+                            (long long)coo->row[k] + 1, (long long)coo->col[k] + 1, (long long)k,
+                            (long long)m, (long long)n);
     /* rows and columns cost memory without entries (a 67-byte header of 2e9 x 1 asks for
      * 2 x 16 GB of row counters and offsets): checked before anything is allocated */
     spk_status st = spk_check_memory(ctx, spk_csr_from_coo_bytes(m, n, nz), "COO -> CSR of %lld "
@@ -216,7 +217,7 @@ spk_status spk_csr_from_coo(spk_context *ctx, const spk_coo *coo, spk_csr *out)
         int64_t terms = 0;
         for (int64_t p = bad_row ? rcount[bad_row - 1] : 0; p < rcount[bad_row]; p++)
             terms += tcol[p] == out->colind[bad];
-        st = spk_fail(ctx, SPK_ERR_ARG, "a(%lld,%lld) = %g (1-based): the sum of its %lld "
+        st = spk_fail(ctx, SPK_ERR_ARG, "a(%lld,%lld) = %g: the sum of its %lld "
                       "entries overflows, although each is finite", (long long)bad_row + 1,
                       (long long)out->colind[bad] + 1, out->val[bad], (long long)terms);
         spk_csr_free(out);

@@ -216,7 +216,14 @@ extern "C" int spk_cuda_probe(char *name, size_t name_len, char *why, size_t why
     const char *call = "cudaGetDeviceCount";
     if (e == cudaSuccess && count == 0) {
         if (why && why_len)
-            snprintf(why, why_len, "cudaGetDeviceCount: no CUDA device found");
+            snprintf(why, why_len, "no GPU found (the CUDA runtime sees no device)");
+        return 0;
+    }
+    if (e != cudaSuccess) {            /* no driver, or a driver older than the runtime: */
+        (void)cudaGetLastError();      /* on a machine without a GPU, the usual answer   */
+        if (why && why_len)
+            snprintf(why, why_len, "no GPU found (the CUDA runtime says: %s)",
+                     cudaGetErrorString(e));
         return 0;
     }
     cudaDeviceProp prop;

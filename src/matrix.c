@@ -117,16 +117,16 @@ spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t ncols, i
         const int64_t i = (int64_t)row[k] - base, j = (int64_t)col[k] - base;
         if (i < 0 || i >= nrows || j < 0 || j >= ncols) {
             spk_coo_free(&coo);
-            return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_coo: entry %lld at (%d, %d) is "
-                            "outside the %lld x %lld matrix (base %d)", (long long)k, row[k],
-                            col[k], (long long)nrows, (long long)ncols, base);
+            return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_coo: row[%lld] = %d, col[%lld] = %d "
+                            "is outside the %lld x %lld matrix (base %d)", (long long)k, row[k],
+                            (long long)k, col[k], (long long)nrows, (long long)ncols, base);
         }
         coo.row[k] = (int32_t)i;
         coo.col[k] = (int32_t)j;
         coo.val[k] = val[k];
         if (!isfinite(val[k])) {
             spk_coo_free(&coo);
-            return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_coo: entry %lld is %g", (long long)k, val[k]);
+            return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_coo: val[%lld] = %g", (long long)k, val[k]);
         }
     }
     spk_csr csr;

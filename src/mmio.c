@@ -1035,7 +1035,7 @@ static spk_status vector_read(spk_context *ctx, const char *path, int64_t want, 
     mm_coo_free(&coo);
     for (int64_t i = 0; i < len; i++)
         if (!isfinite(x[i])) {
-            spk_status bad = spk_fail(ctx, SPK_ERR_PARSE, "%s: entry %lld = %g: its repeated "
+            spk_status bad = spk_fail(ctx, SPK_ERR_PARSE, "%s: v(%lld) = %g: its repeated "
                                       "entries sum past the largest double", path,
                                       (long long)i + 1, x[i]);
             spk_free(x);

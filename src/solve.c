@@ -134,10 +134,10 @@ static spk_status check_host_vectors(spk_context *ctx, const char *fn, int64_t n
         return spk_fail(ctx, SPK_ERR_ARG, "%s: b or x is NULL", fn);
     for (int64_t i = 0; i < n; i++) {
         if (!isfinite(b[i]))
-            return spk_fail(ctx, SPK_ERR_ARG, "%s: b[%lld] = %g: the right-hand side must be finite",
+            return spk_fail(ctx, SPK_ERR_ARG, "%s: b(%lld) = %g: the right-hand side must be finite",
                             fn, (long long)i + 1, b[i]);
         if (use_x0 && !isfinite(x[i]))
-            return spk_fail(ctx, SPK_ERR_ARG, "%s: x0[%lld] = %g: the initial guess must be finite",
+            return spk_fail(ctx, SPK_ERR_ARG, "%s: x0(%lld) = %g: the initial guess must be finite",
                             fn, (long long)i + 1, x[i]);
     }
     return SPK_OK;
@@ -423,7 +423,7 @@ static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, int 
 
     spk_status st = ops->nrm2(ctx, n, d_b, &res->bnorm);
     if (!st && !isfinite(res->bnorm))
-        st = spk_fail(ctx, SPK_ERR_ARG, "solve: ||b|| = %g: b holds NaN or Inf, or overflows",
+        st = spk_fail(ctx, SPK_ERR_ARG, "spk_solver_solve: ||b|| = %g: b holds NaN or Inf, or overflows",
                       res->bnorm);
     if (!st && zero_x)                               /* x = 0 only once b passed      */
         st = ops->fill(ctx, n, 0.0, d_x);

@@ -168,7 +168,7 @@ spk_status spk_matrix_update_values(spk_context *ctx, spk_matrix *A, int64_t nnz
         if (!isfinite(src[k]) && k < bad)
             bad = k;
     if (bad < nnz)
-        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: entry %lld is %g", (long long)bad,
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: val[%lld] = %g", (long long)bad,
                         src[bad]);
 
     double *a = A->csr.val;

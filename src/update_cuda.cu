@@ -200,7 +200,7 @@ extern "C" spk_status spk_matrix_dev_update(spk_context *ctx, spk_matrix *A, con
         double v = 0.0;
         if ((st = spk_cuda_download_bytes(ctx, &v, D->stage + first, sizeof v)))
             return st;
-        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: entry %lld is %g",
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: val[%lld] = %g",
                         (long long)first, v);
     }
 

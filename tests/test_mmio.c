@@ -467,7 +467,7 @@ static void test_memory_limits(void)
     v = NULL;
     write_text(p, BAN "coordinate real general\n2 1 2\n1 1 1e308\n1 1 1e308\n");
     st = spk_vector_read_mtx(ctx, p, &v, &n);
-    T_CHECK(st == SPK_ERR_PARSE && !v && strstr(spk_last_error(ctx), "entry 1 = inf"),
+    T_CHECK(st == SPK_ERR_PARSE && !v && strstr(spk_last_error(ctx), "v(1) = inf"),
             "repeated vector entries summing to Inf: %s", spk_last_error(ctx));
     remove(p);
 

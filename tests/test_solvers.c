@@ -151,7 +151,7 @@ static void test_reasons(void)
     /* NaN in b is an argument error, not a NaN result */
     double bn[] = {1, NAN, 1};
     T_CHECK(spk_solve(ctx, A, bn, x, &opt, &res) == SPK_ERR_ARG, "NaN in b");
-    T_CHECK(strstr(spk_last_error(ctx), "b[2]") != NULL, "message: %s", spk_last_error(ctx));
+    T_CHECK(strstr(spk_last_error(ctx), "b(2)") != NULL, "message: %s", spk_last_error(ctx));
     spk_matrix_destroy(A);
 
     /* maxiter reached */
