@@ -56,6 +56,7 @@
 #include "bicgstab_scalar.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define SPK_BICG_BATCH 32                /* most iterations between read-backs; <= HIST / 2 */
@@ -221,6 +222,14 @@ spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x)
     }
     if (h[last].why != SPK_REASON_NONE) {
         res->reason = (spk_reason)h[last].why;  /* MAXIT, BREAKDOWN, NANORINF, DTOL, STAGNATION */
+        if (h[last].bk_which != SPK_BICG_BK_NONE) {
+            static const char *const what[] = {"", "(r0, r)", "(r0, v)", "(t, s)"};
+            snprintf(res->reason_detail, sizeof res->reason_detail, "%s = %.3g at iteration "
+                     "%lld, against %.3g for the product of the norms: %s", what[h[last].bk_which],
+                     h[last].bk_num, (long long)h[last].it + 1, h[last].bk_scale,
+                     res->reason == SPK_DIVERGED_BREAKDOWN ? "their cosine fell below eps^2"
+                                                           : "not finite");
+        }
     } else {
         res->reason = spk_stop_check(k->opt, res->bnorm, res->rnorm);
         if (res->reason == SPK_REASON_NONE)             /* cannot happen: the same test */

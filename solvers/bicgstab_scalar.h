@@ -47,6 +47,7 @@
 
 enum { SPK_BICG_RUN = 0, SPK_BICG_LAST = 1, SPK_BICG_DONE = 2 };   /* spk_bicg_scalars.state */
 enum { SPK_BICG_ALPHA = 0, SPK_BICG_OMEGA = 1 };                   /* the phase of ops->dots */
+enum { SPK_BICG_BK_NONE = 0, SPK_BICG_BK_RHO = 1, SPK_BICG_BK_R0V = 2, SPK_BICG_BK_TS = 3 };
 
 /* No padding (the unit test compares blocks field by field, the fetch copies the header). */
 typedef struct spk_bicg_scalars {
@@ -59,6 +60,8 @@ typedef struct spk_bicg_scalars {
                                     without a new best (0: never)                             */
     double   best;               /* the smallest ||r|| so far (host: ||r0||)                  */
     int64_t  best_it;            /* its iteration                                             */
+    int64_t  bk_which;           /* a breakdown's inner product: SPK_BICG_BK_*                 */
+    double   bk_num, bk_scale;   /* its value, and the product of the norms it was tested by  */
     double   r0norm;             /* ||r0||                                                    */
     double   rho, rho_old;       /* (r0, r) now and one iteration before                      */
     double   alpha, omega, beta; /* omega = beta = 0 before the first iteration               */
@@ -96,6 +99,14 @@ SPK_BICG_FN int32_t spk_bicg_dot_reason(double num, double na, double nb)
     return SPK_REASON_NONE;
 }
 
+/* Keep which inner product broke down, for the result's detail. */
+SPK_BICG_FN void spk_bicg_breakdown(spk_bicg_scalars *S, int64_t which, double num, double scale)
+{
+    S->bk_which = which;
+    S->bk_num = num;
+    S->bk_scale = scale;
+}
+
 /* Iteration it + 1 ends with residual norm `norm`. */
 SPK_BICG_FN void spk_bicg_record(spk_bicg_scalars *S, double norm)
 {
@@ -118,6 +129,7 @@ SPK_BICG_FN void spk_bicg_next(spk_bicg_scalars *S)
     if (why != SPK_REASON_NONE) {
         S->state = SPK_BICG_DONE;
         S->why = why;
+        spk_bicg_breakdown(S, SPK_BICG_BK_RHO, S->rho, S->r0norm * S->rnorm);
         return;
     }
     /* omega and rho_old passed their tests in the iteration before */
@@ -137,6 +149,7 @@ SPK_BICG_FN void spk_bicg_alpha(spk_bicg_scalars *S, double r0v, double vv)
     if (why != SPK_REASON_NONE) {
         S->state = SPK_BICG_DONE;
         S->why = why;
+        spk_bicg_breakdown(S, SPK_BICG_BK_R0V, r0v, S->r0norm * sqrt(vv));
         return;
     }
     S->alpha = alpha;
@@ -173,6 +186,7 @@ SPK_BICG_FN void spk_bicg_omega(spk_bicg_scalars *S, double ts, double tt)
         spk_bicg_record(S, S->snorm);
         S->state = SPK_BICG_LAST;
         S->why = why;
+        spk_bicg_breakdown(S, SPK_BICG_BK_TS, ts, S->snorm * sqrt(tt));
         return;
     }
     S->omega = omega;
