@@ -43,7 +43,12 @@
  *   (r0, v) ~ 0                         alpha = rho / (r0, v) is undefined
  *   (t, s) ~ 0 (incl. t't = 0, s != 0)  omega = 0: the method stagnates (and beta = ../omega)
  * NaN or Inf in any of these, or in a norm, is SPK_DIVERGED_NANORINF; x is never updated with
- * a non-finite step. A breakdown before alpha ends the solve with x and the record of the
+ * a non-finite step. A vanishing rho while r does not vanish is BiCGStab's own breakdown (r
+ * orthogonal to the shadow residual r0 = b: on a b that is zero on most rows, r can reach an
+ * exact zero on the rows b lives on, and whether it does depends on rounding, so one device
+ * met it where the other did not): the method then restarts its shadow residual, r0 = r,
+ * p = r, rho = (r, r), up to SPK_BICG_MAX_RESTARTS times (orsirr_1 with Jacobi: the breakdown
+ * at iteration 450, converged at 462). A breakdown before alpha ends the solve with x and the record of the
  * iteration before; one at omega keeps x + alpha p^ and records ||s|| for the iteration.
  * eps^2, not eps: the cosine of (r0, r) often sits near 1e-16 for many steps while the method
  * still converges; with eps, watt_2 + Jacobi broke down at step 2 (converges in 312 with
@@ -83,7 +88,7 @@ static spk_status bicg_step(const bicg *w, double *x)
     spk_bicg_scalars *S = w->S;
     spk_status st;
     /* p = r + beta (p - omega v);  p^ = M^-1 p */
-    if ((st = bo->update_p(ctx, n, S, w->r, w->v, w->p, w->dinv, w->ph)))
+    if ((st = bo->update_p(ctx, n, S, w->r, w->v, w->p, w->dinv, w->ph, w->r0)))
         return st;
     if (w->general && (st = spk_precond_apply(k, w->p, w->ph)))
         return st;
@@ -222,7 +227,8 @@ spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x)
     }
     if (h[last].why != SPK_REASON_NONE) {
         res->reason = (spk_reason)h[last].why;  /* MAXIT, BREAKDOWN, NANORINF, DTOL, STAGNATION */
-        if (h[last].bk_which != SPK_BICG_BK_NONE) {
+        if (h[last].bk_which != SPK_BICG_BK_NONE &&
+            (res->reason == SPK_DIVERGED_BREAKDOWN || res->reason == SPK_DIVERGED_NANORINF)) {
             static const char *const what[] = {"", "(r0, r)", "(r0, v)", "(t, s)"};
             snprintf(res->reason_detail, sizeof res->reason_detail, "%s = %.3g at iteration "
                      "%lld, against %.3g for the product of the norms: %s", what[h[last].bk_which],

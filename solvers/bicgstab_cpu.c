@@ -6,11 +6,16 @@
  * whatever the thread count. */
 #include "bicgstab_scalar.h"
 
+#include <string.h>
+
 static spk_status b_update_p(spk_context *ctx, int64_t n, spk_bicg_scalars *S, const double *r,
-                             const double *v, double *p, const double *dinv, double *ph)
+                             const double *v, double *p, const double *dinv, double *ph,
+                             double *r0)
 {
     if (S->state != SPK_BICG_RUN)
         return SPK_OK;
+    if (S->restart && n > 0)
+        memcpy(r0, r, (size_t)n * sizeof *r0);       /* the shadow residual restarted */
     const double beta = S->beta, omega = S->omega;
     if (dinv) {
 #pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N)

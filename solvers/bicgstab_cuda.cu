@@ -58,11 +58,17 @@ static __device__ __noinline__ void bicg_end_step(spk_bicg_scalars *S, double rh
 __global__ void SPK_RESIDENT_BOUNDS
 bicg_update_p_kernel(int64_t n, const spk_bicg_scalars *S, const double *__restrict__ r,
                      const double *__restrict__ v, double *__restrict__ p,
-                     const double *__restrict__ dinv, double *__restrict__ ph)
+                     const double *__restrict__ dinv, double *__restrict__ ph,
+                     double *__restrict__ r0)
 {
     if (S->state != SPK_BICG_RUN)
         return;                                  /* uniform: every block reads the same */
     const double beta = S->beta, omega = S->omega;
+    if (S->restart) {                            /* the shadow residual restarted: r0 = r */
+#pragma unroll 1
+        SPK_GRID_STRIDE(i, n)
+            r0[i] = r[i];
+    }
     if (dinv) {
 #pragma unroll 1
         SPK_GRID_STRIDE(i, n) {
@@ -175,14 +181,15 @@ static spk_status bicg_begin(spk_context *ctx, int64_t n, spk_cuda_state **cs, c
 }
 
 static spk_status c_update_p(spk_context *ctx, int64_t n, spk_bicg_scalars *S, const double *r,
-                             const double *v, double *p, const double *dinv, double *ph)
+                             const double *v, double *p, const double *dinv, double *ph,
+                             double *r0)
 {
     spk_cuda_state *cs;
     spk_status st = bicg_begin(ctx, n, &cs, "bicg update_p");
     if (st)
         return st;
     bicg_update_p_kernel<<<bicg_grid(cs, n), SPK_CUDA_BLOCK, 0, cs->stream>>>(n, S, r, v, p,
-                                                                              dinv, ph);
+                                                                              dinv, ph, r0);
     return spk_cuda_launched(ctx, "bicg_update_p_kernel");
 }
 

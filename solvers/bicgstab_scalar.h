@@ -42,6 +42,12 @@
 
 #define SPK_BICG_HIST 64            /* recorded norms of the last 64 iterations, ring       */
 #define SPK_BICG_STAG_FACTOR 0.999   /* solvers/solver.h's SPK_STAG_FACTOR                     */
+/* rho = (r0, r) vanishing while r does not is the method's own breakdown: r has become
+ * orthogonal to the shadow residual r0 = b, as on a right-hand side that vanishes on most rows
+ * (b = A ones on a conservation law's matrix), where r can reach an exact zero on the rows b
+ * lives on. BiCGStab then starts again from the iterate it has: r0 = r, p = r, rho = (r, r).
+ * At most this many times a solve, then BREAKDOWN. */
+#define SPK_BICG_MAX_RESTARTS 50
 /* Cosine threshold of the breakdown test, eps^2 (solvers/bicgstab.c says why). */
 #define SPK_BICG_BREAKDOWN_TOL (DBL_EPSILON * DBL_EPSILON)
 
@@ -61,6 +67,8 @@ typedef struct spk_bicg_scalars {
     double   best;               /* the smallest ||r|| so far (host: ||r0||)                  */
     int64_t  best_it;            /* its iteration                                             */
     int64_t  bk_which;           /* a breakdown's inner product: SPK_BICG_BK_*                 */
+    int64_t  restart;            /* 1: the next update_p restarts the shadow residual, r0 = r  */
+    int64_t  restarts;           /* the restarts so far                                       */
     double   bk_num, bk_scale;   /* its value, and the product of the norms it was tested by  */
     double   r0norm;             /* ||r0||                                                    */
     double   rho, rho_old;       /* (r0, r) now and one iteration before                      */
@@ -126,6 +134,15 @@ SPK_BICG_FN void spk_bicg_next(spk_bicg_scalars *S)
         return;
     }
     const int32_t why = spk_bicg_dot_reason(S->rho, S->r0norm, S->rnorm);
+    if (why == SPK_DIVERGED_BREAKDOWN && S->rnorm > 0 && S->restarts < SPK_BICG_MAX_RESTARTS) {
+        spk_bicg_breakdown(S, SPK_BICG_BK_RHO, S->rho, S->r0norm * S->rnorm);
+        S->restart = 1;                          /* r0 = r, p = r: update_p does both     */
+        S->restarts++;
+        S->rho = S->rr;
+        S->r0norm = S->rnorm;
+        S->beta = 0.0;
+        return;
+    }
     if (why != SPK_REASON_NONE) {
         S->state = SPK_BICG_DONE;
         S->why = why;
@@ -140,6 +157,7 @@ SPK_BICG_FN void spk_bicg_next(spk_bicg_scalars *S)
  * recorded for this iteration. */
 SPK_BICG_FN void spk_bicg_alpha(spk_bicg_scalars *S, double r0v, double vv)
 {
+    S->restart = 0;                              /* update_p has taken it (r0 = r)        */
     S->r0v = r0v;
     S->vv = vv;
     int32_t why = spk_bicg_dot_reason(r0v, S->r0norm, sqrt(vv));
@@ -230,9 +248,10 @@ extern "C" {
 typedef struct spk_bicg_ops {
     spk_device device;
     /* Unless S->state != RUN: p = r + beta (p - omega v); with dinv, ph = dinv .* p (dinv
-     * NULL: ph is not touched). */
+     * NULL: ph is not touched); with S->restart also r0 = r (the shadow residual restarted). */
     spk_status (*update_p)(spk_context *ctx, int64_t n, spk_bicg_scalars *S, const double *r,
-                           const double *v, double *p, const double *dinv, double *ph);
+                           const double *v, double *p, const double *dinv, double *ph,
+                           double *r0);
     /* Unless S->state != RUN: x'y and x'x, then spk_bicg_alpha (phase SPK_BICG_ALPHA, x = v,
      * y = r0) or spk_bicg_omega (SPK_BICG_OMEGA, x = t, y = s). */
     spk_status (*dots)(spk_context *ctx, int64_t n, spk_bicg_scalars *S, int phase,

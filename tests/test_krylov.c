@@ -246,10 +246,12 @@ static void test_breakdowns(void)
             "omega breakdown: %lld its, x = (%g, %g), rnorm %g", (long long)r.iterations, x[0],
             x[1], r.rnorm);
 
-    /* rho = (r0, r) = 0 at the second step (found by an exact rational search) */
+    /* rho = (r0, r) = 0 at the second step (found by an exact rational search): BiCGStab
+     * restarts its shadow residual (r0 = r) and converges */
     const double rh[] = {-1, -1, -1, -1, -1, 0, 1, -1, -1}, b3[] = {1, 0, 0};
-    r = run_small("(r0,r) = 0", 3, rh, b3, SPK_METHOD_BICGSTAB, 30, 1e-8, SPK_DIVERGED_BREAKDOWN, x);
-    T_CHECK(r.iterations == 1, "rho breakdown after %lld iterations", (long long)r.iterations);
+    r = run_small("(r0,r) = 0", 3, rh, b3, SPK_METHOD_BICGSTAB, 30, 1e-8, SPK_CONVERGED_RTOL, x);
+    T_CHECK(r.iterations >= 2 && r.iterations <= 4, "rho restart: converged after %lld iterations",
+            (long long)r.iterations);
     r = run_small("(r0,r) = 0", 3, rh, b3, SPK_METHOD_GMRES, 30, 1e-8, SPK_CONVERGED_RTOL, x);
 
     /* singular, inconsistent: [[1,1],[1,1]] x = (1,0). GMRES finds the least-squares

@@ -570,7 +570,7 @@ static spk_bicg_scalars b_run(const spk_bicg_ops *bo, int op, int64_t n, double 
     spk_bicg_scalars *S = (spk_bicg_scalars *)(void *)dS;
     b_put(dS, in);
     switch (op) {
-    case B_P: T_OK(bo->update_p(ctx, n, S, d->r, d->v, d->p, d->dinv, d->ph)); break;
+    case B_P: T_OK(bo->update_p(ctx, n, S, d->r, d->v, d->p, d->dinv, d->ph, d->r0)); break;
     case B_ALPHA: T_OK(bo->dots(ctx, n, S, SPK_BICG_ALPHA, d->v, d->r0)); break;
     case B_S: T_OK(bo->update_s(ctx, n, S, d->v, d->r, d->dinv, d->sh)); break;
     case B_OMEGA: T_OK(bo->dots(ctx, n, S, SPK_BICG_OMEGA, d->t, d->r)); break;
@@ -582,7 +582,9 @@ static spk_bicg_scalars b_run(const spk_bicg_ops *bo, int op, int64_t n, double 
         case B_ALPHA: spk_bicg_alpha(&want, got.r0v, got.vv); break;
         case B_S: spk_bicg_half(&want, got.ss); break;
         case B_OMEGA: spk_bicg_omega(&want, got.ts, got.tt); break;
-        case B_XR: spk_bicg_end(&want, got.rho, got.rr); break;
+        case B_XR:                               /* a restart keeps the sum it met */
+            spk_bicg_end(&want, got.restarts > in->restarts ? got.bk_num : got.rho, got.rr);
+            break;
         default: break;
         }
     } else if (in->state == SPK_BICG_LAST && op == B_XR) {
@@ -792,13 +794,34 @@ static void test_bicg_fused(int64_t n, int shape)
         h = b_run(bo, B_XR, n, dS, &lim, &d, "end maxit");
         T_CHECK(h.state == SPK_BICG_DONE && h.why == SPK_DIVERGED_MAXIT && h.it == lim.maxit,
                 "n=%lld: maxit: state %d why %d", (long long)n, h.state, h.why);
-        /* the next rho = (r0, r) = 0 -> DONE with BREAKDOWN, the iteration recorded */
+        /* the next rho = (r0, r) = 0 with r != 0: the shadow residual restarts (RUN, r0 = r
+         * at the next update_p, rho = (r, r), beta = 0), the iteration recorded; with the
+         * restarts used up, DONE with BREAKDOWN */
         b_vecs z = d;
         z.r0 = d.zero;
-        h = b_run(bo, B_XR, n, dS, &in, &z, "next rho breakdown");
+        h = b_run(bo, B_XR, n, dS, &in, &z, "next rho restart");
+        T_CHECK(h.state == SPK_BICG_RUN && h.restart == 1 && h.restarts == in.restarts + 1 &&
+                    h.it == in.it + 1 && h.rho == h.rr && h.beta == 0.0 && h.bk_num == 0.0,
+                "n=%lld: rho = 0: state %d restart %lld rho %g rr %g", (long long)n, h.state,
+                (long long)h.restart, h.rho, h.rr);
+        spk_bicg_scalars used = in;
+        used.restarts = SPK_BICG_MAX_RESTARTS;
+        h = b_run(bo, B_XR, n, dS, &used, &z, "next rho breakdown");
         T_CHECK(h.state == SPK_BICG_DONE && h.why == SPK_DIVERGED_BREAKDOWN &&
                     h.it == in.it + 1 && h.rho == 0.0,
-                "n=%lld: rho = 0: state %d why %d", (long long)n, h.state, h.why);
+                "n=%lld: rho = 0, no restart left: state %d why %d", (long long)n, h.state, h.why);
+        /* update_p with restart set copies r into r0 */
+        spk_bicg_scalars rs = in;
+        rs.restart = 1;
+        b_vecs y = d;
+        double *r0w = d_new(n, NULL);
+        y.r0 = r0w;
+        b_run(bo, B_P, n, dS, &rs, &y, "update_p restart");
+        double *got_r0 = d_get(n, r0w), *got_r = d_get(n, d.r);
+        T_CHECK(same_bits(got_r0, got_r, n), "n=%lld: update_p restart: r0 != r", (long long)n);
+        free(got_r0);
+        free(got_r);
+        ops->free(ctx, r0w);
     }
 
     double *hv[] = {r, r0, p, v, t, x, dv, ph, sh, pw, phw, gp, gph, sw, shw, gs, gsh, xw, rw,
