@@ -1,5 +1,5 @@
-/* kernels/vec_cuda.cu -- the vector-ops table on the GPU. dot, nrm2, axpy, scal and GMRES's
- * update w -= V h go to cuBLAS; dot2 (x'y and x'z in one read of x, PETSc's VecDotNorm2) and
+/* kernels/vec_cuda.cu -- the vector-ops table on the GPU. dot, nrm2, axpy and scal go to
+ * cuBLAS; GMRES's update w -= V h, dot2 (x'y and x'z in one read of x, PETSc's VecDotNorm2) and
  * the element-wise steps are our own kernels. The methods' fused steps live in their rooms
  * (solvers/<method>_cuda.cu), the device-resident scalars' machinery in kernels/steps_cuda.cu.
  *
@@ -386,9 +386,24 @@ static spk_status gemv_args(spk_context *ctx, int64_t n, int k, int64_t ldv, con
     return SPK_OK;
 }
 
-/* w = w - V h: h through the pinned mirror to the device (no wait), then cublasDgemv with
- * alpha = -1, beta = 1. The mirror is reused, so the previous copy out of it must be done
- * before it is overwritten: an event marks that copy. */
+/* w -= V h, one row a thread, the k products summed in column order. Our own kernel, not
+ * cublasDgemv: GMRES calls it once a cycle, k <= restart columns read once each, which is
+ * the bandwidth a gemv needs anyway, and a one-shot GMRES then loads no cuBLAS gemv module
+ * (docs/benchmarks.md, cold against warm). */
+__global__ void gemv_n_sub_kernel(int64_t n, int k, const double *__restrict__ V, int64_t ldv,
+                                  const double *__restrict__ h, double *__restrict__ w)
+{
+    SPK_GRID_STRIDE(i, n) {
+        double s = 0.0;
+        for (int j = 0; j < k; j++)
+            s += V[(int64_t)j * ldv + i] * h[j];
+        w[i] -= s;
+    }
+}
+
+/* w = w - V h: h through the pinned mirror to the device (no wait), then gemv_n_sub_kernel.
+ * The mirror is reused, so the previous copy out of it must be done before it is overwritten:
+ * an event marks that copy. */
 static spk_status c_gemv_n_sub(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
                                const double *h, double *w)
 {
@@ -396,7 +411,6 @@ static spk_status c_gemv_n_sub(spk_context *ctx, int64_t n, int k, const double 
     spk_status st = vec_begin(ctx, n, &cs, "gemv_n_sub");
     if (st || (st = gemv_args(ctx, n, k, ldv, "gemv_n_sub")) || k == 0 || n == 0)
         return st;
-    const double minus_one = -1.0, one = 1.0;
     if ((st = spk_cuda_small_reserve(ctx, cs, k)))
         return st;
     if (cs->small_ev_live &&
@@ -409,9 +423,9 @@ static spk_status c_gemv_n_sub(spk_context *ctx, int64_t n, int k, const double 
         (st = spk_cuda(ctx, cudaEventRecord(cs->small_ev, cs->stream), "gemv_n_sub: event")))
         return st;
     cs->small_ev_live = 1;
-    return spk_cublas(ctx, cublasDgemv_64(cs->blas, CUBLAS_OP_N, n, k, &minus_one, V, ldv,
-                                          cs->d_small, 1, &one, w, 1),
-                      "cublasDgemv_64(N, %lld x %d)", (long long)n, k);
+    gemv_n_sub_kernel<<<spk_cuda_grid(cs, n, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0, cs->stream>>>(
+        n, k, V, ldv, cs->d_small, w);
+    return spk_cuda_launched(ctx, "gemv_n_sub_kernel");
 }
 
 static spk_status c_sync(spk_context *ctx)
