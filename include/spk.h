@@ -163,11 +163,25 @@ SPK_API void *spk_context_stream(const spk_context *ctx);
 SPK_API spk_status spk_matrix_read_mtx(spk_context *ctx, const char *path, spk_matrix **A);
 
 /* Generate a test matrix from a spec: "poisson2d:N", "poisson3d:N", "poisson3d27:N",
- * "elasticity3d:N", "powerlaw:N:AVG[:SEED]", "band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]". SPK_ERR_ARG for
- * an unknown or bad spec. */
+ * "elasticity3d:N" (a synthetic 3x3-block stencil, not elasticity), "lame3d:N[:NU]" (Q1 linear
+ * elasticity on N^3 cells, clamped at x = 0, Poisson ratio NU default 0.3), "jump3d:N[:CONTRAST]"
+ * (7-point diffusion with a coefficient jumping between 1 and CONTRAST, default 1e4, on 4^3
+ * sub-cubes), "powerlaw:N:AVG[:SEED]", "band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]"; src/generate.c
+ * describes each. SPK_ERR_ARG for an unknown or bad spec or one too large for 32-bit indices,
+ * SPK_ERR_NOMEM (before any work when the matrix cannot fit). */
 SPK_API spk_status spk_matrix_generate(spk_context *ctx, const char *spec, spk_matrix **A);
 /* 1 if `s` looks like a generator spec (a known name followed by ':'), else 0. */
 SPK_API int spk_is_generator_spec(const char *s);
+/* The coordinates of the nodes of a generated matrix (for multigrid setups that take them):
+ * *xyz is malloc'ed (the caller free()s it) and holds *nodes x *dim values, x, y[, z] of node 0,
+ * then node 1, ..., the nodes in the matrix's order (a node holds 3 consecutive unknowns in
+ * elasticity3d and lame3d, one in the others). poisson2d: dim 2; poisson3d, poisson3d27,
+ * elasticity3d, jump3d: dim 3, the interior grid points (x + 1) / (N + 1), x fastest; lame3d:
+ * dim 3, its unclamped nodes (i, j, k) / N, i >= 1, x fastest. SPK_ERR_ARG for a bad spec (as
+ * spk_matrix_generate) or a NULL argument, SPK_ERR_UNSUPPORTED for powerlaw and band (no
+ * grid), SPK_ERR_NOMEM. On failure *xyz is NULL, *nodes and *dim 0. */
+SPK_API spk_status spk_generate_coords(spk_context *ctx, const char *spec, double **xyz,
+                                       int64_t *nodes, int *dim);
 
 /* Matrix from host CSR arrays with 64-bit row offsets. `base` is 0 or 1. Columns within a row
  * may be unsorted and may repeat (repeats are summed). The arrays are copied.

@@ -1,11 +1,24 @@
 /* src/generate.c -- test matrices from a spec string, built directly as canonical CSR (rows
- * sorted, O(nnz), 64-bit offsets, rows filled in parallel):
+ * sorted, O(nnz), 64-bit offsets, rows filled in parallel), and the coordinates of their nodes:
  *
  *   poisson2d:N      5-point Laplacian on an N x N grid: 4 on the diagonal, -1 per neighbour.
  *   poisson3d:N      7-point Laplacian on an N^3 grid: 6 / -1. nnz = 7N^3 - 6N^2.
  *   poisson3d27:N    27-point stencil on an N^3 grid: 26 / -1. nnz = (3N - 2)^3.
  *   elasticity3d:N   3 unknowns per node of an N^3 grid, 27-point node coupling: 81 entries
- *                    per interior row, 3 N^3 rows, nnz = 9 (3N - 2)^3.
+ *                    per interior row, 3 N^3 rows, nnz = 9 (3N - 2)^3. A synthetic block
+ *                    stencil with the sparsity of 3-D elasticity, not elasticity (lame3d is).
+ *   lame3d:N[:NU]    isotropic linear elasticity (E = 1, Poisson ratio NU, default 0.3) with
+ *                    trilinear hexahedra (Q1, 2x2x2 Gauss points) on the unit cube cut into
+ *                    N^3 cells, clamped on the face x = 0 (those nodes' unknowns removed). Node
+ *                    (i, j, k) at (i, j, k) / N, 1 <= i <= N, 0 <= j, k <= N, is numbered x
+ *                    fastest, (i - 1) + N (j + (N + 1) k), and holds unknowns 3 node + 0, 1, 2
+ *                    (u, v, w). n = 3 N (N + 1)^2, nnz = 9 (3N - 2)(3N + 1)^2 (whole 3x3 blocks).
+ *   jump3d:N[:CONTRAST]  7-point finite volumes for -div(k grad u) on the N^3 interior grid of
+ *                    the unit cube, Dirichlet boundary; k is 1 or CONTRAST (default 1e4) on each
+ *                    of 4 x 4 x 4 equal sub-cubes by a fixed pseudo-random choice. Scaled as
+ *                    poisson3d (h^2 times the difference quotients, the finite-volume fluxes
+ *                    divided by h): jump3d:N:1 is poisson3d:N entry for entry. n = N^3,
+ *                    nnz = 7N^3 - 6N^2.
  *   powerlaw:N:AVG[:SEED]  N x N, power-law row lengths of mean ~AVG, random distinct
  *                    columns, nonsymmetric, strictly diagonally dominant; SEED default 1.
  *   band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]  N x N, row lengths MIN + floor((MAX - MIN + 1) u^SKEW)
@@ -15,6 +28,11 @@
  *                    anywhere), values as powerlaw's. For sweeping the format choice over the
  *                    row-length statistics (mean, cv, max / mean) with the locality held fixed.
  *
+ * Coordinates (spk_generate_coords): the grid generators' points in the unit square or cube,
+ * node by node in the matrix's node order. poisson2d, poisson3d, poisson3d27, elasticity3d and
+ * jump3d: interior points ((x + 1) h, (y + 1) h[, (z + 1) h]), h = 1 / (N + 1), x fastest;
+ * lame3d: its unclamped nodes as above. powerlaw and band have none.
+ *
  * Why each is what the solvers expect:
  *  - The three stencils have a zero row sum in the interior and a positive one on the boundary
  *    (Dirichlet neighbours dropped): symmetric, irreducibly diagonally dominant with a positive
@@ -22,9 +40,35 @@
  *  - elasticity3d is K = L (x) B, L the 27-point matrix above and B = [4 1 1; 1 4 1; 1 1 4]
  *    (eigenvalues 6, 3, 3). The eigenvalues of a Kronecker product are the products of the
  *    factors' eigenvalues, all positive, and (L (x) B)' = L' (x) B' = L (x) B: K is SPD. It is
- *    a surrogate with the sparsity of a trilinear-hexahedra elasticity matrix (3x3 blocks,
- *    27 neighbour nodes), not a discretised Navier-Cauchy operator; its condition number is
- *    kappa(L) * kappa(B) = 2 kappa(L).
+ *    a synthetic surrogate with the sparsity of a trilinear-hexahedra elasticity matrix (3x3
+ *    blocks, 27 neighbour nodes), not a discretised Navier-Cauchy operator: its unknowns do not
+ *    couple as displacements do, it has no rigid-body near-null space, and (unlike the
+ *    stencils) it is not diagonally dominant: an interior row holds 104 on the diagonal against
+ *    208 off it. Its condition number is kappa(L) * kappa(B) = 2 kappa(L). lame3d is the real
+ *    Q1 elasticity.
+ *  - lame3d sums over the cells h K_e, K_e the element matrix of the unit cube: the integral
+ *    of B' D B over 2x2x2 Gauss points (exact here: the integrand has degree <= 2 along each
+ *    axis), B the strains of the 24 nodal unknowns, D Hooke's isotropic law with Lame constants
+ *    lambda = NU / ((1 + NU)(1 - 2 NU)), mu = 1 / (2 (1 + NU)); a cell of side h has h K_e
+ *    (gradients scale by 1/h, the volume by h^3). K_e is symmetric positive semidefinite with
+ *    the six rigid-body motions as its null space (rank 18); clamping one face removes them,
+ *    and the assembled matrix is SPD for -1 < NU < 1/2 (Ciarlet, The Finite Element Method for
+ *    Elliptic Problems, 1.2, with Korn's inequality). Each entry sums the same K_e entries over
+ *    the cells its two nodes share, in one order, from a K_e mirrored bit for bit: the matrix
+ *    is exactly symmetric. Its conditioning grows like N^2 and, as NU -> 1/2, like
+ *    1 / (1 - 2 NU) (volumetric locking): the smoothed-aggregation test case with six
+ *    near-null vectors (Vanek, Mandel & Brezina, Computing 56, 1996).
+ *  - jump3d: the face between the cells of points P and Q carries 2 k_P k_Q / (k_P + k_Q), the
+ *    harmonic mean (the exact flux through two layers in series); a face to the boundary, the
+ *    cell's own k. Each row holds minus its face coefficients off the diagonal and their sum on
+ *    it: symmetric (the mean is symmetric in k_P and k_Q, bit for bit), zero row sum inside
+ *    (conservation), positive at the boundary, SPD as the stencils are. The condition number
+ *    grows with CONTRAST, the hard case for smoothers and for interpolation that ignores the
+ *    coefficient (Alcouffe, Brandt, Dendy & Painter, SIAM J. Sci. Stat. Comput. 2, 1981).
+ *    Point x (0-based) of an axis lies in sub-cube floor(4 (x + 1) / (N + 1)) of it (a point on
+ *    a sub-cube face joins the upper one); sub-cube s = sx + 4 sy + 16 sz takes CONTRAST where
+ *    bit s of the splitmix64 draw from the fixed seed JUMP3D_SEED is set, integer arithmetic
+ *    only, so the pattern is the same on every machine.
  *  - powerlaw: row lengths L_i = clamp(floor(xm * u_i^(-1/2)), 1, N), u_i uniform in (0, 1]:
  *    a Pareto tail of shape 2 (degree exponent 3, as in the Barabasi-Albert model), scale xm
  *    set by bisection so the mean is as close to AVG as the integer lengths allow. Each row
@@ -57,21 +101,37 @@
 #define KNOWN_GENERATORS \
     "poisson2d:N, poisson3d:N, poisson3d27:N, elasticity3d:N, powerlaw:N:AVG[:SEED], " \
     "band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]"
+#define KNOWN_MULTIGRID_GENERATORS "lame3d:N[:NU], jump3d:N[:CONTRAST]"
+#define COORD_GENERATORS "poisson2d, poisson3d, poisson3d27, elasticity3d, lame3d, jump3d"
+/* lame3d's default Poisson ratio: a generic metal, far enough from 1/2 not to lock. */
+#define LAME3D_NU 0.3
+/* jump3d's default coefficient ratio, and the range kept clear of overflow in the harmonic
+ * means 2ab / (a + b) and the diagonal sums. */
+#define JUMP3D_CONTRAST 1e4
+#define JUMP3D_CONTRAST_MIN 1e-100
+#define JUMP3D_CONTRAST_MAX 1e100
 /* Pareto shape of the power-law row lengths (tail P(L > x) ~ x^-2). */
 #define POWERLAW_SHAPE 2.0
 #define POWERLAW_BISECTION_STEPS 60
 
 typedef enum {
-    GEN_POISSON2D, GEN_POISSON3D, GEN_POISSON3D27, GEN_ELASTICITY3D, GEN_POWERLAW, GEN_BAND
+    GEN_POISSON2D, GEN_POISSON3D, GEN_POISSON3D27, GEN_ELASTICITY3D, GEN_LAME3D, GEN_JUMP3D,
+    GEN_POWERLAW, GEN_BAND
 } gen_kind;
 
 static const struct {
     const char *name;
     gen_kind    kind;
+    const char *usage;                           /* the spec's form, as messages quote it */
 } generators[] = {
-    {"poisson2d", GEN_POISSON2D},     {"poisson3d", GEN_POISSON3D},
-    {"poisson3d27", GEN_POISSON3D27}, {"elasticity3d", GEN_ELASTICITY3D},
-    {"powerlaw", GEN_POWERLAW},       {"band", GEN_BAND},
+    {"poisson2d", GEN_POISSON2D, "poisson2d:N"},
+    {"poisson3d", GEN_POISSON3D, "poisson3d:N"},
+    {"poisson3d27", GEN_POISSON3D27, "poisson3d27:N"},
+    {"elasticity3d", GEN_ELASTICITY3D, "elasticity3d:N"},
+    {"lame3d", GEN_LAME3D, "lame3d:N[:NU]"},
+    {"jump3d", GEN_JUMP3D, "jump3d:N[:CONTRAST]"},
+    {"powerlaw", GEN_POWERLAW, "powerlaw:N:AVG[:SEED]"},
+    {"band", GEN_BAND, "band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]"},
 };
 #define N_GENERATORS (sizeof generators / sizeof generators[0])
 
@@ -476,9 +536,238 @@ static spk_status gen_band(spk_context *ctx, const char *spec, int64_t n, int64_
     return fill_random_rows(ctx, "band", half, seed, hi, out);
 }
 
+/* ---- lame3d: Q1 elasticity, clamped at x = 0 ---------------------------------------------- */
+
+/* Row and column of the unit cube's 24 x 24 element matrix: local node a = ax + 2 ay + 4 az
+ * (the corner (ax, ay, az) in {0, 1}^3), unknown c of it. */
+#define Q1_DOF(a, c) (3 * (a) + (c))
+
+/* K = integral over [0, 1]^3 of B' D B, by 2x2x2 Gauss points (weights 1/8 on the unit cube).
+ * B (6 x 24) maps the nodal displacements to the strains in Voigt order (xx, yy, zz, 2yz, 2xz,
+ * 2xy), D (6 x 6) is Hooke's law: lambda + 2 mu on the normal strains' diagonal, lambda off
+ * it, mu on the shears.
+ * Computed so that the cube's mirror symmetries hold bit for bit: the shape functions take
+ * their two values at the points from one table (1 - t is not recomputed), and the 8 points'
+ * terms are summed as a tree over the bits of the point index, which a reflection only
+ * permutes within pairs. Assembled entries that vanish by symmetry (the u-v coupling of an
+ * interior node with itself) then cancel to exactly 0 rather than to rounding. The upper
+ * triangle is mirrored, so K is symmetric bit for bit. */
+static void q1_element(double nu, double K[24][24])
+{
+    const double lam = nu / ((1.0 + nu) * (1.0 - 2.0 * nu)), mu = 1.0 / (2.0 * (1.0 + nu));
+    const double off = 0.5 / sqrt(3.0);          /* the points 1/2 -+ off of [0, 1] */
+    const double phi_at[2][2] = {{0.5 + off, 0.5 - off}, {0.5 - off, 0.5 + off}};  /* [corner][q] */
+    double B[8][6][24] = {{{0}}};                 /* B at each point q = qx + 2 qy + 4 qz */
+    for (int q = 0; q < 8; q++)
+        for (int a = 0; a < 8; a++) {
+            double phi[3], dphi[3];              /* 1-D factors of N_a and their slopes */
+            for (int d = 0; d < 3; d++) {
+                const int corner = (a >> d) & 1;
+                phi[d] = phi_at[corner][(q >> d) & 1];
+                dphi[d] = corner ? 1.0 : -1.0;
+            }
+            const double gx = dphi[0] * phi[1] * phi[2], gy = phi[0] * dphi[1] * phi[2],
+                         gz = phi[0] * phi[1] * dphi[2];
+            const int u = Q1_DOF(a, 0), v = Q1_DOF(a, 1), w = Q1_DOF(a, 2);
+            double (*Bq)[24] = B[q];
+            Bq[0][u] = gx;                         /* e_xx = du/dx */
+            Bq[1][v] = gy;                         /* e_yy = dv/dy */
+            Bq[2][w] = gz;                         /* e_zz = dw/dz */
+            Bq[3][v] = gz, Bq[3][w] = gy;          /* 2 e_yz = dv/dz + dw/dy */
+            Bq[4][u] = gz, Bq[4][w] = gx;          /* 2 e_xz = du/dz + dw/dx */
+            Bq[5][u] = gy, Bq[5][v] = gx;          /* 2 e_xy = du/dy + dv/dx */
+        }
+    for (int p = 0; p < 24; p++)
+        for (int s = p; s < 24; s++) {
+            double t[8];                          /* (B' D B)(p, s) / 8 at each point */
+            for (int q = 0; q < 8; q++) {
+                const double(*Bq)[24] = (const double(*)[24])B[q];
+                const double tr = Bq[0][p] + Bq[1][p] + Bq[2][p];   /* div of unknown p */
+                double k = 0.0;
+                for (int r = 0; r < 3; r++)
+                    k += Bq[r][s] * (lam * tr + 2.0 * mu * Bq[r][p]);
+                for (int r = 3; r < 6; r++)
+                    k += Bq[r][s] * (mu * Bq[r][p]);
+                t[q] = 0.125 * k;
+            }
+            K[p][s] = K[s][p] = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+        }
+}
+
+/* The cells shared by nodes p and p + d along one axis of nodes 0..cells: [lo, hi]. */
+static void shared_cells(int64_t p, int d, int64_t cells, int64_t *lo, int64_t *hi)
+{
+    const int64_t q = p + d;
+    *lo = (p < q ? q : p) - 1;
+    *hi = p < q ? p : q;
+    if (*lo < 0)
+        *lo = 0;
+    if (*hi > cells - 1)
+        *hi = cells - 1;
+}
+
+/* Neighbour nodes along one axis (offsets -1, 0, 1 kept in [first, last]). */
+static int64_t axis_count(int64_t p, int64_t first, int64_t last)
+{
+    return 1 + (p > first) + (p < last);
+}
+
+static spk_status gen_lame(spk_context *ctx, const char *spec, int64_t N, double nu,
+                           int64_t rows, spk_csr *out)
+{
+    const double nnz_d = 9.0 * (3.0 * (double)N - 2.0) * (3.0 * (double)N + 1.0) *
+                         (3.0 * (double)N + 1.0);
+    spk_status st = gen_fits(ctx, spec, rows, nnz_d, 0.0);
+    if (st)
+        return st;
+    st = spk_csr_alloc(ctx, rows, rows, (int64_t)nnz_d, out);
+    if (st)
+        return st;
+    double K[24][24];
+    q1_element(nu, K);
+    const double h = 1.0 / (double)N;            /* a cell of side h has h K */
+    const int64_t M = N + 1;                     /* nodes per axis along y and z */
+
+    /* unclamped node (i, j, k): i in [1, N], j and k in [0, N] */
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t node = r / 3, i = 1 + node % N, j = (node / N) % M, k = node / (N * M);
+        out->rowptr[r + 1] = out->rowptr[r] +
+                             3 * axis_count(i, 1, N) * axis_count(j, 0, N) * axis_count(k, 0, N);
+    }
+    /* a row sums up to 8 cells' entries for each of its 27 blocks: far more work per row than
+     * a stencil's, so fewer rows pay for the threads */
+#pragma omp parallel for schedule(static) if(rows > OMP_MIN_WORK / 8)
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t node = r / 3, c = r % 3;
+        const int64_t i = 1 + node % N, j = (node / N) % M, k = node / (N * M);
+        int64_t p = out->rowptr[r];
+        for (int dk = -1; dk <= 1; dk++)
+            for (int dj = -1; dj <= 1; dj++)
+                for (int di = -1; di <= 1; di++) {
+                    const int64_t ni = i + di, nj = j + dj, nk = k + dk;
+                    if (ni < 1 || ni > N || nj < 0 || nj > N || nk < 0 || nk > N)
+                        continue;
+                    int64_t xlo, xhi, ylo, yhi, zlo, zhi;
+                    shared_cells(i, di, N, &xlo, &xhi);
+                    shared_cells(j, dj, N, &ylo, &yhi);
+                    shared_cells(k, dk, N, &zlo, &zhi);
+                    double v[3] = {0.0, 0.0, 0.0};
+                    for (int64_t ez = zlo; ez <= zhi; ez++)
+                        for (int64_t ey = ylo; ey <= yhi; ey++)
+                            for (int64_t ex = xlo; ex <= xhi; ex++) {
+                                const int a = (int)((i - ex) + 2 * (j - ey) + 4 * (k - ez));
+                                const int b = (int)((ni - ex) + 2 * (nj - ey) + 4 * (nk - ez));
+                                for (int c2 = 0; c2 < 3; c2++)
+                                    v[c2] += K[Q1_DOF(a, c)][Q1_DOF(b, c2)];
+                            }
+                    const int64_t nb = (ni - 1) + N * (nj + M * nk);
+                    for (int c2 = 0; c2 < 3; c2++, p++) {
+                        out->colind[p] = (int32_t)(3 * nb + c2);
+                        out->val[p] = h * v[c2];
+                    }
+                }
+    }
+    return SPK_OK;
+}
+
+/* ---- jump3d: a piecewise constant coefficient ---------------------------------------------- */
+
+/* The fixed seed of the sub-cubes' coefficients: bit s of splitmix64's first draw from it
+ * gives sub-cube s CONTRAST (31 of the 64 for this seed). */
+#define JUMP3D_SEED 3
+#define JUMP3D_SUBCUBES 4                        /* per axis */
+
+/* The sub-cube of grid point x (0-based) of N along one axis, 0 .. JUMP3D_SUBCUBES - 1: the
+ * point lies at (x + 1) / (N + 1) in (0, 1). */
+static int64_t subcube(int64_t x, int64_t N) { return JUMP3D_SUBCUBES * (x + 1) / (N + 1); }
+
+/* The coefficient of the cell of point (x, y, z). */
+static double jump_coef(uint64_t pattern, double contrast, int64_t N, int64_t x, int64_t y,
+                        int64_t z)
+{
+    const int64_t s = subcube(x, N) + JUMP3D_SUBCUBES *
+                      (subcube(y, N) + JUMP3D_SUBCUBES * subcube(z, N));
+    return (pattern >> s) & 1 ? contrast : 1.0;
+}
+
+/* The coefficient of a face: the harmonic mean of its two cells' (symmetric in a and b bit for
+ * bit: the product and the sum commute, and doubling is exact). */
+static double face_coef(double a, double b) { return 2.0 * (a * b) / (a + b); }
+
+/* poisson3d's pattern, its values replaced: -face coefficient per neighbour, the sum of the six
+ * (boundary faces: the cell's own k) on the diagonal. */
+static spk_status gen_jump(spk_context *ctx, const char *spec, int64_t N, double contrast,
+                           int64_t rows, spk_csr *out)
+{
+    const stencil S = {N, 3, 0, 1, 6.0, -1.0, NULL};
+    spk_status st = gen_stencil(ctx, spec, &S, rows, out);
+    if (st)
+        return st;
+    uint64_t seed = JUMP3D_SEED;
+    const uint64_t pattern = splitmix(&seed);
+#pragma omp parallel for schedule(static) if(rows > OMP_MIN_WORK)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t c[3];
+        node_coords(&S, r, c);                   /* c = (z, y, x) */
+        const double kr = jump_coef(pattern, contrast, N, c[2], c[1], c[0]);
+        double diag = 0.0;
+        int64_t dpos = out->rowptr[r];
+        /* faces in column order: -z, -y, -x, +x, +y, +z */
+        for (int f = 0; f < 6; f++) {
+            const int d = f < 3 ? f : 5 - f, o = f < 3 ? -1 : 1;   /* axis (z y x), step */
+            int64_t nb[3] = {c[0], c[1], c[2]};
+            nb[d] += o;
+            if (nb[d] < 0 || nb[d] >= N) {
+                diag += kr;                      /* the Dirichlet boundary */
+                continue;
+            }
+            diag += face_coef(kr, jump_coef(pattern, contrast, N, nb[2], nb[1], nb[0]));
+        }
+        for (int64_t p = out->rowptr[r]; p < out->rowptr[r + 1]; p++) {
+            const int64_t col = out->colind[p];
+            if (col == r) {
+                dpos = p;
+                continue;
+            }
+            int64_t q[3];
+            node_coords(&S, col, q);
+            out->val[p] = -face_coef(kr, jump_coef(pattern, contrast, N, q[2], q[1], q[0]));
+        }
+        out->val[dpos] = diag;
+    }
+    return SPK_OK;
+}
+
 /* ---- the spec ----------------------------------------------------------------------------- */
 
-static spk_status parse_powerlaw(spk_context *ctx, const char *spec, const char *p, spk_csr *out)
+/* A spec parsed and checked: the generator and its parameters. */
+typedef struct gen_params {
+    gen_kind    kind;
+    const char *name, *usage;
+    int64_t     N;                 /* grid points or cells per axis; powerlaw, band: n          */
+    int64_t     rows;
+    double      real;              /* lame3d NU, jump3d CONTRAST, powerlaw AVG                  */
+    int64_t     lo, hi, half, skew;   /* band                                                    */
+    uint64_t    seed;              /* powerlaw, band                                            */
+} gen_params;
+
+/* The field [s, end) as a finite number in strtod's syntax, nothing else in it. */
+static int parse_real(const char *s, const char *end, double *v)
+{
+    char buf[64], *e;
+    if (s == end || end - s >= (ptrdiff_t)sizeof buf)
+        return 0;
+    memcpy(buf, s, (size_t)(end - s));
+    buf[end - s] = '\0';
+    errno = 0;
+    const double x = strtod(buf, &e);
+    if (*e || errno || !isfinite(x))
+        return 0;
+    *v = x;
+    return 1;
+}
+
+static spk_status parse_powerlaw(spk_context *ctx, const char *spec, const char *p, gen_params *P)
 {
     int64_t n;
     const char *e = field_end(p);
@@ -492,12 +781,8 @@ static spk_status parse_powerlaw(spk_context *ctx, const char *spec, const char 
         return spk_fail(ctx, SPK_ERR_ARG, "powerlaw:N:AVG[:SEED] needs AVG, got '%s'", spec);
     p = e + 1;
     e = field_end(p);
-    char buf[64];
-    snprintf(buf, sizeof buf, "%.*s", (int)(e - p < 63 ? e - p : 63), p);
-    char *end;
-    errno = 0;
-    double avg = strtod(buf, &end);
-    if (e == p || *end || errno || !(avg >= 1.0 && avg <= (double)n))
+    double avg;
+    if (!parse_real(p, e, &avg) || !(avg >= 1.0 && avg <= (double)n))
         return spk_fail(ctx, SPK_ERR_ARG, "powerlaw:N:AVG expects a number 1 <= AVG <= N = %lld, "
                         "got '%.*s'", (long long)n, (int)(e - p), p);
     uint64_t seed = 1;
@@ -510,11 +795,14 @@ static spk_status parse_powerlaw(spk_context *ctx, const char *spec, const char 
                             "and nothing after it, got '%s'", p);
         seed = (uint64_t)sd;
     }
-    return gen_powerlaw(ctx, spec, n, avg, seed, out);
+    P->N = P->rows = n;
+    P->real = avg;
+    P->seed = seed;
+    return SPK_OK;
 }
 
 /* band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]: the fields in order, each an integer. */
-static spk_status parse_band(spk_context *ctx, const char *spec, const char *p, spk_csr *out)
+static spk_status parse_band(spk_context *ctx, const char *spec, const char *p, gen_params *P)
 {
     static const char *const what[6] = {"N", "MIN", "MAX", "HALF", "SKEW", "SEED"};
     int64_t v[6] = {0, 0, 0, 0, 1, 1};
@@ -552,7 +840,89 @@ static spk_status parse_band(spk_context *ctx, const char *spec, const char *p, 
     if (v[4] < 1 || v[4] > 8)
         return spk_fail(ctx, SPK_ERR_ARG, "band: SKEW = %lld: expects 1 (uniform lengths) to 8",
                         (long long)v[4]);
-    return gen_band(ctx, spec, n, lo, hi, half, v[4], (uint64_t)v[5], out);
+    P->N = P->rows = n;
+    P->lo = lo;
+    P->hi = hi;
+    P->half = half;
+    P->skew = v[4];
+    P->seed = (uint64_t)v[5];
+    return SPK_OK;
+}
+
+/* lame3d's NU or jump3d's CONTRAST, the field after N: its default, or the value in range. */
+static spk_status parse_material(spk_context *ctx, const char *p, gen_params *P)
+{
+    const int lame = P->kind == GEN_LAME3D;
+    const char *what = lame ? "NU" : "CONTRAST";
+    P->real = lame ? LAME3D_NU : JUMP3D_CONTRAST;
+    if (!*p)
+        return SPK_OK;
+    p++;                                         /* the ':' */
+    const char *e = field_end(p);
+    if (*e)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s expects nothing after %s, got '%s'", P->usage, what,
+                        e);
+    if (!parse_real(p, e, &P->real))
+        return spk_fail(ctx, SPK_ERR_ARG, "%s expects %s as a number, got '%.*s'", P->usage, what,
+                        (int)(e - p), p);
+    if (lame && !(P->real > -1.0 && P->real < 0.5))
+        return spk_fail(ctx, SPK_ERR_ARG, "lame3d: NU = %g: a Poisson ratio in (-1, 0.5) is "
+                        "needed (the material is then stable, the matrix SPD)", P->real);
+    if (!lame && !(P->real >= JUMP3D_CONTRAST_MIN && P->real <= JUMP3D_CONTRAST_MAX))
+        return spk_fail(ctx, SPK_ERR_ARG, "jump3d: CONTRAST = %g: expects %g <= CONTRAST <= %g",
+                        P->real, JUMP3D_CONTRAST_MIN, JUMP3D_CONTRAST_MAX);
+    return SPK_OK;
+}
+
+/* The grid generators: N, lame3d's and jump3d's optional material field, and the row count,
+ * which 32-bit column indices bound. */
+static spk_status parse_grid(spk_context *ctx, const char *spec, const char *p, gen_params *P)
+{
+    const char *e = field_end(p);
+    if (!parse_count(p, e, &P->N))
+        return spk_fail(ctx, SPK_ERR_ARG, "%s expects an integer N in [1, 2^63), got '%.*s'",
+                        P->usage, (int)(e - p), p);
+    spk_status st;
+    if (P->kind == GEN_LAME3D || P->kind == GEN_JUMP3D) {
+        st = parse_material(ctx, e, P);
+        if (st)
+            return st;
+    } else if (*e) {
+        return spk_fail(ctx, SPK_ERR_ARG, "%s takes one parameter, got '%s'", P->usage, spec);
+    }
+    const int64_t N = P->N;
+    switch (P->kind) {
+    case GEN_POISSON2D: return check_rows(ctx, P->name, N, 2, 1, &P->rows);
+    case GEN_ELASTICITY3D: return check_rows(ctx, P->name, N, 3, 3, &P->rows);
+    case GEN_LAME3D: {
+        const double r = 3.0 * (double)N * ((double)N + 1.0) * ((double)N + 1.0);
+        if (r > (double)INT32_MAX)
+            return spk_fail(ctx, SPK_ERR_ARG, "lame3d:N: N = %lld gives %.0f rows, more than the "
+                            "%d that 32-bit column indices allow", (long long)N, r, INT32_MAX);
+        P->rows = 3 * N * (N + 1) * (N + 1);
+        return SPK_OK;
+    }
+    default: return check_rows(ctx, P->name, N, 3, 1, &P->rows);
+    }
+}
+
+static spk_status parse_spec(spk_context *ctx, const char *spec, gen_params *P)
+{
+    memset(P, 0, sizeof *P);
+    const int g = find_generator(spec);
+    if (g < 0)
+        return spk_fail(ctx, SPK_ERR_ARG, "unknown generator '%.*s' (known: " KNOWN_GENERATORS ")"
+                        " (multigrid test problems: " KNOWN_MULTIGRID_GENERATORS ")",
+                        (int)strcspn(spec, ":"), spec);
+    P->kind = generators[g].kind;
+    P->name = generators[g].name;
+    P->usage = generators[g].usage;
+    const char *p = spec + strlen(P->name) + 1;
+    if (P->kind == GEN_POWERLAW)
+        return parse_powerlaw(ctx, spec, p, P);
+    if (P->kind == GEN_BAND)
+        return parse_band(ctx, spec, p, P);
+    return parse_grid(ctx, spec, p, P);
 }
 
 spk_status spk_generate_csr(spk_context *ctx, const char *spec, spk_csr *out)
@@ -561,32 +931,69 @@ spk_status spk_generate_csr(spk_context *ctx, const char *spec, spk_csr *out)
     if (!spec || !out)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_generate_csr: NULL argument");
     memset(out, 0, sizeof *out);
-    int g = find_generator(spec);
-    if (g < 0)
-        return spk_fail(ctx, SPK_ERR_ARG, "unknown generator '%.*s' (known: " KNOWN_GENERATORS ")",
-                        (int)strcspn(spec, ":"), spec);
-    const char *name = generators[g].name, *p = spec + strlen(name) + 1;
-    if (generators[g].kind == GEN_POWERLAW)
-        return parse_powerlaw(ctx, spec, p, out);
-    if (generators[g].kind == GEN_BAND)
-        return parse_band(ctx, spec, p, out);
-
-    int64_t N, rows = 0;
-    const char *e = field_end(p);
-    if (!parse_count(p, e, &N))
-        return spk_fail(ctx, SPK_ERR_ARG, "%s:N expects an integer N in [1, 2^63), got '%.*s'", name, (int)(e - p), p);
-    if (*e)
-        return spk_fail(ctx, SPK_ERR_ARG, "%s:N takes one parameter, got '%s'", name, spec);
-    stencil S = {N, 3, 0, 1, 6.0, -1.0, NULL};
-    switch (generators[g].kind) {
+    gen_params P;
+    spk_status st = parse_spec(ctx, spec, &P);
+    if (st)
+        return st;
+    stencil S = {P.N, 3, 0, 1, 6.0, -1.0, NULL};
+    switch (P.kind) {
+    case GEN_POWERLAW: return gen_powerlaw(ctx, spec, P.N, P.real, P.seed, out);
+    case GEN_BAND: return gen_band(ctx, spec, P.N, P.lo, P.hi, P.half, P.skew, P.seed, out);
+    case GEN_LAME3D: return gen_lame(ctx, spec, P.N, P.real, P.rows, out);
+    case GEN_JUMP3D: return gen_jump(ctx, spec, P.N, P.real, P.rows, out);
     case GEN_POISSON2D: S.dim = 2; S.diag = 4.0; break;
     case GEN_POISSON3D: break;
     case GEN_POISSON3D27: S.box = 1; S.diag = 26.0; break;
     case GEN_ELASTICITY3D: S.box = 1; S.diag = 26.0; S.dof = 3; S.B = block3; break;
-    case GEN_POWERLAW: case GEN_BAND: break;
     }
-    spk_status st = check_rows(ctx, name, N, S.dim, S.dof, &rows);
+    return gen_stencil(ctx, spec, &S, P.rows, out);
+}
+
+/* ---- node coordinates --------------------------------------------------------------------- */
+
+spk_status spk_generate_coords(spk_context *ctx, const char *spec, double **xyz, int64_t *nodes,
+                               int *dim)
+{
+    if (xyz)
+        *xyz = NULL;                             /* on every failure, NULL arguments included */
+    if (nodes)
+        *nodes = 0;
+    if (dim)
+        *dim = 0;
+    if (!ctx || !spec || !xyz || !nodes || !dim)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_generate_coords: NULL argument");
+    gen_params P;
+    spk_status st = parse_spec(ctx, spec, &P);
     if (st)
         return st;
-    return gen_stencil(ctx, spec, &S, rows, out);
+    if (P.kind == GEN_POWERLAW || P.kind == GEN_BAND)
+        return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "%s: %s matrices have no node coordinates "
+                        "(the grid generators have: " COORD_GENERATORS ")", spec, P.name);
+    const int64_t N = P.N, d = P.kind == GEN_POISSON2D ? 2 : 3;
+    const int lame = P.kind == GEN_LAME3D;
+    const int64_t count = P.kind == GEN_ELASTICITY3D || lame ? P.rows / 3 : P.rows;
+    st = spk_check_memory(ctx, 8.0 * (double)(count * d), "%s: the coordinates of %lld nodes",
+                          spec, (long long)count);
+    if (st)
+        return st;
+    double *c = spk_malloc(ctx, (size_t)(count * d), sizeof *c);
+    if (!c)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "%s: out of memory (%zu bytes of coordinates)", spec,
+                        (size_t)(count * d) * sizeof *c);
+    /* lame3d: the nodes i / N, i in [1, N] along x, [0, N] along y and z; the others: the
+     * interior points (x + 1) / (N + 1), x in [0, N) */
+    const int64_t M = lame ? N + 1 : N;          /* points along y (and z) */
+    const double scale = lame ? (double)N : (double)(N + 1);
+#pragma omp parallel for schedule(static) if(count > OMP_MIN_WORK)
+    for (int64_t v = 0; v < count; v++) {
+        const int64_t i = v % N + 1, j = (v / N) % M + !lame, k = v / (N * M) + !lame;
+        c[d * v] = (double)i / scale;
+        c[d * v + 1] = (double)j / scale;
+        if (d == 3)
+            c[d * v + 2] = (double)k / scale;
+    }
+    *xyz = c;
+    *nodes = count;
+    *dim = (int)d;
+    return SPK_OK;
 }
