@@ -3,7 +3,11 @@
  * assemble once, reuse the solver every step, update the matrix values when dt changes.
  * Uses the public API only (spk.h), linked against the shared library.
  *
- *   heat [--device cpu|gpu|auto] [--n N] [--steps S]
+ *   heat [--device cpu|gpu|auto] [--n N] [--steps S] [--write-matrix FILE]
+ *
+ * --write-matrix FILE writes the system matrix of the first time step, M + dt K with dt = T/S,
+ * as Matrix Market (spk_matrix_write_mtx) and exits 0 without time-stepping: the matrix other
+ * solvers are compared on (bench/compare_pyamg.py).
  *
  * Discretisation
  *  - Mesh: N x N squares, each cut into two triangles by its diagonal (x, y) -> (x+h, y+h).
@@ -164,7 +168,8 @@ static double now(void)
 
 static int usage(const char *msg)
 {
-    fprintf(stderr, "heat: %s\nusage: heat [--device cpu|gpu|auto] [--n N] [--steps S]\n", msg);
+    fprintf(stderr, "heat: %s\nusage: heat [--device cpu|gpu|auto] [--n N] [--steps S] "
+            "[--write-matrix FILE]\n", msg);
     return 2;
 }
 
@@ -338,12 +343,15 @@ int main(int argc, char **argv)
     spk_device device = SPK_DEVICE_AUTO;
     int N = 32;
     int64_t S = 0;
+    const char *matrix_path = NULL;
     for (int a = 1; a < argc; a++) {
         const char *v = a + 1 < argc ? argv[a + 1] : NULL;
         if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
-            printf("usage: heat [--device cpu|gpu|auto] [--n N] [--steps S]\n"
+            printf("usage: heat [--device cpu|gpu|auto] [--n N] [--steps S] [--write-matrix FILE]\n"
                    "  --n N       N x N squares of the unit square, 2..4096 (default 32)\n"
                    "  --steps S   backward-Euler steps to T (default: dt <= h^2)\n"
+                   "  --write-matrix FILE  write the first step's system matrix M + dt K\n"
+                   "              (Matrix Market) and exit 0 without time-stepping\n"
                    "Exit status: 0 the error is within its bound, 1 it is not or a solve did not\n"
                    "converge, 2 bad usage, 3 a library failure, 77 --device gpu without a\n"
                    "usable GPU.\n");
@@ -360,6 +368,8 @@ int main(int argc, char **argv)
             S = atoll(v);
             if (S < 2)
                 return usage("--steps: expected 2 or more");
+        } else if (strcmp(argv[a], "--write-matrix") == 0 && v) {
+            matrix_path = v;
         } else {
             return usage(argv[a]);
         }
@@ -398,6 +408,17 @@ int main(int argc, char **argv)
     if ((st = spk_matrix_from_coo(r.ctx, m.n, m.n, m.nnz, m.row, m.col, r.val, 0, &r.A)) ||
         (st = spk_matrix_from_coo(r.ctx, m.n, m.n, m.nnz, m.row, m.col, m.mval, 0, &r.M))) {
         rc = fail(r.ctx, "assembly", st);
+        goto out;
+    }
+    if (matrix_path) {
+        st = spk_matrix_write_mtx(r.ctx, matrix_path, r.A);
+        if (st) {
+            rc = fail(r.ctx, "--write-matrix", st);
+        } else {
+            printf("heat: M + dt K (dt = %.17g, N = %d, %lld unknowns) written to %s\n",
+                   T_FINAL / (double)S, N, (long long)m.n, matrix_path);
+            rc = 0;
+        }
         goto out;
     }
     spk_options opt;
