@@ -87,9 +87,10 @@ typedef enum spk_precond {
     SPK_PRECOND_NONE = 0,
     SPK_PRECOND_JACOBI,    /* M = diag(A)                                                   */
     SPK_PRECOND_USER,      /* spk_options.precond_user                                      */
-    SPK_PRECOND_AUTO
+    SPK_PRECOND_AUTO,
+    SPK_PRECOND_AMG        /* smoothed-aggregation algebraic multigrid (spk_options.amg)    */
 } spk_precond;
-#define SPK_PRECOND_COUNT 4
+#define SPK_PRECOND_COUNT 5
 
 /* ---- reason: did the solve converge (after PETSc's KSPConvergedReason) ------------------- */
 typedef enum spk_reason {
@@ -139,7 +140,7 @@ SPK_API const char *spk_reason_str(spk_reason reason);
 SPK_API const char *spk_format_str(spk_format fmt);     /* "csr" ...                 */
 SPK_API const char *spk_method_str(spk_method m);       /* "cg" ...                  */
 SPK_API const char *spk_device_str(spk_device d);       /* "cpu", "cuda", "auto"     */
-SPK_API const char *spk_precond_str(spk_precond p);     /* "none", "jacobi", "user"  */
+SPK_API const char *spk_precond_str(spk_precond p);     /* "none", "jacobi", "amg", "user" */
 /* One line on what the preconditioner is and when it helps (for a --help text). Never NULL. */
 SPK_API const char *spk_precond_summary(spk_precond p);
 /* Parse the names above; SPK_ERR_ARG for an unknown name. spk_precond_parse does not take
@@ -342,6 +343,39 @@ typedef struct spk_precond_user {
     int         stream_ordered;
 } spk_precond_user;
 
+/* Smoothed-aggregation AMG (SPK_PRECOND_AMG, docs/solvers.md), after Vanek, Mandel and Brezina
+ * (1996) as PyAMG's smoothed_aggregation_solver builds it: symmetric strength of connection,
+ * standard aggregation, a tentative prolongator from the near-null space B (per-aggregate QR),
+ * P = (I - 4/(3 rho) D^-1 A) T, R = P^T, A_c = R A P, a dense direct solve on the coarsest
+ * level; one V-cycle per application. The setup runs on the host; the levels' matrices are
+ * spk matrices in their own formats on the context's device, where the V-cycle runs. The
+ * zeros of spk_options_default are the defaults written beside each field. */
+typedef enum spk_amg_smoother {
+    SPK_AMG_JACOBI = 0,        /* damped Jacobi, omega = 4 / (3 rho(D^-1 A)) (default)          */
+    SPK_AMG_CHEBYSHEV          /* Chebyshev polynomial in D^-1 A on [rho/30, 1.1 rho]           */
+} spk_amg_smoother;
+
+typedef struct spk_amg_options {
+    /* unknowns per node, interleaved (x0 y0 z0 x1 ...): aggregates are made of whole nodes,
+     * and B defaults to the block_size translations. 0 or 1: scalar */
+    int           block_size;
+    /* the near-null space: nullspace_cols column-major vectors of n entries each (copied at
+     * setup). NULL: from coords when given, else the translations (B = ones for scalars) */
+    const double *nullspace;
+    int           nullspace_cols;
+    /* node coordinates, coord_dim (2 or 3) per node, node-major (x0 y0 z0 x1 ...), one node
+     * per block_size unknowns (block_size must equal coord_dim): B = the rigid-body modes,
+     * 3 in 2-D, 6 in 3-D */
+    const double *coords;
+    int           coord_dim;
+    double        theta;       /* strength threshold: |a_ij| >= theta sqrt(|a_ii a_jj|); 0     */
+    spk_amg_smoother smoother;
+    int           sweeps;      /* pre- and post-smoothing sweeps per level; 0: 1               */
+    int           degree;      /* Chebyshev degree; 0: 2                                       */
+    int64_t       max_coarse;  /* rows of the coarsest level, solved directly; 0: 500          */
+    int           max_levels;  /* 0: 10                                                        */
+} spk_amg_options;
+
 /* The stopping tests, after PETSc's KSPConvergedDefault (docs/solvers.md), in this order:
  * ||r|| <= max(rtol ||b||, atol): converged; NaN/Inf; ||r|| > dtol max(||b||, ||r0||):
  * DIVERGED_DTOL; the smallest ||r|| so far not lowered by 0.1% for `stagnation` iterations:
@@ -364,6 +398,7 @@ typedef struct spk_options {
     void       *monitor_user;
     int         use_x0;        /* 1: x holds the initial guess; 0: start from x = 0 (default) */
     const spk_precond_user *precond_user;  /* with precond = SPK_PRECOND_USER, else unused    */
+    spk_amg_options amg;       /* with precond = SPK_PRECOND_AMG                               */
 } spk_options;
 SPK_API void spk_options_default(spk_options *opt);
 
@@ -388,8 +423,12 @@ typedef struct spk_result {
     double      rel;           /* rnorm / ||b|| (or rnorm when b = 0)                          */
     double      true_rel;      /* true_rnorm / ||b||                                           */
     double      setup_s;       /* format conversion, upload, preconditioner                    */
+    double      precond_setup_s; /* the preconditioner's share of setup_s                      */
     double      solve_s;       /* the iteration loop and the true-residual check               */
     double      per_iter_s;    /* solve_s / max(1, iterations)                                 */
+    int         cold;          /* 1: the context's first solve with this method, whose solve_s
+                                  holds the GPU's one-time loading of its kernels (the cold
+                                  figure); 0: a warm solve                                      */
     spk_history_entry *history;   /* when options.history: owned, free with spk_result_free */
     int64_t     history_len;
     char        method_reason[128]; /* why AUTO picked the method, "" otherwise              */
@@ -444,6 +483,11 @@ SPK_API spk_status spk_solver_refresh(spk_solver *S);
 /* The method the solver runs (AUTO resolved) and the format A is prepared in. */
 SPK_API spk_method spk_solver_method(const spk_solver *S);
 SPK_API spk_format spk_solver_format(const spk_solver *S);
+/* What the preconditioner is, as `solve --explain` prints it: for AMG the hierarchy (levels,
+ * rows, nonzeros, each level's format, operator and grid complexity, smoother, setup time),
+ * for the others one line. Writes at most len bytes, always terminated; returns the length the
+ * whole text needs (as snprintf). */
+SPK_API size_t spk_solver_precond_describe(const spk_solver *S, char *buf, size_t len);
 /* Free the workspace, the preconditioner and the handle. NULL-safe. A stays (prepared). */
 SPK_API void spk_solver_destroy(spk_solver *S);
 

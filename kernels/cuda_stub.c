@@ -170,6 +170,11 @@ static spk_status s_pmul(spk_context *ctx, int64_t n, const double *d, const dou
 {
     return no_cuda(ctx);
 }
+static spk_status s_pmul_axpby(spk_context *ctx, int64_t n, double a, const double *d,
+                               const double *x, double b, double *y)
+{
+    return no_cuda(ctx);
+}
 static spk_status s_invert(spk_context *ctx, int64_t n, double *d, int allow_negative,
                            int64_t *bad)
 {
@@ -211,6 +216,7 @@ static const spk_vec_ops stub_ops = {
     .axpby = s_axpby,
     .scal = s_scal,
     .pmul = s_pmul,
+    .pmul_axpby = s_pmul_axpby,
     .invert = s_invert,
     .gemv_n_sub = s_gemv_n_sub,
     .sync = s_sync,

@@ -171,6 +171,15 @@ static spk_status v_pmul(spk_context *ctx, int64_t n, const double *d, const dou
     return SPK_OK;
 }
 
+static spk_status v_pmul_axpby(spk_context *ctx, int64_t n, double a, const double *d,
+                               const double *x, double b, double *y)
+{
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
+    for (int64_t i = 0; i < n; i++)
+        y[i] = b == 0.0 ? a * (d[i] * x[i]) : a * (d[i] * x[i]) + b * y[i];
+    return SPK_OK;
+}
+
 static spk_status v_invert(spk_context *ctx, int64_t n, double *d, int allow_negative,
                            int64_t *bad)
 {
@@ -243,6 +252,7 @@ static const spk_vec_ops cpu_ops = {
     .axpby = v_axpby,
     .scal = v_scal,
     .pmul = v_pmul,
+    .pmul_axpby = v_pmul_axpby,
     .invert = v_invert,
     .gemv_n_sub = v_gemv_n_sub,
     .sync = v_sync,

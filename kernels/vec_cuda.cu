@@ -75,6 +75,13 @@ __global__ void pmul_kernel(int64_t n, const double *__restrict__ d, const doubl
         y[i] = d[i] * x[i];
 }
 
+__global__ void pmul_axpby_kernel(int64_t n, double a, const double *__restrict__ d,
+                                  const double *x, double b, double *y)
+{
+    SPK_GRID_STRIDE(i, n)
+        y[i] = b == 0.0 ? a * (d[i] * x[i]) : a * (d[i] * x[i]) + b * y[i];
+}
+
 /* The first index whose diagonal entry cannot be inverted (the CPU table's rule: zero or
  * non-finite; also negative unless allow_negative). atomicMin on an integer is exact, so the
  * answer is the first such index whatever order the threads run in. */
@@ -343,6 +350,18 @@ static spk_status c_pmul(spk_context *ctx, int64_t n, const double *d, const dou
     return spk_cuda_launched(ctx, "pmul_kernel");
 }
 
+static spk_status c_pmul_axpby(spk_context *ctx, int64_t n, double a, const double *d,
+                               const double *x, double b, double *y)
+{
+    spk_cuda_state *cs;
+    spk_status st = vec_begin(ctx, n, &cs, "pmul_axpby");
+    if (st || n == 0)
+        return st;
+    pmul_axpby_kernel<<<spk_cuda_grid(cs, n, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0, cs->stream>>>(
+        n, a, d, x, b, y);
+    return spk_cuda_launched(ctx, "pmul_axpby_kernel");
+}
+
 /* Two passes, as the CPU table: find the first bad entry; invert only when there is none, so
  * a failed check leaves d as it was. Runs once per solve setup, so the extra pass is cheap. */
 static spk_status c_invert(spk_context *ctx, int64_t n, double *d, int allow_negative,
@@ -452,6 +471,7 @@ static const spk_vec_ops cuda_ops = {
     .axpby = c_axpby,
     .scal = c_scal,
     .pmul = c_pmul,
+    .pmul_axpby = c_pmul_axpby,
     .invert = c_invert,
     .gemv_n_sub = c_gemv_n_sub,
     .sync = c_sync,

@@ -52,6 +52,7 @@ const spk_precond_ops spk_pc_none = {
 static const spk_precond_ops *const all_preconds[] = {
     &spk_pc_none,
     &spk_pc_jacobi,
+    &spk_pc_amg,
     &spk_pc_user,
 };
 #define NPRECONDS (sizeof all_preconds / sizeof all_preconds[0])

@@ -38,6 +38,8 @@ typedef struct spk_precond_ops {
     /* apply only queues kernels on the context's stream, with the same arguments every call
      * and no wait for the host: it may be captured into the iterations' CUDA graph */
     int          graph_safe;
+    /* What M is, for --explain (spk_solver_precond_describe): as snprintf. NULL: the name. */
+    size_t     (*describe)(const void *state, char *buf, size_t len);
 } spk_precond_ops;
 
 /* The row for `kind` on `dev` (the device's own row, else the AUTO one), or NULL. */
@@ -47,6 +49,7 @@ const spk_precond_ops *spk_precond_find(spk_precond kind, spk_device dev);
 extern const spk_precond_ops spk_pc_none;
 extern const spk_precond_ops spk_pc_jacobi;
 extern const spk_precond_ops spk_pc_user;
+extern const spk_precond_ops spk_pc_amg;
 
 /* Jacobi's diagonal check, shared with its refresh: dinv holds diag(A) (n doubles on the
  * device); invert it in place, or, on a zero (for CG, a non-positive) entry, leave it and

@@ -24,6 +24,21 @@ static spk_status matrix_from_owned_csr(spk_context *ctx, spk_csr *csr, spk_matr
     return SPK_OK;
 }
 
+spk_status spk_matrix_from_canonical(spk_context *ctx, const spk_csr *src, spk_matrix **out)
+{
+    *out = NULL;
+    spk_csr c;
+    spk_status st = spk_csr_alloc(ctx, src->nrows, src->ncols, src->nnz, &c);
+    if (st)
+        return st;
+    memcpy(c.rowptr, src->rowptr, ((size_t)src->nrows + 1) * sizeof *c.rowptr);
+    if (src->nnz > 0) {
+        memcpy(c.colind, src->colind, (size_t)src->nnz * sizeof *c.colind);
+        memcpy(c.val, src->val, (size_t)src->nnz * sizeof *c.val);
+    }
+    return matrix_from_owned_csr(ctx, &c, out);
+}
+
 static int matrix_ok(const spk_matrix *A)
 {
     return A && A->magic == SPK_MATRIX_MAGIC;

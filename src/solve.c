@@ -33,6 +33,7 @@ struct spk_solver {
     int                a_fits;       /* 0: no power of two brings A's magnitudes into range    */
     spk_options        opt_run;      /* the options as the method sees them (atol scaled)      */
     double             pending_setup_s; /* creation time, reported by the first solve          */
+    double             precond_setup_s; /* the preconditioner's share of it (or of a refresh)  */
 };
 
 /* ---- power-of-two scaling (exact) of a system the sums of squares cannot hold ------------
@@ -197,8 +198,10 @@ spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options 
                       spk_precond_str(S->opt.precond), spk_device_str(ctx->device));
         goto fail;
     }
+    const double tp = spk_now();
     if ((st = S->pc->setup(ctx, A, &S->opt, &S->pc_state)))
         goto fail;
+    S->precond_setup_s = spk_now() - tp;
     S->version = A->version;
     S->pending_setup_s = spk_now() - t0;
     *out = S;
@@ -237,7 +240,9 @@ spk_status spk_solver_refresh(spk_solver *S)
      * GPU keeps the scale it had: a power of two stays exact, only its range may narrow) */
     if (!S->A->host_stale)
         S->a_scale = matrix_scale(spk_matrix_info_of(S->A), &S->a_fits);
+    const double tp = spk_now();
     spk_status st = S->pc->refresh ? S->pc->refresh(S->pc_state, S->A) : SPK_OK;
+    S->precond_setup_s += spk_now() - tp;
     if (!st)
         S->version = S->A->version;
     return st;
@@ -246,6 +251,20 @@ spk_status spk_solver_refresh(spk_solver *S)
 spk_method spk_solver_method(const spk_solver *S)
 {
     return S && S->magic == SPK_SOLVER_MAGIC ? S->method : SPK_METHOD_AUTO;
+}
+
+size_t spk_solver_precond_describe(const spk_solver *S, char *buf, size_t len)
+{
+    char dummy[1];
+    if (!buf || len == 0) {
+        buf = dummy;
+        len = 1;
+    }
+    if (!S || S->magic != SPK_SOLVER_MAGIC)
+        return (size_t)snprintf(buf, len, "no solver");
+    if (S->pc->describe)
+        return S->pc->describe(S->pc_state, buf, len);
+    return (size_t)snprintf(buf, len, "%s", S->pc->name);
 }
 
 spk_format spk_solver_format(const spk_solver *S)
@@ -433,7 +452,9 @@ static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, int 
         return st;
     const double t1 = spk_now();
     res->setup_s = t1 - t0 + S->pending_setup_s;
+    res->precond_setup_s = S->precond_setup_s;
     S->pending_setup_s = 0.0;
+    S->precond_setup_s = 0.0;
     k->t0 = t1;
 
     if (res->bnorm == 0.0) {                         /* b = 0: x = 0 exactly              */
@@ -453,6 +474,8 @@ static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, int 
     if (!st && host_x)
         st = ops->download(ctx, n, d_x, host_x);
     res->solve_s = spk_now() - t1;
+    res->cold = !(ctx->methods_run & (1u << res->method));
+    ctx->methods_run |= 1u << res->method | 1u << m;
     res->per_iter_s = res->solve_s / (double)(res->iterations > 0 ? res->iterations : 1);
     const double scale = res->bnorm > 0 ? res->bnorm : 1.0;
     res->rel = res->rnorm / scale;

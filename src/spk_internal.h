@@ -56,6 +56,7 @@ struct spk_context {
     uint64_t   fail_alloc_at;     /* test hook: make allocation number k fail (0 = never)       */
     double     host_memory_limit; /* test hook: bytes this context may commit (0: no limit of
                                      its own; spk_host_memory)                                 */
+    unsigned   methods_run;       /* bit m: a solve with method m has run (spk_result.cold)     */
     void      *cuda;              /* spk_cuda_state (stream, cuBLAS handle, scratch) or NULL    */
 };
 
@@ -126,6 +127,22 @@ double spk_csr_bytes(int64_t nrows, int64_t nnz);
  * the identity (the input was canonical already). O(nnz log(row length)). */
 spk_status spk_csr_source_map(spk_context *ctx, const spk_csr *A, const spk_coo *coo,
                               int64_t **gather_ptr, int64_t **gather_src);
+/* src/csr_ops.c, for the AMG setup. C = A B in two phases: the sorted pattern of the product
+ * (C allocated, its values unset), then its values into that pattern (C's pattern must hold
+ * the product's; no allocation but a per-thread accumulator). T = A^T, rows sorted; *map
+ * (when map is not NULL; free with spk_free) gives for each entry of T its entry of A, so
+ * spk_csr_transpose_values refills T after A's values change. */
+spk_status spk_csr_spgemm_symbolic(spk_context *ctx, const spk_csr *A, const spk_csr *B,
+                                   spk_csr *C);
+/* acc: nacc * B->ncols zeros, one row of them per thread (left zero after), or NULL to make
+ * one for the call; spk_csr_spgemm_threads() is the nacc a caller's accumulator needs. */
+spk_status spk_csr_spgemm_numeric(spk_context *ctx, const spk_csr *A, const spk_csr *B,
+                                  spk_csr *C, double *acc, int nacc);
+int spk_csr_spgemm_threads(void);
+/* Sort ascending in place (insertion sort for short runs, qsort past 32). */
+void spk_sort_i32(int32_t *c, int64_t len);
+spk_status spk_csr_transpose(spk_context *ctx, const spk_csr *A, spk_csr *T, int64_t **map);
+void spk_csr_transpose_values(const spk_csr *A, const int64_t *map, spk_csr *T);
 /* y = alpha A x + beta y on the host: the reference every backend is tested against. */
 void spk_csr_spmv_ref(const spk_csr *A, double alpha, const double *x, double beta, double *y);
 /* 1 if A equals its transpose in pattern and value. */
@@ -252,6 +269,9 @@ struct spk_matrix {
 };
 #define SPK_MATRIX_MAGIC 0x5350b4a7u
 
+/* A new handle holding a copy of a canonical CSR (the AMG levels' matrices): no sorting, no
+ * checks; its value updates take the identity map. */
+spk_status spk_matrix_from_canonical(spk_context *ctx, const spk_csr *src, spk_matrix **out);
 /* The statistics with the value-dependent ones (symmetric, diag_positive) brought up to date
  * after an update: recomputed here, on demand, so that an update stays a copy. */
 const spk_matrix_info *spk_matrix_info_of(spk_matrix *A);
@@ -368,6 +388,9 @@ typedef struct spk_vec_ops {
     /* y = d .* x (Jacobi's apply) */
     spk_status (*pmul)(spk_context *ctx, int64_t n, const double *d, const double *x,
                        double *y);
+    /* y = a (d .* x) + b y; b == 0 ignores the old y (AMG's smoothing steps) */
+    spk_status (*pmul_axpby)(spk_context *ctx, int64_t n, double a, const double *d,
+                             const double *x, double b, double *y);
     /* d = 1 / d, checking d: first index with d <= 0 (or == 0 if allow_negative) into *bad,
      * else -1. */
     spk_status (*invert)(spk_context *ctx, int64_t n, double *d, int allow_negative,

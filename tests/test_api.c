@@ -806,6 +806,8 @@ static void test_solver_use(spk_method method, spk_format fmt)
                 fn, rhs_i, spk_reason_str(res.reason), t_true_rel(A, b, x));
         T_CHECK(res.method == method && res.format == fmt && res.device == dev, "result fields");
         T_CHECK(rhs_i == 0 || res.setup_s < 0.5, "setup_s %.3g on a reused solver", res.setup_s);
+        T_CHECK(rhs_i == 0 || !res.cold, "%s %s rhs %d: a second solve with the method is warm",
+                mn, fn, rhs_i);
         if (rhs_i == 0) {                          /* the one-shot form agrees */
             spk_result r1;
             T_CHECK(spk_solve(ctx, A, b, x1, &opt, &r1) == SPK_OK, "%s", spk_last_error(ctx));
@@ -1032,23 +1034,31 @@ static void test_history(void)
 {
     fem F;
     fem_make(&F, 8, 5);
-    spk_matrix *A = fem_matrix(&F);
     spk_options opt;
     spk_options_default(&opt);
     opt.history = 1;
     spk_solver *S = NULL;
     spk_result r1, r2;
     double *b = rhs(F.n, 2), *x = calloc((size_t)F.n, sizeof *x);
-    spk_solver_create(ctx, A, &opt, &S);
+    spk_context *fresh = NULL;                      /* cold: the context's first CG solve */
+    T_CHECK(spk_context_create(&fresh, dev) == SPK_OK, "%s", spk_last_error(NULL));
+    spk_matrix *FA = NULL;
+    T_CHECK(spk_matrix_from_coo(fresh, F.n, F.n, F.nnz, F.row, F.col, F.val, 0, &FA) == SPK_OK,
+            "%s", spk_last_error(fresh));
+    opt.method = SPK_METHOD_CG;
+    spk_solver_create(fresh, FA, &opt, &S);
     T_CHECK(spk_solver_solve(S, b, x, &r1) == SPK_OK && r1.history_len == r1.iterations + 1,
             "history of %lld for %lld iterations", (long long)r1.history_len, (long long)r1.iterations);
     T_CHECK(spk_solver_solve(S, b, x, &r2) == SPK_OK && r2.history && r2.history != r1.history &&
             r2.history_len == r1.history_len, "second history");
+    T_CHECK(r1.cold && !r2.cold, "cold flags %d %d: the first solve cold, the second warm", r1.cold,
+            r2.cold);
     spk_result_free(&r1);
     spk_result_free(&r2);
     T_CHECK(r1.history == NULL && r1.history_len == 0, "result_free");
     spk_solver_destroy(S);
-    spk_matrix_destroy(A);
+    spk_matrix_destroy(FA);
+    spk_context_destroy(fresh);
     free(b);
     free(x);
     fem_free(&F);

@@ -132,7 +132,7 @@ check "--help lists none" grep -q "none    no preconditioner" "$T/out"
 check "--help's usage has no printf residue" grep -q "%.17g" "$T/out"
 run "$SOLVE" -A "$IN/LF10.mtx" --precond ilu9
 check "unknown --precond exits 2 (rc=$rc)" test "$rc" -eq 2
-check "unknown --precond lists the table's names" grep -q "expects none|jacobi|auto, got 'ilu9'" "$T/err"
+check "unknown --precond lists the table's names" grep -q "expects none|jacobi|amg|auto, got 'ilu9'" "$T/err"
 run "$SOLVE" -A "$IN/LF10.mtx" --precond user
 check "--precond user (the API's only) is refused (rc=$rc)" test "$rc" -eq 2
 run "$SOLVE" -A "$IN/LF10.mtx" --device cpu --format ell --json

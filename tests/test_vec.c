@@ -265,6 +265,21 @@ static void test_elementwise(int64_t n)
     T_CHECK(t_rel_diff(got, ref, n) <= TOL, "n=%lld: pmul in place", (long long)n);
     free(got);
 
+    T_OK(ops->upload(ctx, n, y, dy));
+    T_OK(ops->pmul_axpby(ctx, n, a, dd, dx, b, dy));  /* y = a (d .* x) + b y */
+    for (int64_t i = 0; i < n; i++)
+        ref[i] = a * (d[i] * x[i]) + b * y[i];
+    got = d_get(n, dy);
+    T_CHECK(t_rel_diff(got, ref, n) <= TOL, "n=%lld: pmul_axpby", (long long)n);
+    free(got);
+    T_OK(ops->fill(ctx, n, NAN, dy));                  /* b = 0 must not read the old y */
+    T_OK(ops->pmul_axpby(ctx, n, a, dd, dx, 0.0, dy));
+    for (int64_t i = 0; i < n; i++)
+        ref[i] = a * (d[i] * x[i]);
+    got = d_get(n, dy);
+    T_CHECK(t_rel_diff(got, ref, n) <= TOL, "n=%lld: pmul_axpby with b = 0 over NaN", (long long)n);
+    free(got);
+
     ops->free(ctx, dx);
     ops->free(ctx, dy);
     ops->free(ctx, dd);

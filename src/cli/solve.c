@@ -26,7 +26,7 @@
 #define EXIT_SYSTEM 3
 
 typedef struct cli {
-    const char *A, *b, *x0, *out, *history;
+    const char *A, *b, *x0, *out, *history, *nullspace, *coords;
     spk_options opt;
     spk_device device;
     int json, quiet, explain, monitor, restart_given;
@@ -40,6 +40,7 @@ static const char usage_text[] =
     "\n"
     "  -A FILE|SPEC        the matrix: a Matrix Market file, or a generator spec:\n"
     "                      poisson2d:N, poisson3d:N, poisson3d27:N, elasticity3d:N,\n"
+    "                      lame3d:N[:NU], jump3d:N[:CONTRAST],\n"
     "                      powerlaw:N:AVG[:SEED], band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]\n"
     "                      (a file of that name, if there is one, is read instead)\n"
     "  -b FILE             right-hand side, n x 1 or 1 x n (array, or coordinate with\n"
@@ -55,6 +56,19 @@ static const char usage_text[] =
     "  --restart M         GMRES restart length (default 30)\n"
     "  --precond P         the preconditioner (default auto):\n"
     "%s"
+    "  --block-size D      AMG: D unknowns a node, interleaved (x0 y0 z0 x1 ...); the\n"
+    "                      near-null space is then the D translations\n"
+    "  --nullspace FILE    AMG: the near-null space, an n x k Matrix Market array\n"
+    "  --coords FILE|grid  AMG: node coordinates, a nodes x 2 or nodes x 3 array (one node\n"
+    "                      per D unknowns), or `grid': the generator's own (lame3d: its\n"
+    "                      nodes): the near-null space is then the rigid-body modes (3 in\n"
+    "                      2-D, 6 in 3-D), as elasticity needs\n"
+    "  --amg-theta X       AMG strength threshold (default 0: every entry is strong)\n"
+    "  --amg-smoother S    jacobi|chebyshev (default jacobi, omega = 4/(3 rho(D^-1 A)))\n"
+    "  --amg-sweeps K      smoothing sweeps before and after (default 1)\n"
+    "  --amg-degree K      Chebyshev degree (default 2)\n"
+    "  --amg-max-coarse N  rows of the coarsest level, solved directly (default 500)\n"
+    "  --amg-max-levels L  levels at most (default 10)\n"
     "  --format F          auto|coo|csr|ell|hyb|jds|dia (default auto: from row-length\n"
     "                      statistics; dia: the CPU only)\n"
     "  --device D          auto|cpu|gpu (default auto: the GPU when one is usable)\n"
@@ -74,8 +88,8 @@ static const char usage_text[] =
     "  --json              print the whole result as JSON on stdout (with the history when\n"
     "                      --history is given) instead of the summary; a run that fails\n"
     "                      prints {\"error\": ..., \"status\": ..., \"exit\": ...}\n"
-    "  --explain           print the row-length statistics, each format's memory and why the\n"
-    "                      format was chosen\n"
+    "  --explain           print the row-length statistics, each format's memory, why the\n"
+    "                      format was chosen, and the preconditioner (AMG: its levels)\n"
     "  --quiet, -q         print nothing but errors: no summary, --explain, --monitor or\n"
     "                      notes (-o, --history and --json are still written)\n"
     "  --help, -h, --version\n"
@@ -89,7 +103,9 @@ static void precond_list(char *buf, size_t len, int help)
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (int p = 0; p < SPK_PRECOND_COUNT; p++) {
+    for (int q = 0; q < SPK_PRECOND_COUNT; q++) {
+        /* the table's rows in order, auto last */
+        const int p = q < SPK_PRECOND_AUTO ? q : q == SPK_PRECOND_COUNT - 1 ? SPK_PRECOND_AUTO : q + 1;
         spk_precond parsed;
         const char *name = spk_precond_str((spk_precond)p);
         if (spk_precond_parse(name, &parsed) != SPK_OK)
@@ -306,6 +322,32 @@ static void parse_args(int argc, char **argv, cli *c)
             c->json = 1;
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             c->quiet = 1;
+        } else if (!strcmp(a, "--block-size")) {
+            c->opt.amg.block_size = (int)parse_int(a, need_arg(argc, argv, &i), 1, 64);
+        } else if (!strcmp(a, "--nullspace")) {
+            c->nullspace = need_arg(argc, argv, &i);
+        } else if (!strcmp(a, "--coords")) {
+            c->coords = need_arg(argc, argv, &i);
+        } else if (!strcmp(a, "--amg-theta")) {
+            c->opt.amg.theta = parse_double(a, need_arg(argc, argv, &i));
+            if (c->opt.amg.theta > 1.0)
+                die_usage("--amg-theta expects a number in [0, 1], got '%s'", argv[i]);
+        } else if (!strcmp(a, "--amg-smoother")) {
+            const char *v = need_arg(argc, argv, &i);
+            if (!strcmp(v, "jacobi"))
+                c->opt.amg.smoother = SPK_AMG_JACOBI;
+            else if (!strcmp(v, "chebyshev"))
+                c->opt.amg.smoother = SPK_AMG_CHEBYSHEV;
+            else
+                die_usage("--amg-smoother expects jacobi|chebyshev, got '%s'", v);
+        } else if (!strcmp(a, "--amg-sweeps")) {
+            c->opt.amg.sweeps = (int)parse_int(a, need_arg(argc, argv, &i), 1, 100);
+        } else if (!strcmp(a, "--amg-degree")) {
+            c->opt.amg.degree = (int)parse_int(a, need_arg(argc, argv, &i), 1, 10);
+        } else if (!strcmp(a, "--amg-max-coarse")) {
+            c->opt.amg.max_coarse = parse_int(a, need_arg(argc, argv, &i), 1, 6000);
+        } else if (!strcmp(a, "--amg-max-levels")) {
+            c->opt.amg.max_levels = (int)parse_int(a, need_arg(argc, argv, &i), 1, 32);
         } else if (!strcmp(a, "--explain")) {
             c->explain = 1;
         } else {
@@ -314,6 +356,8 @@ static void parse_args(int argc, char **argv, cli *c)
     }
     if (!c->A)
         die_usage("%s", "no matrix: -A FILE|SPEC is required");
+    if (c->nullspace && c->coords)
+        die_usage("%s", "--nullspace and --coords both give the near-null space: give one");
 }
 
 /* ---- the solve's monitor: progress lines when asked, and the stop a signal asks for -------
@@ -674,6 +718,7 @@ static void json_num(FILE *f, const char *key, double v, int comma)
 
 typedef struct report {
     const char *matrix, *device_name, *format_reason;
+    const char *precond_info;          /* spk_solver_precond_describe */
     char device_note[300];             /* why --device auto took the CPU */
     spk_matrix_info info;
     spk_result res;
@@ -727,8 +772,12 @@ static void print_json(const report *r)
         json_num(f, "error_inf", r->err_inf, 1);
     json_num(f, "read_s", r->read_s, 1);
     json_num(f, "setup_s", res->setup_s, 1);
+    json_num(f, "precond_setup_s", res->precond_setup_s, 1);
+    if (r->precond_info)
+        json_str(f, "precond_info", r->precond_info, 1);
     json_num(f, "solve_s", res->solve_s, 1);
-    json_num(f, "per_iter_s", res->per_iter_s, res->history_len > 0);
+    json_num(f, "per_iter_s", res->per_iter_s, 1);
+    fprintf(f, "  \"cold\": %s%s\n", res->cold ? "true" : "false", res->history_len > 0 ? "," : "");
     if (res->history_len > 0) {
         fprintf(f, "  \"history\": [\n");
         for (int64_t i = 0; i < res->history_len; i++) {
@@ -803,8 +852,11 @@ static void print_summary(spk_context *ctx, const report *r)
            res->true_rel, res->bnorm, c->opt.rtol);
     if (r->have_err)
         printf("error     max |x - 1| = %.3e (b = A * ones)\n", r->err_inf);
-    printf("time      read %.3f s, setup %.3f s, solve %.3f s", r->read_s, res->setup_s,
-           res->solve_s);
+    printf("time      read %.3f s, setup %.3f s", r->read_s, res->setup_s);
+    if (res->precond == SPK_PRECOND_AMG)
+        printf(" (the preconditioner %.3f s)", res->precond_setup_s);
+    printf(", solve %.3f s%s", res->solve_s,
+           res->cold && res->device == SPK_DEVICE_CUDA ? " (cold)" : "");
     if (res->iterations > 0)
         printf(" (%.2f us per iteration)", 1e6 * res->per_iter_s);
     printf("\n");
@@ -818,6 +870,86 @@ static double *read_vector(spk_context *ctx, const char *path, int64_t n, const 
     if (st)
         die_status(ctx, st, what);
     return v;
+}
+
+/* An array file (--nullspace, --coords) as column-major doubles: *rows x *cols. */
+static double *read_dense(spk_context *ctx, const char *path, const char *what, int64_t *rows,
+                          int64_t *cols)
+{
+    spk_matrix *M = NULL;
+    spk_status st = spk_matrix_read_mtx(ctx, path, &M);
+    if (st)
+        die_status(ctx, st, what);
+    spk_matrix_info in;
+    spk_matrix_get_info(M, &in);
+    const int64_t *rp;
+    const int32_t *ci;
+    const double *va;
+    spk_matrix_csr(M, &rp, &ci, &va);
+    double *v = calloc((size_t)(in.nrows * in.ncols) + 1, sizeof *v);
+    if (!v)
+        fail_exit(ctx, EXIT_SYSTEM, spk_status_str(SPK_ERR_NOMEM), "%s %s: out of memory for "
+                  "%lld x %lld", what, path, (long long)in.nrows, (long long)in.ncols);
+    for (int64_t i = 0; i < in.nrows; i++)
+        for (int64_t p = rp[i]; p < rp[i + 1]; p++)
+            v[(int64_t)ci[p] * in.nrows + i] = va[p];
+    *rows = in.nrows;
+    *cols = in.ncols;
+    spk_matrix_destroy(M);
+    return v;
+}
+
+/* --nullspace and --coords into c->opt.amg (the arrays stay allocated until exit). */
+static void read_amg_inputs(spk_context *ctx, cli *c, int64_t n)
+{
+    int64_t rows, cols;
+    if (c->nullspace) {
+        double *B = read_dense(ctx, c->nullspace, "--nullspace", &rows, &cols);
+        if (rows != n || cols < 1 || cols > 64)
+            fail_exit(ctx, EXIT_USAGE, spk_status_str(SPK_ERR_ARG), "--nullspace %s is %lld x "
+                      "%lld: an n x k array is needed, n = %lld (the matrix's rows), 1 <= k <= 64",
+                      c->nullspace, (long long)rows, (long long)cols, (long long)n);
+        c->opt.amg.nullspace = B;
+        c->opt.amg.nullspace_cols = (int)cols;
+    }
+    if (c->coords && !strcmp(c->coords, "grid")) {
+        double *xyz = NULL;
+        int64_t nodes = 0;
+        int dim = 0;
+        spk_status st = spk_is_generator_spec(c->A) ? spk_generate_coords(ctx, c->A, &xyz, &nodes, &dim)
+                                                    : SPK_ERR_ARG;
+        if (st == SPK_ERR_ARG && !spk_is_generator_spec(c->A))
+            fail_exit(ctx, EXIT_USAGE, spk_status_str(st), "--coords grid: %s is not a generator "
+                      "spec (give the coordinates as a file)", c->A);
+        if (st)
+            die_status(ctx, st, "--coords grid");
+        if (nodes * dim != n)
+            fail_exit(ctx, EXIT_USAGE, spk_status_str(SPK_ERR_ARG), "--coords grid: %s has %lld "
+                      "nodes of %d coordinates for %lld unknowns: rigid-body modes need one "
+                      "unknown a coordinate (lame3d)", c->A, (long long)nodes, dim, (long long)n);
+        c->opt.amg.coords = xyz;
+        c->opt.amg.coord_dim = dim;
+    } else if (c->coords) {
+        double *X = read_dense(ctx, c->coords, "--coords", &rows, &cols);
+        if ((cols != 2 && cols != 3) || rows * cols != n)
+            fail_exit(ctx, EXIT_USAGE, spk_status_str(SPK_ERR_ARG), "--coords %s is %lld x %lld: "
+                      "a nodes x 2 or nodes x 3 array is needed, with nodes x %lld = %lld (the "
+                      "matrix's rows, one unknown a coordinate)", c->coords, (long long)rows,
+                      (long long)cols, (long long)cols, (long long)n);
+        double *node_major = malloc((size_t)n * sizeof *node_major + 1);
+        if (!node_major)
+            fail_exit(ctx, EXIT_SYSTEM, spk_status_str(SPK_ERR_NOMEM), "--coords: out of memory");
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t d = 0; d < cols; d++)
+                node_major[i * cols + d] = X[d * rows + i];
+        free(X);
+        c->opt.amg.coords = node_major;
+        c->opt.amg.coord_dim = (int)cols;
+    }
+    if ((c->nullspace || c->coords || c->opt.amg.block_size > 1) &&
+        c->opt.precond != SPK_PRECOND_AMG && !c->quiet)
+        fprintf(stderr, "solve: warning: --block-size, --nullspace and --coords apply to "
+                "--precond amg only (the preconditioner is %s)\n", spk_precond_str(c->opt.precond));
 }
 
 /* A closed stdin, stdout or stderr would be taken by the next open(): the solution's file would
@@ -937,6 +1069,7 @@ int main(int argc, char **argv)
         free(x0);
         c.opt.use_x0 = 1;
     }
+    read_amg_inputs(ctx, &c, n);
     c.opt.history = c.history != NULL;
     monitor_state mon = {c.monitor && !c.quiet ? c.monitor_every : 0};
     c.opt.monitor = monitor_line;                /* every iteration: it also polls the signal */
@@ -949,7 +1082,16 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    st = spk_solve(ctx, A, b, x, &c.opt, &r.res);
+    spk_solver *S = NULL;
+    if ((st = spk_solver_create(ctx, A, &c.opt, &S)))
+        die_status(ctx, st, "setting up the solver");
+    char pcinfo[4096];
+    spk_solver_precond_describe(S, pcinfo, sizeof pcinfo);
+    r.precond_info = pcinfo;
+    if (c.explain && !c.json && !c.quiet)
+        printf("preconditioner\n  %s\n", pcinfo);
+    st = spk_solver_solve(S, b, x, &r.res);
+    spk_solver_destroy(S);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     if (st)

@@ -1,0 +1,877 @@
+/* solvers/amg_setup.c -- the smoothed-aggregation hierarchy, built on the host (the algorithm
+ * is in solvers/amg.h). Every step that depends on A's values is kept apart from the ones
+ * that depend only on its pattern and on B, so that spk_amg_rebuild_values recomputes a
+ * hierarchy for new values with the same aggregates, the same T and the same patterns, into
+ * the arrays it has. */
+#include "amg.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define AMG_LANCZOS_STEPS 20
+#define AMG_POWER_STEPS 30
+#define AMG_QR_DROP 1e-10          /* PyAMG's fit_candidates tolerance                     */
+#define AMG_DENSE_MAX 6000         /* the coarsest level's dense inverse: 288 MB at most   */
+
+void spk_amg_options_resolve(const spk_amg_options *in, spk_amg_options *out)
+{
+    *out = *in;
+    if (out->block_size < 1)
+        out->block_size = out->coords && out->coord_dim > 1 ? out->coord_dim : 1;
+    if (out->sweeps < 1)
+        out->sweeps = 1;
+    if (out->degree < 1)
+        out->degree = 2;
+    if (out->max_coarse < 1)
+        out->max_coarse = 500;
+    if (out->max_levels < 1)
+        out->max_levels = 10;
+}
+
+static spk_status check_options(spk_context *ctx, int64_t n, const spk_amg_options *o)
+{
+    const int maxl = (int)(sizeof((spk_amg_hier *)0)->lev / sizeof(spk_amg_level));
+    if (!(o->theta >= 0.0 && o->theta <= 1.0))
+        return spk_fail(ctx, SPK_ERR_ARG, "AMG: theta = %g must be in [0, 1]", o->theta);
+    if (o->max_levels > maxl)
+        return spk_fail(ctx, SPK_ERR_ARG, "AMG: max_levels = %d, at most %d", o->max_levels, maxl);
+    if (o->smoother != SPK_AMG_JACOBI && o->smoother != SPK_AMG_CHEBYSHEV)
+        return spk_fail(ctx, SPK_ERR_ARG, "AMG: unknown smoother %d", (int)o->smoother);
+    if (o->degree > 10 || o->sweeps > 100)
+        return spk_fail(ctx, SPK_ERR_ARG, "AMG: degree = %d (at most 10) or sweeps = %d (at most "
+                        "100) out of range", o->degree, o->sweeps);
+    if (o->block_size > 64 || n % o->block_size != 0)
+        return spk_fail(ctx, SPK_ERR_ARG, "AMG: block_size = %d must divide the %lld unknowns "
+                        "(and be at most 64)", o->block_size, (long long)n);
+    if (o->nullspace && (o->nullspace_cols < 1 || o->nullspace_cols > 64))
+        return spk_fail(ctx, SPK_ERR_ARG, "AMG: nullspace_cols = %d must be in 1..64",
+                        o->nullspace_cols);
+    if (!o->nullspace && o->coords) {
+        if (o->coord_dim != 2 && o->coord_dim != 3)
+            return spk_fail(ctx, SPK_ERR_ARG, "AMG: coord_dim = %d, 2 or 3 coordinates a node",
+                            o->coord_dim);
+        if (o->block_size != o->coord_dim)
+            return spk_fail(ctx, SPK_ERR_ARG, "AMG: coordinates of %d dimensions make rigid-body "
+                            "modes of %d unknowns a node, but block_size = %d", o->coord_dim,
+                            o->coord_dim, o->block_size);
+    }
+    return SPK_OK;
+}
+
+void spk_amg_rigid_modes(const double *coords, int64_t nnodes, int dim, double *B)
+{
+    double c[3] = {0, 0, 0};
+    for (int64_t i = 0; i < nnodes; i++)
+        for (int d = 0; d < dim; d++)
+            c[d] += coords[i * dim + d];
+    for (int d = 0; d < dim; d++)
+        c[d] = nnodes > 0 ? c[d] / (double)nnodes : 0.0;
+    const int64_t n = nnodes * dim;
+    const int k = dim == 2 ? 3 : 6;
+    memset(B, 0, (size_t)n * (size_t)k * sizeof *B);
+    for (int64_t i = 0; i < nnodes; i++) {
+        const double x = coords[i * dim] - c[0], y = coords[i * dim + 1] - c[1];
+        const int64_t r = i * dim;
+        for (int d = 0; d < dim; d++)
+            B[(int64_t)d * n + r + d] = 1.0;                 /* translations */
+        if (dim == 2) {
+            B[2 * n + r] = -y;                               /* rotation about z */
+            B[2 * n + r + 1] = x;
+        } else {
+            const double z = coords[i * dim + 2] - c[2];
+            B[3 * n + r] = -y;                               /* about z */
+            B[3 * n + r + 1] = x;
+            B[4 * n + r + 1] = -z;                           /* about x */
+            B[4 * n + r + 2] = y;
+            B[5 * n + r] = z;                                /* about y */
+            B[5 * n + r + 2] = -x;
+        }
+    }
+}
+
+/* ---- host kernels ---------------------------------------------------------------------- */
+
+static void spmv_par(const spk_csr *A, const double *x, double *y)
+{
+#pragma omp parallel for schedule(static) if (A->nrows > SPK_OMP_MIN_N)
+    for (int64_t i = 0; i < A->nrows; i++) {
+        double s = 0.0;
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+            s += A->val[p] * x[A->colind[p]];
+        y[i] = s;
+    }
+}
+
+static double dot_host(int64_t n, const double *x, const double *y)
+{
+    double r = 0.0;
+    spk_vec_ops_cpu()->dot(NULL, n, x, y, &r);    /* chunked: the same bits on every run */
+    return r;
+}
+
+/* A deterministic start vector in [0.5, 1.5): the same estimate on every run. */
+static void start_vector(int64_t n, double *v)
+{
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (int64_t i = 0; i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        v[i] = 0.5 + (double)(s >> 11) * 0x1.0p-53;
+    }
+}
+
+/* Number of eigenvalues of the symmetric tridiagonal (a, b) below x (Sturm sequence). */
+static int sturm_count(const double *a, const double *b, int m, double x)
+{
+    int c = 0;
+    double q = 1.0;
+    for (int i = 0; i < m; i++) {
+        const double bb = i > 0 ? b[i - 1] * b[i - 1] : 0.0;
+        q = a[i] - x - (i > 0 ? bb / q : 0.0);
+        if (q == 0.0)
+            q = -1e-300;
+        if (q < 0.0)
+            c++;
+    }
+    return c;
+}
+
+static double tridiag_max_eig(const double *a, const double *b, int m)
+{
+    double lo = a[0], hi = a[0];
+    for (int i = 0; i < m; i++) {
+        const double r = (i > 0 ? fabs(b[i - 1]) : 0.0) + (i < m - 1 ? fabs(b[i]) : 0.0);
+        lo = fmin(lo, a[i] - r);
+        hi = fmax(hi, a[i] + r);
+    }
+    for (int it = 0; it < 200 && hi - lo > 1e-14 * fmax(fabs(hi), fabs(lo)); it++) {
+        const double mid = 0.5 * (lo + hi);
+        if (sturm_count(a, b, m, mid) < m)   /* the largest is above mid */
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
+/* rho(D^-1 A): Lanczos on D^-1/2 A D^-1/2 when A is symmetric with d >= 0, else power steps
+ * on D^-1 A. work: 4 n doubles. */
+static double spectral_radius(const spk_csr *A, const double *dinv, int symmetric, double *work)
+{
+    const int64_t n = A->nrows;
+    if (n == 0)
+        return 1.0;
+    double *v = work, *vp = work + n, *w = work + 2 * n, *t = work + 3 * n;
+    int sym = symmetric;
+    for (int64_t i = 0; sym && i < n; i++)
+        sym = dinv[i] >= 0.0;
+    start_vector(n, v);
+    double nv = sqrt(dot_host(n, v, v));
+    for (int64_t i = 0; i < n; i++)
+        v[i] /= nv;
+    if (!sym) {
+        double rho = 0.0;
+        for (int it = 0; it < AMG_POWER_STEPS; it++) {
+            spmv_par(A, v, w);
+            for (int64_t i = 0; i < n; i++)
+                w[i] *= dinv[i];
+            rho = sqrt(dot_host(n, w, w));
+            if (!(rho > 0.0) || !isfinite(rho))
+                return rho > 0.0 ? rho : 1.0;
+            for (int64_t i = 0; i < n; i++)
+                v[i] = w[i] / rho;
+        }
+        return rho;
+    }
+    double al[AMG_LANCZOS_STEPS], be[AMG_LANCZOS_STEPS];
+    int m = 0;
+    memset(vp, 0, (size_t)n * sizeof *vp);
+    double beta = 0.0;
+    const int steps = n < AMG_LANCZOS_STEPS ? (int)n : AMG_LANCZOS_STEPS;
+    for (int j = 0; j < steps; j++) {
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
+        for (int64_t i = 0; i < n; i++)
+            t[i] = sqrt(dinv[i]) * v[i];
+        spmv_par(A, t, w);
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
+        for (int64_t i = 0; i < n; i++)
+            w[i] *= sqrt(dinv[i]);
+        const double alpha = dot_host(n, w, v);
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
+        for (int64_t i = 0; i < n; i++)
+            w[i] -= alpha * v[i] + beta * vp[i];
+        al[m] = alpha;
+        m++;
+        beta = sqrt(dot_host(n, w, w));
+        if (!(beta > 1e-14 * fabs(alpha)) || j == steps - 1)
+            break;
+        be[m - 1] = beta;
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
+        for (int64_t i = 0; i < n; i++) {
+            vp[i] = v[i];
+            v[i] = w[i] / beta;
+        }
+    }
+    if (m == 0)
+        return 1.0;
+    const double rho = tridiag_max_eig(al, be, m);
+    return rho > 0.0 && isfinite(rho) ? rho : 1.0;
+}
+
+static void inv_diagonal(const spk_csr *A, double *dinv)
+{
+    spk_csr_diagonal(A, dinv);
+    for (int64_t i = 0; i < A->nrows; i++)
+        dinv[i] = dinv[i] != 0.0 ? 1.0 / dinv[i] : 0.0;
+}
+
+/* ---- strength of connection and aggregation --------------------------------------------- */
+
+/* The graph of strong connections between nodes of bs unknowns (no self loops): node j is a
+ * neighbour of i when the Frobenius norm c_ij of block (i, j) is >= theta sqrt(c_ii c_jj). */
+static spk_status strength_graph(spk_context *ctx, const spk_csr *A, int bs, double theta,
+                                 int64_t **gptr_out, int32_t **gcol_out)
+{
+    const int64_t nn = A->nrows / bs;
+    int64_t *gptr = spk_calloc(ctx, (size_t)nn + 1, sizeof *gptr);
+    int64_t *mark = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *mark);
+    double *acc = spk_calloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *acc);
+    double *cd = spk_calloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *cd);
+    int32_t *list = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *list);
+    int32_t *gcol = NULL;
+    spk_status st = SPK_OK;
+    if (!gptr || !mark || !acc || !cd || !list) {
+        st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG strength of %lld nodes: out of memory",
+                      (long long)nn);
+        goto done;
+    }
+    /* the block norms of the diagonal */
+    for (int64_t i = 0; i < nn; i++) {
+        double s = 0.0;
+        for (int64_t r = i * bs; r < (i + 1) * bs; r++)
+            for (int64_t p = A->rowptr[r]; p < A->rowptr[r + 1]; p++)
+                if (A->colind[p] / bs == i)
+                    s += A->val[p] * A->val[p];
+        cd[i] = sqrt(s);
+    }
+    for (int64_t i = 0; i < nn; i++)
+        mark[i] = -1;
+    /* two passes over the node rows: count, then fill */
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t total = 0;
+        for (int64_t i = 0; i < nn; i++) {
+            int64_t c = 0;
+            for (int64_t r = i * bs; r < (i + 1) * bs; r++)
+                for (int64_t p = A->rowptr[r]; p < A->rowptr[r + 1]; p++) {
+                    const int64_t j = A->colind[p] / bs;
+                    if (j == i)
+                        continue;
+                    if (mark[j] != i) {
+                        mark[j] = i;
+                        list[c++] = (int32_t)j;
+                        acc[j] = 0.0;
+                    }
+                    acc[j] += A->val[p] * A->val[p];
+                }
+            /* keep the strong ones, in increasing column order */
+            int64_t kept = 0;
+            for (int64_t q = 0; q < c; q++) {
+                const int32_t j = list[q];
+                if (theta == 0.0 || sqrt(acc[j]) >= theta * sqrt(cd[i] * cd[j]))
+                    list[kept++] = j;
+            }
+            if (pass == 0) {
+                gptr[i + 1] = kept;
+            } else {
+                int32_t *out = gcol + gptr[i];
+                memcpy(out, list, (size_t)kept * sizeof *out);
+                spk_sort_i32(out, kept);        /* visited in A's column order */
+            }
+            total += kept;
+        }
+        if (pass == 0) {
+            for (int64_t i = 0; i < nn; i++)
+                gptr[i + 1] += gptr[i];
+            gcol = spk_malloc(ctx, (size_t)(total > 0 ? total : 1), sizeof *gcol);
+            if (!gcol) {
+                st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG strength graph of %lld edges: out of "
+                              "memory", (long long)total);
+                goto done;
+            }
+            for (int64_t i = 0; i < nn; i++)
+                mark[i] = -1;
+        }
+    }
+done:
+    spk_free(mark);
+    spk_free(acc);
+    spk_free(cd);
+    spk_free(list);
+    if (st) {
+        spk_free(gptr);
+        spk_free(gcol);
+        gptr = NULL;
+        gcol = NULL;
+    }
+    *gptr_out = gptr;
+    *gcol_out = gcol;
+    return st;
+}
+
+/* Standard aggregation (PyAMG's standard_aggregation): agg[i] the aggregate of node i, -1
+ * for a node with no neighbours; returns the number of aggregates. Pass three's new
+ * aggregate takes node i and its free neighbours (PyAMG's pass three marks those neighbours
+ * with the new 0-based number and then, reaching them, lowers it by one, giving them to the
+ * previous aggregate; here they stay with i). */
+static int64_t standard_aggregation(int64_t nn, const int64_t *gptr, const int32_t *gcol,
+                                    int32_t *agg)
+{
+    enum { FREE = -3, ISOLATED = -2 };
+    for (int64_t i = 0; i < nn; i++)
+        agg[i] = FREE;
+    int64_t next = 0;
+    for (int64_t i = 0; i < nn; i++) {              /* pass 1 */
+        if (agg[i] != FREE)
+            continue;
+        int has_nb = gptr[i + 1] > gptr[i], taken = 0;
+        for (int64_t p = gptr[i]; p < gptr[i + 1] && !taken; p++)
+            taken = agg[gcol[p]] != FREE;
+        if (!has_nb) {
+            agg[i] = ISOLATED;
+        } else if (!taken) {
+            agg[i] = (int32_t)next;
+            for (int64_t p = gptr[i]; p < gptr[i + 1]; p++)
+                agg[gcol[p]] = (int32_t)next;
+            next++;
+        }
+    }
+    /* pass 2: join the aggregate of a neighbour made in pass 1; a joiner is marked apart
+     * (-4 - a) so that no node joins through another joiner */
+    for (int64_t i = 0; i < nn; i++) {
+        if (agg[i] != FREE)
+            continue;
+        for (int64_t p = gptr[i]; p < gptr[i + 1]; p++) {
+            const int32_t a = agg[gcol[p]];
+            if (a >= 0) {
+                agg[i] = -4 - a;
+                break;
+            }
+        }
+    }
+    for (int64_t i = 0; i < nn; i++)
+        if (agg[i] <= -4)
+            agg[i] = -4 - agg[i];
+    /* pass 3 */
+    for (int64_t i = 0; i < nn; i++) {
+        if (agg[i] != FREE)
+            continue;
+        agg[i] = (int32_t)next;
+        for (int64_t p = gptr[i]; p < gptr[i + 1]; p++)
+            if (agg[gcol[p]] == FREE)
+                agg[gcol[p]] = (int32_t)next;
+        next++;
+    }
+    for (int64_t i = 0; i < nn; i++)
+        if (agg[i] == ISOLATED)
+            agg[i] = -1;
+    return next;
+}
+
+/* ---- the tentative prolongator ---------------------------------------------------------- */
+
+/* T (n x naggs k) and the coarse B (naggs k x k) from B (n x k) and the aggregates of nodes
+ * of bs unknowns. Pattern: an unknown of aggregate a has the k columns a k .. a k + k - 1. */
+static spk_status tentative(spk_context *ctx, int64_t n, int bs, int k, const double *B,
+                            const int32_t *agg, int64_t naggs, spk_csr *T, double **Bc_out)
+{
+    const int64_t nn = n / bs, nc = naggs * k;
+    *Bc_out = NULL;
+    int64_t *start = spk_calloc(ctx, (size_t)naggs + 1, sizeof *start);
+    int64_t *nodes = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *nodes);
+    double *Bc = spk_calloc(ctx, (size_t)(nc > 0 ? nc : 1) * (size_t)k, sizeof *Bc);
+    spk_status st = SPK_OK;
+    int64_t in = 0;
+    for (int64_t i = 0; i < nn; i++)
+        in += agg[i] >= 0;
+    if (!start || !nodes || !Bc || (st = spk_csr_alloc(ctx, n, nc, in * bs * k, T))) {
+        st = st ? st : spk_fail(ctx, SPK_ERR_NOMEM, "AMG tentative prolongator: out of memory");
+        goto fail;
+    }
+    for (int64_t i = 0; i < nn; i++)
+        if (agg[i] >= 0)
+            start[agg[i] + 1]++;
+    for (int64_t a = 0; a < naggs; a++)
+        start[a + 1] += start[a];
+    {
+        int64_t *fill = spk_malloc(ctx, (size_t)naggs + 1, sizeof *fill);
+        if (!fill) {
+            st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG tentative prolongator: out of memory");
+            goto fail;
+        }
+        memcpy(fill, start, ((size_t)naggs + 1) * sizeof *fill);
+        for (int64_t i = 0; i < nn; i++)
+            if (agg[i] >= 0)
+                nodes[fill[agg[i]]++] = i;
+        spk_free(fill);
+    }
+    for (int64_t r = 0; r < n; r++)
+        T->rowptr[r + 1] = T->rowptr[r] + (agg[r / bs] >= 0 ? k : 0);
+    int64_t maxm = 0;
+    for (int64_t a = 0; a < naggs; a++)
+        maxm = start[a + 1] - start[a] > maxm ? start[a + 1] - start[a] : maxm;
+    maxm *= bs;
+    double *Q = spk_malloc(ctx, (size_t)(maxm > 0 ? maxm : 1) * (size_t)k, sizeof *Q);
+    if (!Q) {
+        st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG tentative prolongator: out of memory");
+        goto fail;
+    }
+    for (int64_t a = 0; a < naggs; a++) {
+        const int64_t m = (start[a + 1] - start[a]) * bs;
+        /* Q = the aggregate's rows of B, column-major m x k, rows in node order */
+        for (int64_t q = 0; q < start[a + 1] - start[a]; q++)
+            for (int c = 0; c < bs; c++) {
+                const int64_t r = nodes[start[a] + q] * bs + c;
+                for (int j = 0; j < k; j++)
+                    Q[(int64_t)j * m + q * bs + c] = B[(int64_t)j * n + r];
+            }
+        double *Ra = Bc + a * k;                    /* row a k + i, column j: Bc[j nc + a k + i] */
+        for (int j = 0; j < k; j++) {
+            double *qj = Q + (int64_t)j * m;
+            double s = 0.0;
+            for (int64_t i = 0; i < m; i++)
+                s += qj[i] * qj[i];
+            const double threshold = AMG_QR_DROP * sqrt(s);
+            for (int i = 0; i < j; i++) {
+                const double *qi = Q + (int64_t)i * m;
+                double d = 0.0;
+                for (int64_t r = 0; r < m; r++)
+                    d += qi[r] * qj[r];
+                for (int64_t r = 0; r < m; r++)
+                    qj[r] -= d * qi[r];
+                Ra[(int64_t)j * nc + i] = d;
+            }
+            s = 0.0;
+            for (int64_t i = 0; i < m; i++)
+                s += qj[i] * qj[i];
+            const double nrm = sqrt(s);
+            const double scale = nrm > threshold && nrm > 0.0 ? 1.0 / nrm : 0.0;
+            for (int64_t i = 0; i < m; i++)
+                qj[i] *= scale;
+            Ra[(int64_t)j * nc + j] = scale > 0.0 ? nrm : 0.0;
+        }
+        for (int64_t q = 0; q < start[a + 1] - start[a]; q++)
+            for (int c = 0; c < bs; c++) {
+                const int64_t r = nodes[start[a] + q] * bs + c;
+                for (int j = 0; j < k; j++) {
+                    T->colind[T->rowptr[r] + j] = (int32_t)(a * k + j);
+                    T->val[T->rowptr[r] + j] = Q[(int64_t)j * m + q * bs + c];
+                }
+            }
+    }
+    spk_free(Q);
+    spk_free(start);
+    spk_free(nodes);
+    *Bc_out = Bc;
+    return SPK_OK;
+fail:
+    spk_free(start);
+    spk_free(nodes);
+    spk_free(Bc);
+    spk_csr_free(T);
+    return st;
+}
+
+/* S = I - omega D^-1 A on A's pattern with its diagonal: the pattern once (values by
+ * smoother_values). */
+static spk_status smoother_pattern(spk_context *ctx, const spk_csr *A, spk_csr *S)
+{
+    const int64_t n = A->nrows;
+    int64_t missing = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int has = 0;
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1] && !has; p++)
+            has = A->colind[p] == i;
+        missing += !has;
+    }
+    spk_status st = spk_csr_alloc(ctx, n, A->ncols, A->nnz + missing, S);
+    if (st)
+        return st;
+    int64_t q = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int done = 0;
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            if (!done && A->colind[p] > i) {
+                S->colind[q++] = (int32_t)i;
+                done = 1;
+            }
+            done |= A->colind[p] == i;
+            S->colind[q++] = A->colind[p];
+        }
+        if (!done)
+            S->colind[q++] = (int32_t)i;
+        S->rowptr[i + 1] = q;
+    }
+    return SPK_OK;
+}
+
+static void smoother_values(const spk_csr *A, const double *dinv, double omega, spk_csr *S)
+{
+#pragma omp parallel for schedule(static) if (A->nrows > SPK_OMP_MIN_N)
+    for (int64_t i = 0; i < A->nrows; i++) {
+        int64_t p = A->rowptr[i];
+        for (int64_t q = S->rowptr[i]; q < S->rowptr[i + 1]; q++) {
+            const int32_t j = S->colind[q];
+            double a = 0.0;
+            if (p < A->rowptr[i + 1] && A->colind[p] == j)
+                a = A->val[p++];
+            S->val[q] = (j == i ? 1.0 : 0.0) - omega * dinv[i] * a;
+        }
+    }
+}
+
+/* ---- the coarsest level ----------------------------------------------------------------- */
+
+/* cinv = A^-1 (dense, row-major) by LU with partial pivoting; an unknown whose row and column
+ * are zero gets a zero row and column. lu: n x n, piv: n. */
+static spk_status coarse_inverse(spk_context *ctx, const spk_csr *A, double *lu, int64_t *piv,
+                                 double *cinv)
+{
+    const int64_t n = A->nrows;
+    memset(lu, 0, (size_t)n * (size_t)n * sizeof *lu);
+    double amax = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            lu[i * n + A->colind[p]] = A->val[p];
+            amax = fmax(amax, fabs(A->val[p]));
+        }
+    /* zero row and column: decoupled, given 1 on the diagonal here and 0 in the inverse */
+    char *zero = (char *)(piv + n);                 /* piv has room for n more int64 */
+    for (int64_t i = 0; i < n; i++) {
+        int z = 1;
+        for (int64_t j = 0; j < n && z; j++)
+            z = lu[i * n + j] == 0.0 && lu[j * n + i] == 0.0;
+        zero[i] = (char)z;
+        if (z)
+            lu[i * n + i] = 1.0;
+    }
+    for (int64_t c = 0; c < n; c++) {
+        int64_t pr = c;
+        for (int64_t r = c + 1; r < n; r++)
+            if (fabs(lu[r * n + c]) > fabs(lu[pr * n + c]))
+                pr = r;
+        piv[c] = pr;
+        if (!(fabs(lu[pr * n + c]) > 1e-14 * amax))
+            return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "AMG: the coarsest level's matrix (%lld "
+                            "rows) is singular to working precision (pivot %g at column %lld): A "
+                            "is singular (a pure Neumann problem?) or its null space is not in "
+                            "the near-null space B", (long long)n, lu[pr * n + c],
+                            (long long)c + 1);
+        if (pr != c)
+            for (int64_t j = 0; j < n; j++) {
+                const double t = lu[c * n + j];
+                lu[c * n + j] = lu[pr * n + j];
+                lu[pr * n + j] = t;
+            }
+        const double d = lu[c * n + c];
+#pragma omp parallel for schedule(static) if (n > 256)
+        for (int64_t r = c + 1; r < n; r++) {
+            const double l = lu[r * n + c] / d;
+            lu[r * n + c] = l;
+            if (l != 0.0)
+                for (int64_t j = c + 1; j < n; j++)
+                    lu[r * n + j] -= l * lu[c * n + j];
+        }
+    }
+    /* column j of the inverse: solve L U x = P e_j */
+#pragma omp parallel for schedule(dynamic, 8) if (n > 256)
+    for (int64_t j = 0; j < n; j++) {
+        double *x = cinv + j * n;                   /* the inverse's transpose, then swapped */
+        for (int64_t i = 0; i < n; i++)
+            x[i] = i == j ? 1.0 : 0.0;
+        for (int64_t c = 0; c < n; c++)             /* row swaps, as in the factorization */
+            if (piv[c] != c) {
+                const double t = x[c];
+                x[c] = x[piv[c]];
+                x[piv[c]] = t;
+            }
+        for (int64_t r = 0; r < n; r++) {           /* L y = x, unit diagonal */
+            double s = x[r];
+            for (int64_t c = 0; c < r; c++)
+                s -= lu[r * n + c] * x[c];
+            x[r] = s;
+        }
+        for (int64_t r = n - 1; r >= 0; r--) {      /* U x = y */
+            double s = x[r];
+            for (int64_t c = r + 1; c < n; c++)
+                s -= lu[r * n + c] * x[c];
+            x[r] = s / lu[r * n + r];
+        }
+    }
+    for (int64_t i = 0; i < n; i++)                 /* transpose in place: row-major A^-1 */
+        for (int64_t j = i + 1; j < n; j++) {
+            const double t = cinv[i * n + j];
+            cinv[i * n + j] = cinv[j * n + i];
+            cinv[j * n + i] = t;
+        }
+    for (int64_t i = 0; i < n; i++)
+        if (zero[i])
+            for (int64_t j = 0; j < n; j++)
+                cinv[i * n + j] = cinv[j * n + i] = 0.0;
+    return SPK_OK;
+}
+
+/* ---- the hierarchy ---------------------------------------------------------------------- */
+
+static const spk_csr *level_A(const spk_amg_hier *H, const spk_csr *A0, int l)
+{
+    return l == 0 ? A0 : &H->lev[l].A;
+}
+
+/* The values of level l's links to l + 1 (S, P, R, AP) and of A_{l+1}, from A_l's values. */
+static spk_status level_values(spk_context *ctx, spk_amg_hier *H, const spk_csr *A0, int l)
+{
+    spk_amg_level *L = &H->lev[l];
+    const spk_csr *A = level_A(H, A0, l);
+    smoother_values(A, L->dinv, 4.0 / (3.0 * L->rho), &L->S);
+    spk_status st = spk_csr_spgemm_numeric(ctx, &L->S, &L->T, &L->P, H->acc, H->nacc);
+    if (!st) {
+        spk_csr_transpose_values(&L->P, L->rmap, &L->R);
+        st = spk_csr_spgemm_numeric(ctx, A, &L->P, &L->AP, H->acc, H->nacc);
+    }
+    if (!st)
+        st = spk_csr_spgemm_numeric(ctx, &L->R, &L->AP, &H->lev[l + 1].A, H->acc, H->nacc);
+    return st;
+}
+
+/* The diagonal and the spectral estimate of level l. */
+static void level_diag(spk_amg_hier *H, const spk_csr *A0, int l)
+{
+    spk_amg_level *L = &H->lev[l];
+    const spk_csr *A = level_A(H, A0, l);
+    inv_diagonal(A, L->dinv);
+    L->rho = spectral_radius(A, L->dinv, H->symmetric, H->work);
+}
+
+static spk_status make_level_links(spk_context *ctx, spk_amg_hier *H, const spk_csr *A0, int l)
+{
+    spk_amg_level *L = &H->lev[l], *C = &H->lev[l + 1];
+    const spk_csr *A = level_A(H, A0, l);
+    spk_status st;
+    if ((st = smoother_pattern(ctx, A, &L->S)) ||
+        (st = spk_csr_spgemm_symbolic(ctx, &L->S, &L->T, &L->P)))
+        return st;
+    /* R's pattern and map from P's pattern (values come with level_values) */
+    for (int64_t q = 0; q < L->P.nnz; q++)
+        L->P.val[q] = 0.0;
+    if ((st = spk_csr_transpose(ctx, &L->P, &L->R, &L->rmap)) ||
+        (st = spk_csr_spgemm_symbolic(ctx, A, &L->P, &L->AP)) ||
+        (st = spk_csr_spgemm_symbolic(ctx, &L->R, &L->AP, &C->A)))
+        return st;
+    return SPK_OK;
+}
+
+/* The accumulator for the numeric products: as wide as the widest right-hand factor. */
+static spk_status ensure_acc(spk_context *ctx, spk_amg_hier *H, int64_t w)
+{
+    if (w <= H->acc_w && H->acc)
+        return SPK_OK;
+    spk_free(H->acc);
+    H->nacc = spk_csr_spgemm_threads();
+    H->acc_w = w;
+    H->acc = spk_calloc(ctx, (size_t)H->nacc * (size_t)(w > 0 ? w : 1), sizeof *H->acc);
+    return H->acc ? SPK_OK : spk_fail(ctx, SPK_ERR_NOMEM, "AMG: SpGEMM accumulator of %d x %lld "
+                                      "doubles: out of memory", H->nacc, (long long)w);
+}
+
+void spk_amg_free(spk_amg_hier *H)
+{
+    if (!H)
+        return;
+    for (int l = 0; l < (int)(sizeof H->lev / sizeof H->lev[0]); l++) {
+        spk_amg_level *L = &H->lev[l];
+        spk_csr_free(&L->A);
+        spk_free(L->B);
+        spk_free(L->dinv);
+        spk_free(L->agg);
+        spk_csr_free(&L->T);
+        spk_csr_free(&L->S);
+        spk_csr_free(&L->P);
+        spk_csr_free(&L->R);
+        spk_free(L->rmap);
+        spk_csr_free(&L->AP);
+    }
+    spk_free(H->cinv);
+    spk_csr_free(&H->Cinv);
+    spk_free(H->acc);
+    spk_free(H->work);
+    spk_free(H->lu);
+    spk_free(H->piv);
+    memset(H, 0, sizeof *H);
+}
+
+static spk_status coarse_setup(spk_context *ctx, spk_amg_hier *H, const spk_csr *A0)
+{
+    const int l = H->nlevels - 1;
+    const spk_csr *A = level_A(H, A0, l);
+    const int64_t n = A->nrows;
+    if (n > AMG_DENSE_MAX)
+        return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "AMG: the coarsening stopped at %lld rows on "
+                        "level %d (aggregation no longer coarsens, or max_levels = %d), more "
+                        "than the coarsest level's dense solve takes (%d): raise max_levels, or "
+                        "use Jacobi", (long long)n, l, H->opt.max_levels, AMG_DENSE_MAX);
+    spk_status st = spk_check_memory(ctx, 16.0 * (double)n * (double)n, "AMG: the coarsest "
+                                     "level's dense inverse of order %lld", (long long)n);
+    if (st)
+        return st;
+    H->nc = n;
+    H->lu = spk_malloc(ctx, (size_t)(n > 0 ? n * n : 1), sizeof *H->lu);
+    H->cinv = spk_malloc(ctx, (size_t)(n > 0 ? n * n : 1), sizeof *H->cinv);
+    H->piv = spk_malloc(ctx, (size_t)(2 * n + 1), sizeof *H->piv);
+    if (!H->lu || !H->cinv || !H->piv)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "AMG: the coarsest level's dense inverse of order "
+                        "%lld: out of memory", (long long)n);
+    if ((st = spk_csr_alloc(ctx, n, n, n * n, &H->Cinv)))
+        return st;
+    for (int64_t i = 0; i < n; i++) {
+        H->Cinv.rowptr[i + 1] = (i + 1) * n;
+        for (int64_t j = 0; j < n; j++)
+            H->Cinv.colind[i * n + j] = (int32_t)j;
+    }
+    return SPK_OK;
+}
+
+static spk_status coarse_values(spk_context *ctx, spk_amg_hier *H, const spk_csr *A0)
+{
+    const spk_csr *A = level_A(H, A0, H->nlevels - 1);
+    spk_status st = coarse_inverse(ctx, A, H->lu, H->piv, H->cinv);
+    if (!st)
+        memcpy(H->Cinv.val, H->cinv, (size_t)(H->nc * H->nc) * sizeof *H->cinv);
+    return st;
+}
+
+spk_status spk_amg_build(spk_context *ctx, const spk_csr *A0, int symmetric,
+                         const spk_amg_options *in, spk_amg_hier *H)
+{
+    memset(H, 0, sizeof *H);
+    spk_amg_options_resolve(in, &H->opt);
+    const spk_amg_options *o = &H->opt;
+    const int64_t n = A0->nrows;
+    spk_status st = check_options(ctx, n, o);
+    if (st)
+        return st;
+    H->symmetric = symmetric;
+    H->work = spk_malloc(ctx, (size_t)(4 * n + 4), sizeof *H->work);
+    if (!H->work) {
+        st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG workspace of %lld doubles: out of memory",
+                      (long long)(4 * n));
+        goto fail;
+    }
+    /* level 0's near-null space */
+    spk_amg_level *L0 = &H->lev[0];
+    L0->n = n;
+    L0->bs = o->block_size;
+    L0->k = o->nullspace ? o->nullspace_cols : o->coords ? (o->coord_dim == 2 ? 3 : 6)
+                                                         : o->block_size;
+    L0->B = spk_malloc(ctx, (size_t)(n > 0 ? n : 1) * (size_t)L0->k, sizeof *L0->B);
+    if (!L0->B) {
+        st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG near-null space of %lld x %d: out of memory",
+                      (long long)n, L0->k);
+        goto fail;
+    }
+    if (o->nullspace) {
+        memcpy(L0->B, o->nullspace, (size_t)n * (size_t)L0->k * sizeof *L0->B);
+        for (int64_t i = 0; i < n * L0->k; i++)
+            if (!isfinite(L0->B[i])) {
+                st = spk_fail(ctx, SPK_ERR_ARG, "AMG: nullspace[%lld] = %g (vector %lld, entry "
+                              "(%lld)) is not finite", (long long)i, L0->B[i],
+                              (long long)(i / n) + 1, (long long)(i % n) + 1);
+                goto fail;
+            }
+    } else if (o->coords) {
+        for (int64_t i = 0; i < n; i++)
+            if (!isfinite(o->coords[i])) {
+                st = spk_fail(ctx, SPK_ERR_ARG, "AMG: coords[%lld] = %g (node %lld) is not "
+                              "finite", (long long)i, o->coords[i], (long long)(i / o->coord_dim) + 1);
+                goto fail;
+            }
+        spk_amg_rigid_modes(o->coords, n / o->coord_dim, o->coord_dim, L0->B);
+    } else {
+        memset(L0->B, 0, (size_t)n * (size_t)L0->k * sizeof *L0->B);
+        for (int64_t i = 0; i < n; i++)
+            L0->B[(int64_t)(i % L0->bs) * n + i] = 1.0;
+    }
+    H->nlevels = 1;
+    for (int l = 0;; l++) {
+        const double t0 = spk_now();
+        spk_amg_level *L = &H->lev[l];
+        const spk_csr *A = level_A(H, A0, l);
+        L->dinv = spk_malloc(ctx, (size_t)(L->n > 0 ? L->n : 1), sizeof *L->dinv);
+        if (!L->dinv) {
+            st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG level %d: out of memory", l);
+            goto fail;
+        }
+        level_diag(H, A0, l);
+        if (L->n <= o->max_coarse || l + 1 >= o->max_levels) {
+            H->setup_s[l] = spk_now() - t0;
+            break;
+        }
+        int64_t *gptr = NULL;
+        int32_t *gcol = NULL;
+        if ((st = strength_graph(ctx, A, L->bs, o->theta, &gptr, &gcol)))
+            goto fail;
+        const int64_t nn = L->n / L->bs;
+        L->agg = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *L->agg);
+        if (!L->agg) {
+            spk_free(gptr);
+            spk_free(gcol);
+            st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG aggregates of %lld nodes: out of memory",
+                          (long long)nn);
+            goto fail;
+        }
+        L->naggs = standard_aggregation(nn, gptr, gcol, L->agg);
+        spk_free(gptr);
+        spk_free(gcol);
+        if (L->naggs == 0 || L->naggs * L->k >= L->n) {  /* no coarsening: this is the last */
+            spk_free(L->agg);
+            L->agg = NULL;
+            L->naggs = 0;
+            H->setup_s[l] = spk_now() - t0;
+            break;
+        }
+        spk_amg_level *C = &H->lev[l + 1];
+        if ((st = tentative(ctx, L->n, L->bs, L->k, L->B, L->agg, L->naggs, &L->T, &C->B)) ||
+            (st = make_level_links(ctx, H, A0, l)))
+            goto fail;
+        C->n = L->naggs * L->k;
+        C->bs = L->k;
+        C->k = L->k;
+        H->nlevels = l + 2;
+        int64_t w = L->T.ncols > L->P.ncols ? L->T.ncols : L->P.ncols;
+        if ((st = ensure_acc(ctx, H, w)) || (st = level_values(ctx, H, A0, l)))
+            goto fail;
+        H->setup_s[l] = spk_now() - t0;
+    }
+    {
+        const double t0 = spk_now();
+        if ((st = coarse_setup(ctx, H, A0)) || (st = coarse_values(ctx, H, A0)))
+            goto fail;
+        H->setup_s[H->nlevels - 1] += spk_now() - t0;
+    }
+    return SPK_OK;
+fail:
+    spk_amg_free(H);
+    return st;
+}
+
+spk_status spk_amg_rebuild_values(spk_context *ctx, const spk_csr *A0, spk_amg_hier *H)
+{
+    spk_status st = SPK_OK;
+    for (int l = 0; l < H->nlevels && !st; l++) {
+        level_diag(H, A0, l);
+        if (l + 1 < H->nlevels)
+            st = level_values(ctx, H, A0, l);
+    }
+    return st ? st : coarse_values(ctx, H, A0);
+}

@@ -1,0 +1,319 @@
+/* solvers/pc_amg.c -- smoothed-aggregation AMG as a row of the preconditioner table: the
+ * hierarchy is built on the host (solvers/amg_setup.c); every level's A, P and R and the
+ * coarsest level's dense inverse become spk matrices, each prepared in the format the
+ * automatic choice gives it on the context's device, and the V-cycle runs through the SpMV
+ * backend table and the vector-ops table, so one row serves every device and nothing but
+ * kernels is queued: the apply is captured into CG's CUDA graph with the iterations.
+ *
+ * One application is one V(sweeps, sweeps) cycle from a zero guess:
+ *     level l < L:  x = S(b, 0); r = b - A x; b' = R r; x' = cycle(l + 1, b'); x += P x';
+ *                   x = S(b, x)
+ *     level L:      x = A_L^-1 b (a dense SpMV)
+ * with S the smoother: damped Jacobi x += omega D^-1 (b - A x), omega = 4 / (3 rho(D^-1 A)),
+ * or Chebyshev of the given degree in D^-1 A on [rho / 30, 1.1 rho] (Saad, Iterative Methods,
+ * 2nd ed., alg. 12.1). The same smoothing before and after makes M symmetric, as CG needs. */
+#include "amg.h"
+#include "precond.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct amg_level_dev {
+    spk_matrix *A;                 /* level 0: the solver's A (not owned)                   */
+    spk_matrix *P, *R;             /* to the next level; NULL on the coarsest               */
+    double     *wdinv;             /* Jacobi: omega D^-1; Chebyshev: D^-1 (device)         */
+    double     *x, *b, *r, *d;     /* device vectors (level 0: x and b are the apply's)    */
+    int64_t     n;
+    double      lmin, lmax;        /* Chebyshev's interval                                  */
+} amg_level_dev;
+
+typedef struct pc_amg {
+    spk_context       *ctx;
+    const spk_vec_ops *ops;
+    spk_amg_hier       H;
+    amg_level_dev      lev[32];
+    spk_matrix        *Cinv;       /* the coarsest level's inverse, dense, as a CSR matrix  */
+    double            *host;       /* n_0 doubles: staging of the diagonals                 */
+    double             setup_s;    /* the whole setup: hierarchy, matrices, uploads         */
+    double             host_s;     /* its share on the host                                 */
+    const char        *b_source;   /* what the near-null space is, for describe            */
+} pc_amg;
+
+static spk_status spmv(pc_amg *M, spk_matrix *A, double alpha, const double *x, double beta,
+                       double *y)
+{
+    return A->be->spmv(M->ctx, A->state, alpha, x, beta, y);
+}
+
+/* r = b - A x */
+static spk_status residual(pc_amg *M, amg_level_dev *L, const double *b, const double *x,
+                           double *r)
+{
+    spk_status st = M->ops->copy(M->ctx, L->n, b, r);
+    return st ? st : spmv(M, L->A, -1.0, x, 1.0, r);
+}
+
+static spk_status smooth_jacobi(pc_amg *M, amg_level_dev *L, const double *b, double *x,
+                                int zero_x)
+{
+    spk_status st = SPK_OK;
+    for (int s = 0; s < M->H.opt.sweeps && !st; s++) {
+        if (s == 0 && zero_x)
+            st = M->ops->pmul_axpby(M->ctx, L->n, 1.0, L->wdinv, b, 0.0, x);
+        else if (!(st = residual(M, L, b, x, L->r)))
+            st = M->ops->pmul_axpby(M->ctx, L->n, 1.0, L->wdinv, L->r, 1.0, x);
+    }
+    return st;
+}
+
+static spk_status smooth_chebyshev(pc_amg *M, amg_level_dev *L, const double *b, double *x,
+                                   int zero_x)
+{
+    const spk_vec_ops *o = M->ops;
+    spk_context *ctx = M->ctx;
+    const double theta = 0.5 * (L->lmax + L->lmin), delta = 0.5 * (L->lmax - L->lmin);
+    const double sigma = theta / delta;
+    spk_status st = SPK_OK;
+    for (int s = 0; s < M->H.opt.sweeps && !st; s++) {
+        const int from_zero = s == 0 && zero_x;
+        double rho_old = 1.0 / sigma;
+        if (from_zero)
+            st = o->pmul_axpby(ctx, L->n, 1.0 / theta, L->wdinv, b, 0.0, L->d);
+        else if (!(st = residual(M, L, b, x, L->r)))
+            st = o->pmul_axpby(ctx, L->n, 1.0 / theta, L->wdinv, L->r, 0.0, L->d);
+        if (!st)
+            st = o->axpby(ctx, L->n, 1.0, L->d, from_zero ? 0.0 : 1.0, x);
+        for (int k = 1; k < M->H.opt.degree && !st; k++) {
+            const double rho = 1.0 / (2.0 * sigma - rho_old);
+            if (!(st = residual(M, L, b, x, L->r)) &&
+                !(st = o->pmul_axpby(ctx, L->n, 2.0 * rho / delta, L->wdinv, L->r,
+                                     rho * rho_old, L->d)))
+                st = o->axpby(ctx, L->n, 1.0, L->d, 1.0, x);
+            rho_old = rho;
+        }
+    }
+    return st;
+}
+
+static spk_status smooth(pc_amg *M, amg_level_dev *L, const double *b, double *x, int zero_x)
+{
+    return M->H.opt.smoother == SPK_AMG_CHEBYSHEV ? smooth_chebyshev(M, L, b, x, zero_x)
+                                                 : smooth_jacobi(M, L, b, x, zero_x);
+}
+
+static spk_status vcycle(pc_amg *M, int l, const double *b, double *x)
+{
+    amg_level_dev *L = &M->lev[l];
+    if (l == M->H.nlevels - 1)
+        return spmv(M, M->Cinv, 1.0, b, 0.0, x);
+    amg_level_dev *C = &M->lev[l + 1];
+    spk_status st;
+    if ((st = smooth(M, L, b, x, 1)) || (st = residual(M, L, b, x, L->r)) ||
+        (st = spmv(M, L->R, 1.0, L->r, 0.0, C->b)) || (st = vcycle(M, l + 1, C->b, C->x)) ||
+        (st = spmv(M, L->P, 1.0, C->x, 1.0, x)))
+        return st;
+    return smooth(M, L, b, x, 0);
+}
+
+static spk_status amg_apply(void *state, const double *r, double *z)
+{
+    return vcycle(state, 0, r, z);
+}
+
+/* The device's diagonals of every level from the hierarchy (setup and refresh). */
+static spk_status upload_diagonals(pc_amg *M)
+{
+    spk_status st = SPK_OK;
+    for (int l = 0; l + 1 < M->H.nlevels && !st; l++) {
+        const spk_amg_level *h = &M->H.lev[l];
+        amg_level_dev *L = &M->lev[l];
+        const double w = M->H.opt.smoother == SPK_AMG_CHEBYSHEV ? 1.0 : 4.0 / (3.0 * h->rho);
+        for (int64_t i = 0; i < h->n; i++)
+            M->host[i] = w * h->dinv[i];
+        L->lmax = 1.1 * h->rho;
+        L->lmin = h->rho / 30.0;
+        st = M->ops->upload(M->ctx, h->n, M->host, L->wdinv);
+    }
+    return st;
+}
+
+static void amg_destroy(void *state)
+{
+    pc_amg *M = state;
+    if (!M)
+        return;
+    for (int l = 0; l < (int)(sizeof M->lev / sizeof M->lev[0]); l++) {
+        amg_level_dev *L = &M->lev[l];
+        if (l > 0) {
+            spk_matrix_destroy(L->A);
+            M->ops->free(M->ctx, L->x);
+            M->ops->free(M->ctx, L->b);
+        }
+        spk_matrix_destroy(L->P);
+        spk_matrix_destroy(L->R);
+        M->ops->free(M->ctx, L->wdinv);
+        M->ops->free(M->ctx, L->r);
+        M->ops->free(M->ctx, L->d);
+    }
+    spk_matrix_destroy(M->Cinv);
+    spk_amg_free(&M->H);
+    spk_free(M->host);
+    spk_free(M);
+}
+
+static spk_status device_matrix(pc_amg *M, const spk_csr *c, spk_matrix **out)
+{
+    spk_status st = spk_matrix_from_canonical(M->ctx, c, out);
+    return st ? st : spk_matrix_prepare(M->ctx, *out, SPK_FMT_AUTO);
+}
+
+static spk_status amg_setup(spk_context *ctx, spk_matrix *A, const spk_options *opt,
+                            void **state)
+{
+    *state = NULL;
+    const double t0 = spk_now();
+    pc_amg *M = spk_calloc(ctx, 1, sizeof *M);
+    if (!M)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "AMG preconditioner: out of memory");
+    M->ctx = ctx;
+    M->ops = spk_vec_ops_for(ctx->device);
+    const int64_t n = A->csr.nrows;
+    M->b_source = opt->amg.nullspace ? "the caller's vectors"
+                  : opt->amg.coords  ? "rigid-body modes from the coordinates"
+                  : opt->amg.block_size > 1 ? "the block's translations" : "ones";
+    spk_status st = spk_matrix_host_values(ctx, A);
+    if (!st) {
+        const spk_matrix_info *info = spk_matrix_info_of(A);
+        st = spk_amg_build(ctx, &A->csr, info->symmetric, &opt->amg, &M->H);
+    }
+    M->host_s = spk_now() - t0;
+    if (!st && !(M->host = spk_malloc(ctx, (size_t)(n > 0 ? n : 1), sizeof *M->host)))
+        st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG: staging of %lld doubles: out of memory",
+                      (long long)n);
+    const spk_vec_ops *o = M->ops;
+    for (int l = 0; l < M->H.nlevels && !st; l++) {
+        const spk_amg_level *h = &M->H.lev[l];
+        amg_level_dev *L = &M->lev[l];
+        L->n = h->n;
+        if (l == 0)
+            L->A = A;
+        else if (!(st = device_matrix(M, &h->A, &L->A)) && !(st = o->alloc(ctx, h->n, &L->x)))
+            st = o->alloc(ctx, h->n, &L->b);
+        if (st || l == M->H.nlevels - 1)
+            break;
+        if (!(st = device_matrix(M, &h->P, &L->P)) && !(st = device_matrix(M, &h->R, &L->R)) &&
+            !(st = o->alloc(ctx, h->n, &L->wdinv)) && !(st = o->alloc(ctx, h->n, &L->r)) &&
+            opt->amg.smoother == SPK_AMG_CHEBYSHEV)
+            st = o->alloc(ctx, h->n, &L->d);
+    }
+    if (!st)
+        st = device_matrix(M, &M->H.Cinv, &M->Cinv);
+    if (!st)
+        st = upload_diagonals(M);
+    if (!st)
+        st = o->sync(ctx);
+    if (st) {
+        amg_destroy(M);
+        return st;
+    }
+    M->setup_s = spk_now() - t0;
+    *state = M;
+    return SPK_OK;
+}
+
+static spk_status update(pc_amg *M, spk_matrix *D, const spk_csr *c)
+{
+    return spk_matrix_update_values(M->ctx, D, c->nnz, c->val, 0);
+}
+
+static spk_status amg_refresh(void *state, spk_matrix *A)
+{
+    pc_amg *M = state;
+    const double t0 = spk_now();
+    spk_status st = spk_matrix_host_values(M->ctx, A);
+    if (!st)
+        st = spk_amg_rebuild_values(M->ctx, &A->csr, &M->H);
+    for (int l = 0; l + 1 < M->H.nlevels && !st; l++) {
+        const spk_amg_level *h = &M->H.lev[l];
+        if (!(st = update(M, M->lev[l].P, &h->P)) && !(st = update(M, M->lev[l].R, &h->R)))
+            st = update(M, M->lev[l + 1].A, &M->H.lev[l + 1].A);
+    }
+    if (!st)
+        st = update(M, M->Cinv, &M->H.Cinv);
+    if (!st)
+        st = upload_diagonals(M);
+    M->setup_s = spk_now() - t0;
+    return st;
+}
+
+/* snprintf at buf + used, as far as len allows; returns what the text needs */
+static size_t put(char *buf, size_t len, size_t used, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static size_t put(char *buf, size_t len, size_t used, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    const int w = used < len ? vsnprintf(buf + used, len - used, fmt, ap)
+                             : vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    return w > 0 ? (size_t)w : 0;
+}
+
+static size_t amg_describe(const void *state, char *buf, size_t len)
+{
+    const pc_amg *M = state;
+    const spk_amg_hier *H = &M->H;
+    const spk_amg_options *o = &H->opt;
+    double nnz = 0, rows = 0;
+    for (int l = 0; l < H->nlevels; l++) {
+        nnz += (double)M->lev[l].A->csr.nnz;
+        rows += (double)M->lev[l].A->csr.nrows;
+    }
+    size_t used = 0;
+#define PUT(...) used += put(buf, len, used, __VA_ARGS__)
+    PUT("amg: smoothed aggregation, %d level%s, operator complexity %.3f, grid complexity "
+        "%.3f\n", H->nlevels, H->nlevels == 1 ? "" : "s",
+        nnz / (double)(M->lev[0].A->csr.nnz > 0 ? M->lev[0].A->csr.nnz : 1),
+        rows / (double)(M->lev[0].n > 0 ? M->lev[0].n : 1));
+    if (o->smoother == SPK_AMG_CHEBYSHEV)
+        PUT("  smoother: chebyshev of degree %d in D^-1 A on [rho/30, 1.1 rho], %d sweep%s before "
+            "and after\n", o->degree, o->sweeps, o->sweeps == 1 ? "" : "s");
+    else
+        PUT("  smoother: jacobi, omega = 4/(3 rho(D^-1 A)), %d sweep%s before and after\n",
+            o->sweeps, o->sweeps == 1 ? "" : "s");
+    PUT("  strength: symmetric, theta %g; near-null space: %d vector%s (%s), %d unknown%s a "
+        "node\n", o->theta, H->lev[0].k, H->lev[0].k == 1 ? "" : "s", M->b_source,
+        o->block_size, o->block_size == 1 ? "" : "s");
+    PUT("  level       rows     nonzeros  per row  format  rho(D^-1 A)  setup s\n");
+    for (int l = 0; l < H->nlevels; l++) {
+        const spk_matrix *A = M->lev[l].A;
+        PUT("  %5d %10lld %12lld %8.1f  %-6s  %11.4g  %7.3f\n", l, (long long)A->csr.nrows,
+            (long long)A->csr.nnz,
+            (double)A->csr.nnz / (double)(A->csr.nrows > 0 ? A->csr.nrows : 1),
+            A->be ? spk_format_str(A->be->format) : "-", H->lev[l].rho, H->setup_s[l]);
+    }
+    PUT("  coarsest: dense inverse (LU, partial pivoting) of order %lld, %s\n", (long long)H->nc,
+        M->Cinv->be ? spk_format_str(M->Cinv->be->format) : "-");
+    PUT("  setup %.3f s (hierarchy on the host %.3f s)", M->setup_s, M->host_s);
+#undef PUT
+    return used;
+}
+
+const spk_precond_ops spk_pc_amg = {
+    .name = "amg",
+    .kind = SPK_PRECOND_AMG,
+    .device = SPK_DEVICE_AUTO,
+    .summary = "smoothed-aggregation algebraic multigrid, one V-cycle: iterations nearly "
+               "flat under mesh refinement; for SPD problems from diffusion or elasticity "
+               "(--block-size, --coords or --nullspace for the latter)",
+    .setup = amg_setup,
+    .refresh = amg_refresh,
+    .apply = amg_apply,
+    .destroy = amg_destroy,
+    .graph_safe = 1,
+    .describe = amg_describe,
+};

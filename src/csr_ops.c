@@ -1,0 +1,201 @@
+/* src/csr_ops.c -- products and transposes of host CSR matrices, for the AMG setup
+ * (solvers/amg_setup.c): C = A B in two phases, the pattern once (symbolic) and the values as
+ * often as A's values change (numeric), as Gustavson (1978) and every SpGEMM since split it;
+ * and the transpose with the map that refills its values. Rows of the outputs are sorted, so
+ * they are canonical CSR and become spk matrices as they are.
+ *
+ * Both phases run over rows in parallel (OpenMP), each thread with its own marker or
+ * accumulator of B's width; the sums of a row are added in the order of A's entries, so the
+ * values have the same bits whatever the thread count. */
+#include "spk_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static int max_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static int thread_id(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+void spk_sort_i32(int32_t *c, int64_t len)
+{
+    if (len > 32) {
+        qsort(c, (size_t)len, sizeof *c, cmp_i32);
+        return;
+    }
+    for (int64_t i = 1; i < len; i++) {
+        const int32_t v = c[i];
+        int64_t j = i - 1;
+        for (; j >= 0 && c[j] > v; j--)
+            c[j + 1] = c[j];
+        c[j + 1] = v;
+    }
+}
+
+/* The distinct columns of row i of A B, in the order met, into out (NULL: only counted);
+ * mk[j] == i + 1 marks column j as met in this row. Returns their number. */
+static int64_t row_columns(const spk_csr *A, const spk_csr *B, int64_t i, int32_t *mk,
+                           int32_t *out)
+{
+    int64_t c = 0;
+    for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+        const int64_t k = A->colind[p];
+        for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q++) {
+            const int32_t j = B->colind[q];
+            if (mk[j] != (int32_t)(i + 1)) {
+                mk[j] = (int32_t)(i + 1);
+                if (out)
+                    out[c] = j;
+                c++;
+            }
+        }
+    }
+    return c;
+}
+
+spk_status spk_csr_spgemm_symbolic(spk_context *ctx, const spk_csr *A, const spk_csr *B,
+                                   spk_csr *C)
+{
+    memset(C, 0, sizeof *C);
+    if (A->ncols != B->nrows)
+        return spk_fail(ctx, SPK_ERR_ARG, "spgemm: A is %lld x %lld, B is %lld x %lld",
+                        (long long)A->nrows, (long long)A->ncols, (long long)B->nrows,
+                        (long long)B->ncols);
+    const int64_t m = A->nrows, w = B->ncols;
+    const int nt = max_threads();
+    int64_t *len = spk_malloc(ctx, (size_t)m + 1, sizeof *len);
+    int32_t *mark = spk_malloc(ctx, (size_t)nt * (size_t)(w > 0 ? w : 1), sizeof *mark);
+    spk_status st = SPK_OK;
+    if (!len || !mark) {
+        st = spk_fail(ctx, SPK_ERR_NOMEM, "spgemm of %lld x %lld: out of memory", (long long)m,
+                      (long long)w);
+        goto done;
+    }
+    /* pass 1: row lengths. mark[j] = i + 1 once row i has met column j */
+    for (int64_t j = 0; j < (int64_t)nt * w; j++)
+        mark[j] = 0;
+#pragma omp parallel for schedule(dynamic, 256)
+    for (int64_t i = 0; i < m; i++)
+        len[i] = row_columns(A, B, i, mark + (int64_t)thread_id() * w, NULL);
+    int64_t nnz = 0;
+    for (int64_t i = 0; i < m; i++) {
+        const int64_t c = len[i];
+        len[i] = nnz;
+        nnz += c;
+    }
+    len[m] = nnz;
+    if ((st = spk_csr_alloc(ctx, m, w, nnz, C)))
+        goto done;
+    memcpy(C->rowptr, len, ((size_t)m + 1) * sizeof *len);
+    /* pass 2: the columns, sorted */
+    for (int64_t j = 0; j < (int64_t)nt * w; j++)
+        mark[j] = 0;
+#pragma omp parallel for schedule(dynamic, 256)
+    for (int64_t i = 0; i < m; i++) {
+        int32_t *out = C->colind + C->rowptr[i];
+        spk_sort_i32(out, row_columns(A, B, i, mark + (int64_t)thread_id() * w, out));
+    }
+done:
+    spk_free(len);
+    spk_free(mark);
+    return st;
+}
+
+int spk_csr_spgemm_threads(void) { return max_threads(); }
+
+spk_status spk_csr_spgemm_numeric(spk_context *ctx, const spk_csr *A, const spk_csr *B,
+                                  spk_csr *C, double *acc, int nacc)
+{
+    const int64_t m = A->nrows, w = B->ncols;
+    double *own = NULL;
+    if (!acc) {
+        nacc = max_threads();
+        acc = own = spk_calloc(ctx, (size_t)nacc * (size_t)(w > 0 ? w : 1), sizeof *acc);
+        if (!acc)
+            return spk_fail(ctx, SPK_ERR_NOMEM, "spgemm accumulator of %lld doubles: out of "
+                            "memory", (long long)nacc * (long long)w);
+    }
+#pragma omp parallel for schedule(dynamic, 256) num_threads(nacc)
+    for (int64_t i = 0; i < m; i++) {
+        double *ac = acc + (int64_t)thread_id() * w;
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            const double a = A->val[p];
+            const int64_t k = A->colind[p];
+            for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q++)
+                ac[B->colind[q]] += a * B->val[q];
+        }
+        for (int64_t p = C->rowptr[i]; p < C->rowptr[i + 1]; p++) {
+            C->val[p] = ac[C->colind[p]];
+            ac[C->colind[p]] = 0.0;
+        }
+    }
+    spk_free(own);
+    return SPK_OK;
+}
+
+spk_status spk_csr_transpose(spk_context *ctx, const spk_csr *A, spk_csr *T, int64_t **map)
+{
+    memset(T, 0, sizeof *T);
+    if (map)
+        *map = NULL;
+    spk_status st = spk_csr_alloc(ctx, A->ncols, A->nrows, A->nnz, T);
+    if (st)
+        return st;
+    int64_t *src = map ? spk_malloc(ctx, (size_t)(A->nnz > 0 ? A->nnz : 1), sizeof *src) : NULL;
+    int64_t *next = spk_malloc(ctx, (size_t)A->ncols + 1, sizeof *next);
+    if ((map && !src) || !next) {
+        spk_free(src);
+        spk_free(next);
+        spk_csr_free(T);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "transpose of %lld x %lld: out of memory",
+                        (long long)A->nrows, (long long)A->ncols);
+    }
+    for (int64_t p = 0; p < A->nnz; p++)
+        T->rowptr[A->colind[p] + 1]++;
+    for (int64_t j = 0; j < A->ncols; j++)
+        T->rowptr[j + 1] += T->rowptr[j];
+    memcpy(next, T->rowptr, (size_t)A->ncols * sizeof *next);
+    /* rows of A in order: each row of T receives its columns sorted */
+    for (int64_t i = 0; i < A->nrows; i++)
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            const int64_t q = next[A->colind[p]]++;
+            T->colind[q] = (int32_t)i;
+            T->val[q] = A->val[p];
+            if (src)
+                src[q] = p;
+        }
+    spk_free(next);
+    if (map)
+        *map = src;
+    return SPK_OK;
+}
+
+void spk_csr_transpose_values(const spk_csr *A, const int64_t *map, spk_csr *T)
+{
+#pragma omp parallel for schedule(static) if (T->nnz > SPK_OMP_MIN_N)
+    for (int64_t q = 0; q < T->nnz; q++)
+        T->val[q] = A->val[map[q]];
+}
