@@ -54,6 +54,7 @@ if command -v compute-sanitizer >/dev/null; then
     "api:test_api --device gpu --quick --part main"
     "api_threads:test_api --device gpu --quick --part threads"
     "vec:test_vec --device gpu"
+    "amg:test_amg --device gpu"
     "robust_gpu:test_robust_gpu --device gpu --quick"
     "heat:heat --device gpu --n 16"
     "solve:solve -A poisson3d:30 --device gpu --format hyb --method cg --quiet"
