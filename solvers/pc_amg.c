@@ -247,6 +247,14 @@ static spk_status amg_refresh(void *state, spk_matrix *A)
     return st;
 }
 
+/* Bytes of a level matrix in the format it is prepared in (spk_matrix_info's estimate). */
+static double matrix_bytes(const spk_matrix *A)
+{
+    if (!A || !A->be || A->info.bytes[A->be->format] == SIZE_MAX)
+        return 0.0;
+    return (double)A->info.bytes[A->be->format];
+}
+
 /* snprintf at buf + used, as far as len allows; returns what the text needs */
 static size_t put(char *buf, size_t len, size_t used, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -288,16 +296,27 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
     PUT("  strength: symmetric, theta %g; near-null space: %d vector%s (%s), %d unknown%s a "
         "node\n", o->theta, H->lev[0].k, H->lev[0].k == 1 ? "" : "s", M->b_source,
         o->block_size, o->block_size == 1 ? "" : "s");
-    PUT("  level       rows     nonzeros  per row  format  rho(D^-1 A)  setup s\n");
+    PUT("  level       rows     nonzeros  per row  format  rho(D^-1 A)  setup s  device MB\n");
+    double total = 0.0;
     for (int l = 0; l < H->nlevels; l++) {
-        const spk_matrix *A = M->lev[l].A;
-        PUT("  %5d %10lld %12lld %8.1f  %-6s  %11.4g  %7.3f\n", l, (long long)A->csr.nrows,
+        const amg_level_dev *L = &M->lev[l];
+        const spk_matrix *A = L->A;
+        /* what the level holds on the device: its A (level 0's is the solver's), P, R and
+         * vectors; the coarsest level's dense inverse is counted on the line below */
+        double bytes = l > 0 ? matrix_bytes(A) + 16.0 * (double)L->n : 0.0;
+        bytes += matrix_bytes(L->P) + matrix_bytes(L->R);
+        bytes += 8.0 * (double)L->n * ((L->wdinv != NULL) + (L->r != NULL) + (L->d != NULL));
+        total += bytes;
+        PUT("  %5d %10lld %12lld %8.1f  %-6s  %11.4g  %7.3f  %9.1f\n", l, (long long)A->csr.nrows,
             (long long)A->csr.nnz,
             (double)A->csr.nnz / (double)(A->csr.nrows > 0 ? A->csr.nrows : 1),
-            A->be ? spk_format_str(A->be->format) : "-", H->lev[l].rho, H->setup_s[l]);
+            A->be ? spk_format_str(A->be->format) : "-", H->lev[l].rho, H->setup_s[l], bytes / 1e6);
     }
-    PUT("  coarsest: dense inverse (LU, partial pivoting) of order %lld, %s\n", (long long)H->nc,
-        M->Cinv->be ? spk_format_str(M->Cinv->be->format) : "-");
+    total += matrix_bytes(M->Cinv);
+    PUT("  coarsest: dense inverse (LU, partial pivoting) of order %lld, %s, %.1f MB\n",
+        (long long)H->nc, M->Cinv->be ? spk_format_str(M->Cinv->be->format) : "-",
+        matrix_bytes(M->Cinv) / 1e6);
+    PUT("  device memory beyond the solver's own A: %.1f MB\n", total / 1e6);
     PUT("  setup %.3f s (hierarchy on the host %.3f s)", M->setup_s, M->host_s);
 #undef PUT
     return used;
