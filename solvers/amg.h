@@ -85,6 +85,20 @@ spk_status spk_amg_build(spk_context *ctx, const spk_csr *A, int symmetric,
 spk_status spk_amg_rebuild_values(spk_context *ctx, const spk_csr *A, spk_amg_hier *H);
 void spk_amg_free(spk_amg_hier *H);
 
+/* What one V-cycle costs against its parts (bench/bench_vcycle.c), each timed on its own as
+ * the mean of reps calls on the context's stream, without a CUDA graph: the whole apply, and
+ * per level the SpMVs with A, R and P, the smoothers' vector steps, and the coarsest level's
+ * dense SpMV. state: a setup of the amg row; r, z: device vectors of the fine level. */
+typedef struct spk_amg_timing {
+    int    nlevels;
+    double vcycle;
+    double spmv_a[32], spmv_r[32], spmv_p[32], vec[32];
+    int    count_a[32];          /* SpMVs with A_l in one cycle                               */
+    double coarse;
+} spk_amg_timing;
+spk_status spk_amg_time_parts(void *state, const double *r, double *z, int reps,
+                              spk_amg_timing *t);
+
 /* The rigid-body modes of nodes at coords (dim 2 or 3, node-major): 3 or 6 columns of
  * dim * nnodes entries, column-major into B, about the coordinates' centroid. */
 void spk_amg_rigid_modes(const double *coords, int64_t nnodes, int dim, double *B);

@@ -19,6 +19,11 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Fewer rows than this: R in CSR (amg_setup below, where R is prepared). 2^17 rows, against the H200's
+ * 270,336 resident threads: the measured cases lie at 8.7k and 28k rows (CSR faster) and at
+ * 402k (the automatic format faster). */
+#define AMG_R_CSR_ROWS (1 << 17)
+
 typedef struct amg_level_dev {
     spk_matrix *A;                 /* level 0: the solver's A (not owned)                   */
     spk_matrix *P, *R;             /* to the next level; NULL on the coarsest               */
@@ -162,10 +167,10 @@ static void amg_destroy(void *state)
     spk_free(M);
 }
 
-static spk_status device_matrix(pc_amg *M, const spk_csr *c, spk_matrix **out)
+static spk_status device_matrix(pc_amg *M, const spk_csr *c, spk_format fmt, spk_matrix **out)
 {
     spk_status st = spk_matrix_from_canonical(M->ctx, c, out);
-    return st ? st : spk_matrix_prepare(M->ctx, *out, SPK_FMT_AUTO);
+    return st ? st : spk_matrix_prepare(M->ctx, *out, fmt);
 }
 
 static spk_status amg_setup(spk_context *ctx, spk_matrix *A, const spk_options *opt,
@@ -198,17 +203,26 @@ static spk_status amg_setup(spk_context *ctx, spk_matrix *A, const spk_options *
         L->n = h->n;
         if (l == 0)
             L->A = A;
-        else if (!(st = device_matrix(M, &h->A, &L->A)) && !(st = o->alloc(ctx, h->n, &L->x)))
+        else if (!(st = device_matrix(M, &h->A, SPK_FMT_AUTO, &L->A)) &&
+                 !(st = o->alloc(ctx, h->n, &L->x)))
             st = o->alloc(ctx, h->n, &L->b);
         if (st || l == M->H.nlevels - 1)
             break;
-        if (!(st = device_matrix(M, &h->P, &L->P)) && !(st = device_matrix(M, &h->R, &L->R)) &&
+        /* R = P^T: with fewer rows than AMG_R_CSR_ROWS (each as long as an aggregate's reach,
+         * some 100-500 entries) CSR, whose kernel shares a long row among threads; the shape
+         * rule gives such even rows ELL or HYB, one thread a row, and too few rows to fill the
+         * GPU. Measured on the H200 (bench_vcycle): lame3d:48's R_0 (27,744 rows) 114 us in
+         * the automatic format, 35 us in CSR; poisson3d:150's R_1 (8,694 rows) 85 and 12.5 us;
+         * but poisson3d:150's R_0 (401,950 rows) 67 us automatic, 81 us in CSR */
+        const spk_format rfmt = h->R.nrows < AMG_R_CSR_ROWS ? SPK_FMT_CSR : SPK_FMT_AUTO;
+        if (!(st = device_matrix(M, &h->P, SPK_FMT_AUTO, &L->P)) &&
+            !(st = device_matrix(M, &h->R, rfmt, &L->R)) &&
             !(st = o->alloc(ctx, h->n, &L->wdinv)) && !(st = o->alloc(ctx, h->n, &L->r)) &&
             opt->amg.smoother == SPK_AMG_CHEBYSHEV)
             st = o->alloc(ctx, h->n, &L->d);
     }
     if (!st)
-        st = device_matrix(M, &M->H.Cinv, &M->Cinv);
+        st = device_matrix(M, &M->H.Cinv, SPK_FMT_AUTO, &M->Cinv);
     if (!st)
         st = upload_diagonals(M);
     if (!st)
@@ -313,6 +327,12 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
             A->be ? spk_format_str(A->be->format) : "-", H->lev[l].rho, H->setup_s[l], bytes / 1e6);
     }
     total += matrix_bytes(M->Cinv);
+    PUT("  P, R formats by level:");
+    for (int l = 0; l + 1 < H->nlevels; l++)
+        PUT(" %d: %s, %s%s", l, M->lev[l].P->be ? spk_format_str(M->lev[l].P->be->format) : "-",
+            M->lev[l].R->be ? spk_format_str(M->lev[l].R->be->format) : "-",
+            l + 2 < H->nlevels ? ";" : "");
+    PUT("%s\n", H->nlevels == 1 ? " none" : "");
     PUT("  coarsest: dense inverse (LU, partial pivoting) of order %lld, %s, %.1f MB\n",
         (long long)H->nc, M->Cinv->be ? spk_format_str(M->Cinv->be->format) : "-",
         matrix_bytes(M->Cinv) / 1e6);
@@ -320,6 +340,57 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
     PUT("  setup %.3f s (hierarchy on the host %.3f s)", M->setup_s, M->host_s);
 #undef PUT
     return used;
+}
+
+/* Mean seconds of reps calls of one part (the stream drained before and after). */
+#define TIME_PART(M, reps, out, call)                                                         \
+    do {                                                                                      \
+        spk_status st_ = (M)->ops->sync((M)->ctx);                                            \
+        const double t0_ = spk_now();                                                         \
+        for (int k_ = 0; k_ < (reps) && !st_; k_++)                                           \
+            st_ = (call);                                                                     \
+        if (!st_)                                                                             \
+            st_ = (M)->ops->sync((M)->ctx);                                                   \
+        if (st_)                                                                              \
+            return st_;                                                                       \
+        (out) = (spk_now() - t0_) / (double)(reps);                                           \
+    } while (0)
+
+spk_status spk_amg_time_parts(void *state, const double *r, double *z, int reps,
+                              spk_amg_timing *t)
+{
+    pc_amg *M = state;
+    memset(t, 0, sizeof *t);
+    t->nlevels = M->H.nlevels;
+    spk_status st = amg_apply(M, r, z);             /* warm: nothing first-use in the timing */
+    if (st)
+        return st;
+    TIME_PART(M, reps, t->vcycle, amg_apply(M, r, z));
+    const int jac = M->H.opt.smoother != SPK_AMG_CHEBYSHEV, sw = M->H.opt.sweeps,
+              deg = M->H.opt.degree;
+    for (int l = 0; l + 1 < M->H.nlevels; l++) {
+        amg_level_dev *L = &M->lev[l], *C = &M->lev[l + 1];
+        const double *b = l == 0 ? r : L->b;
+        double *x = l == 0 ? z : L->x;
+        TIME_PART(M, reps, t->spmv_a[l], spmv(M, L->A, -1.0, x, 1.0, L->r));
+        TIME_PART(M, reps, t->spmv_r[l], spmv(M, L->R, 1.0, L->r, 0.0, C->b));
+        TIME_PART(M, reps, t->spmv_p[l], spmv(M, L->P, 1.0, C->x, 1.0, x));
+        /* SpMVs with A a cycle: the residual before restriction, and the smoothers' (from
+         * zero the first Jacobi sweep needs none; a Chebyshev sweep of degree d needs d, the
+         * one from zero d - 1) */
+        t->count_a[l] = 1 + (jac ? 2 * sw - 1 : 2 * sw * deg - 1);
+        double v1 = 0.0, v2 = 0.0;
+        TIME_PART(M, reps, v1, M->ops->copy(M->ctx, L->n, b, L->r));
+        TIME_PART(M, reps, v2, M->ops->pmul_axpby(M->ctx, L->n, 1.0, L->wdinv, L->r, 1.0, x));
+        /* a copy per residual and a pmul_axpby per Jacobi sweep (Chebyshev: and an axpby per
+         * step, timed as a pmul_axpby) */
+        t->vec[l] = (double)t->count_a[l] * v1 + (double)(jac ? 2 * sw : 4 * sw * deg) * v2;
+    }
+    amg_level_dev *Lc = &M->lev[M->H.nlevels - 1];
+    const double *bc = M->H.nlevels == 1 ? r : Lc->b;
+    double *xc = M->H.nlevels == 1 ? z : Lc->x;
+    TIME_PART(M, reps, t->coarse, spmv(M, M->Cinv, 1.0, bc, 0.0, xc));
+    return SPK_OK;
 }
 
 const spk_precond_ops spk_pc_amg = {
