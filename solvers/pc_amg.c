@@ -19,10 +19,14 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Fewer rows than this: R in CSR (amg_setup below, where R is prepared). 2^17 rows, against the H200's
- * 270,336 resident threads: the measured cases lie at 8.7k and 28k rows (CSR faster) and at
- * 402k (the automatic format faster). */
-#define AMG_R_CSR_ROWS (1 << 17)
+/* A level matrix (A_l of a coarse level, P, R) of fewer rows than this is prepared in CSR,
+ * whose kernel shares a long row among threads: the shape rule gives such even rows (some
+ * 100-500 entries each) ELL or HYB, one thread a row, and too few rows to fill the GPU.
+ * 2^17 rows, against the H200's 270,336 resident threads. Measured there (bench_vcycle):
+ * lame3d:48's R_0 (27,744 rows) took 114 us in the automatic format, 35 us in CSR, and
+ * poisson3d:150's R_1 (8,694 rows) 85 and 12.5 us; poisson3d:150's R_0 (401,950 rows) 67 us
+ * in the automatic format and 81 in CSR. (Below 2^20 entries the rule picks CSR anyway.) */
+#define AMG_CSR_ROWS (1 << 17)
 
 typedef struct amg_level_dev {
     spk_matrix *A;                 /* level 0: the solver's A (not owned)                   */
@@ -167,10 +171,11 @@ static void amg_destroy(void *state)
     spk_free(M);
 }
 
-static spk_status device_matrix(pc_amg *M, const spk_csr *c, spk_format fmt, spk_matrix **out)
+static spk_status device_matrix(pc_amg *M, const spk_csr *c, spk_matrix **out)
 {
     spk_status st = spk_matrix_from_canonical(M->ctx, c, out);
-    return st ? st : spk_matrix_prepare(M->ctx, *out, fmt);
+    return st ? st : spk_matrix_prepare(M->ctx, *out,
+                                        c->nrows < AMG_CSR_ROWS ? SPK_FMT_CSR : SPK_FMT_AUTO);
 }
 
 static spk_status amg_setup(spk_context *ctx, spk_matrix *A, const spk_options *opt,
@@ -203,26 +208,17 @@ static spk_status amg_setup(spk_context *ctx, spk_matrix *A, const spk_options *
         L->n = h->n;
         if (l == 0)
             L->A = A;
-        else if (!(st = device_matrix(M, &h->A, SPK_FMT_AUTO, &L->A)) &&
-                 !(st = o->alloc(ctx, h->n, &L->x)))
+        else if (!(st = device_matrix(M, &h->A, &L->A)) && !(st = o->alloc(ctx, h->n, &L->x)))
             st = o->alloc(ctx, h->n, &L->b);
         if (st || l == M->H.nlevels - 1)
             break;
-        /* R = P^T: with fewer rows than AMG_R_CSR_ROWS (each as long as an aggregate's reach,
-         * some 100-500 entries) CSR, whose kernel shares a long row among threads; the shape
-         * rule gives such even rows ELL or HYB, one thread a row, and too few rows to fill the
-         * GPU. Measured on the H200 (bench_vcycle): lame3d:48's R_0 (27,744 rows) 114 us in
-         * the automatic format, 35 us in CSR; poisson3d:150's R_1 (8,694 rows) 85 and 12.5 us;
-         * but poisson3d:150's R_0 (401,950 rows) 67 us automatic, 81 us in CSR */
-        const spk_format rfmt = h->R.nrows < AMG_R_CSR_ROWS ? SPK_FMT_CSR : SPK_FMT_AUTO;
-        if (!(st = device_matrix(M, &h->P, SPK_FMT_AUTO, &L->P)) &&
-            !(st = device_matrix(M, &h->R, rfmt, &L->R)) &&
+        if (!(st = device_matrix(M, &h->P, &L->P)) && !(st = device_matrix(M, &h->R, &L->R)) &&
             !(st = o->alloc(ctx, h->n, &L->wdinv)) && !(st = o->alloc(ctx, h->n, &L->r)) &&
             opt->amg.smoother == SPK_AMG_CHEBYSHEV)
             st = o->alloc(ctx, h->n, &L->d);
     }
     if (!st)
-        st = device_matrix(M, &M->H.Cinv, SPK_FMT_AUTO, &M->Cinv);
+        st = device_matrix(M, &M->H.Cinv, &M->Cinv);
     if (!st)
         st = upload_diagonals(M);
     if (!st)
