@@ -166,5 +166,59 @@ check "--explain shows the choice" grep -q "choice" "$T/out"
 run "$SOLVE" -A poisson2d:0
 check "bad generator exits 2" test "$rc" -eq 2
 
+# --- AMG: the hierarchy in --explain and --json, the near-null space from the command line ---
+run "$SOLVE" -A poisson2d:60 --device cpu --precond amg --explain
+check "--precond amg converges (rc=$rc: $err)" test "$rc" -eq 0
+check "--explain prints the AMG hierarchy" grep -q "amg: smoothed aggregation, [0-9]* levels" "$T/out"
+check "--explain prints each level's format" grep -q "P, R formats by level" "$T/out"
+run "$SOLVE" -A poisson2d:60 --device cpu --precond amg --json
+check "--json holds precond_info and precond_setup_s" \
+  python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['precond'] == 'amg' and 'operator complexity' in r['precond_info'] and r['precond_setup_s'] > 0 else 1)"
+# lame3d with the rigid-body modes from its grid, and from a coordinate file: the same count
+if command -v python3 >/dev/null; then
+  python3 - "$T/b.mtx" 6084 <<'EOF'
+import sys, random
+random.seed(1)
+n = int(sys.argv[2])
+with open(sys.argv[1], "w") as f:
+    f.write("%%%%MatrixMarket matrix array real general\n%d 1\n" % n)
+    f.write("".join("%.17g\n" % random.random() for _ in range(n)))
+EOF
+  run "$SOLVE" -A lame3d:12 -b "$T/b.mtx" --device cpu --precond amg --coords grid --json
+  check "--coords grid converges (rc=$rc: $err)" test "$rc" -eq 0
+  its_grid=$(python3 -c "import json; print(json.load(open('$T/out'))['iterations'])" 2>/dev/null)
+  run "$SOLVE" -A lame3d:12 -b "$T/b.mtx" --device cpu --precond amg --json
+  its_scalar=$(python3 -c "import json; print(json.load(open('$T/out'))['iterations'])" 2>/dev/null)
+  check "rigid-body modes cut lame3d:12's iterations ($its_grid against $its_scalar)" \
+    test "${its_grid:-999}" -lt $(( ${its_scalar:-0} / 2 ))
+  # the same coordinates as a file: lame3d:12's nodes (i, j, k) / 12, i = 1..12, x fastest
+  python3 - "$T/xyz.mtx" <<'EOF'
+import sys
+N = 12
+nodes = [(i / N, j / N, k / N) for k in range(N + 1) for j in range(N + 1) for i in range(1, N + 1)]
+with open(sys.argv[1], "w") as f:
+    f.write("%%%%MatrixMarket matrix array real general\n%d 3\n" % len(nodes))
+    for d in range(3):
+        f.write("".join("%.17g\n" % p[d] for p in nodes))
+EOF
+  run "$SOLVE" -A lame3d:12 -b "$T/b.mtx" --device cpu --precond amg --coords "$T/xyz.mtx" --json
+  its_file=$(python3 -c "import json; print(json.load(open('$T/out'))['iterations'])" 2>/dev/null)
+  check "--coords FILE gives --coords grid's count ($its_file, $its_grid)" test "${its_file:-x}" = "${its_grid:-y}"
+  # the near-null space as vectors: B = ones for a scalar problem gives the default's count
+  python3 -c "
+n = 3481
+open('$T/ones.mtx', 'w').write('%%%%MatrixMarket matrix array real general\n%d 1\n' % n + '1\n' * n)"
+  run "$SOLVE" -A poisson2d:60 --device cpu --precond amg --nullspace "$T/ones.mtx" --json
+  check "--nullspace of the wrong length exits 2 (rc=$rc)" test "$rc" -eq 2
+  check "... naming the shape it needs" grep -q "an n x k array is needed" "$T/err"
+fi
+run "$SOLVE" -A "$IN/bcsstk09.mtx" --device cpu --precond amg --coords grid
+check "--coords grid with a file matrix exits 2 (rc=$rc)" test "$rc" -eq 2
+check "... saying it needs a generator" grep -q "not a generator spec" "$T/err"
+run "$SOLVE" -A poisson2d:10 --device cpu --precond amg --amg-smoother gauss
+check "an unknown --amg-smoother exits 2 (rc=$rc)" test "$rc" -eq 2
+run "$SOLVE" -A poisson2d:10 --device cpu --precond jacobi --block-size 2
+check "--block-size without amg warns" grep -q "apply to --precond amg only" "$T/err"
+
 echo "test_cli: $pass passed, $fail failed"
 test "$fail" -eq 0
