@@ -899,7 +899,7 @@ static double *read_dense(spk_context *ctx, const char *path, const char *what, 
     return v;
 }
 
-/* --nullspace and --coords into c->opt.amg (the arrays stay allocated until exit). */
+/* --nullspace and --coords into c->opt.amg (malloc'ed arrays, freed at the end of main). */
 static void read_amg_inputs(spk_context *ctx, cli *c, int64_t n)
 {
     int64_t rows, cols;
@@ -1141,6 +1141,8 @@ int main(int argc, char **argv)
     spk_result_free(&r.res);
     free(b);
     free(x);
+    free((void *)c.opt.amg.nullspace);               /* read_amg_inputs's arrays */
+    free((void *)c.opt.amg.coords);
     spk_matrix_destroy(A);
     spk_context_destroy(ctx);
     return finish(code);
