@@ -140,3 +140,20 @@ double t_true_rel(const spk_matrix *A, const double *b, const double *x)
     }
     return (double)(bb > 0 ? sqrtl(rr / bb) : sqrtl(rr));
 }
+
+int t_generate_under_failures(spk_context *ctx, const char *spec)
+{
+    int bad = 0;
+    for (int k = 1; k <= 10; k++) {
+        spk_csr A;
+        ctx->fail_alloc_at = spk_context_alloc_count(ctx) + (uint64_t)k;
+        spk_status st = spk_generate_csr(ctx, spec, &A);
+        ctx->fail_alloc_at = 0;
+        if (st == SPK_OK) {
+            spk_csr_free(&A);
+            return bad == 0;
+        }
+        bad += st != SPK_ERR_NOMEM || A.rowptr != NULL;
+    }
+    return 0;
+}

@@ -58,6 +58,9 @@ double t_rel_diff(const double *a, const double *b, int64_t n);
 /* ||b - A x|| / ||b|| (||b - A x|| when b = 0) recomputed on the host from the canonical CSR:
  * the check every solver test makes, never trusting the library's own number. */
 double t_true_rel(const spk_matrix *A, const double *b, const double *x);
+/* spk_generate_csr(spec) with allocation k failing, k = 1, 2, ... until it succeeds (at most
+ * 10): 1 if every failure was SPK_ERR_NOMEM leaving the CSR empty and a run succeeded. */
+int t_generate_under_failures(spk_context *ctx, const char *spec);
 /* Read a matrix from inputs/ into the canonical CSR (exit 2 on failure). */
 void t_read_csr(spk_context *ctx, const char *name, spk_csr *out);
 
