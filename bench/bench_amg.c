@@ -5,10 +5,11 @@
  * (warm: the second of two solves, so that no first-use cost is in it), the iterations and
  * the time to solution (setup + solve).
  *
- *   bench_amg [--device cpu|gpu|auto] [--rtol X] [--json FILE] SPEC[@rbm]...
+ *   bench_amg [--device cpu|gpu|auto] [--rtol X] [--json FILE] SPEC[@rbm][@bN][@chebK]...
  *
  * SPEC is a generator spec or a Matrix Market file; SPEC@rbm gives AMG the generator's node
- * coordinates (spk_generate_coords: the rigid-body modes, lame3d), SPEC@bN a block size N.
+ * coordinates (spk_generate_coords: the rigid-body modes, lame3d), @bN a block size N, @chebK
+ * Chebyshev smoothing of degree K instead of damped Jacobi.
  * b = A x with x uniform in [0, 1) (seeded): a right-hand side with every frequency, unlike
  * A * ones, which lies in smoothed aggregation's coarse space (one V-cycle solves it).
  * A table on stdout, and one JSON object per case in FILE. Exit 0, or 1 when a solve failed
@@ -105,7 +106,7 @@ int main(int argc, char **argv)
             json_path = argv[++first];
         else {
             fprintf(stderr, "usage: bench_amg [--device cpu|gpu|auto] [--rtol X] [--json FILE] "
-                            "SPEC[@rbm|@bN]...\n");
+                            "SPEC[@rbm][@bN][@chebK]...\n");
             return 2;
         }
     }
@@ -124,12 +125,15 @@ int main(int argc, char **argv)
     for (int c = first; c < argc; c++) {
         char spec[256];
         snprintf(spec, sizeof spec, "%s", argv[c]);
-        char *at = strchr(spec, '@');
-        int rbm = 0, bs = 0;
-        if (at) {
+        /* SPEC@rbm, @bN (block size N), @chebK (Chebyshev smoothing of degree K), combinable */
+        int rbm = 0, bs = 0, cheb = 0;
+        for (char *at = strchr(spec, '@'); at; at = strchr(at + 1, '@')) {
             *at = '\0';
-            rbm = !strcmp(at + 1, "rbm");
-            if (at[1] == 'b')
+            if (!strncmp(at + 1, "rbm", 3))
+                rbm = 1;
+            else if (!strncmp(at + 1, "cheb", 4))
+                cheb = atoi(at + 5);
+            else if (at[1] == 'b')
                 bs = atoi(at + 2);
         }
         spk_matrix *A = NULL;
@@ -167,6 +171,10 @@ int main(int argc, char **argv)
             }
         }
         opt.amg.block_size = bs;
+        if (cheb > 0) {
+            opt.amg.smoother = SPK_AMG_CHEBYSHEV;
+            opt.amg.degree = cheb;
+        }
         outcome o[2];
         const char *names[2] = {"jacobi", "amg"};
         for (int k = 0; k < 2; k++) {

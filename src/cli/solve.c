@@ -916,11 +916,10 @@ static void read_amg_inputs(spk_context *ctx, cli *c, int64_t n)
         double *xyz = NULL;
         int64_t nodes = 0;
         int dim = 0;
-        spk_status st = spk_is_generator_spec(c->A) ? spk_generate_coords(ctx, c->A, &xyz, &nodes, &dim)
-                                                    : SPK_ERR_ARG;
-        if (st == SPK_ERR_ARG && !spk_is_generator_spec(c->A))
-            fail_exit(ctx, EXIT_USAGE, spk_status_str(st), "--coords grid: %s is not a generator "
-                      "spec (give the coordinates as a file)", c->A);
+        if (!spk_is_generator_spec(c->A))
+            fail_exit(ctx, EXIT_USAGE, spk_status_str(SPK_ERR_ARG), "--coords grid: %s is not a "
+                      "generator spec (give the coordinates as a file)", c->A);
+        spk_status st = spk_generate_coords(ctx, c->A, &xyz, &nodes, &dim);
         if (st)
             die_status(ctx, st, "--coords grid");
         if (nodes * dim != n)
