@@ -76,7 +76,9 @@ typedef enum spk_method {
     SPK_METHOD_AUTO = 0,   /* CG if symmetric with a positive diagonal, else BiCGStab       */
     SPK_METHOD_CG,
     SPK_METHOD_BICGSTAB,
-    SPK_METHOD_GMRES
+    SPK_METHOD_GMRES,
+    SPK_METHOD_FGMRES,     /* flexible GMRES(m): M may change from one iteration to the next */
+    SPK_METHOD_MINRES      /* symmetric (indefinite) A, SPD M                                */
 } spk_method;
 
 /* The preconditioners: each is a row of the library's preconditioner table (docs/design.md).
@@ -88,9 +90,14 @@ typedef enum spk_precond {
     SPK_PRECOND_JACOBI,    /* M = diag(A)                                                   */
     SPK_PRECOND_USER,      /* spk_options.precond_user                                      */
     SPK_PRECOND_AUTO,
-    SPK_PRECOND_AMG        /* smoothed-aggregation algebraic multigrid (spk_options.amg)    */
+    SPK_PRECOND_AMG,       /* smoothed-aggregation algebraic multigrid (spk_options.amg)    */
+    SPK_PRECOND_ILU0,      /* incomplete LU, no fill (spk_options.ilu)                       */
+    SPK_PRECOND_IC0,       /* incomplete Cholesky, no fill (spk_options.ilu)                 */
+    SPK_PRECOND_ILUT,      /* incomplete LU with threshold and pivoting (spk_options.ilu)    */
+    SPK_PRECOND_BJACOBI,   /* block-Jacobi, d x d diagonal blocks (spk_options.block_size)   */
+    SPK_PRECOND_CHEBYSHEV  /* Chebyshev polynomial in D^-1 A (spk_options.poly_degree)      */
 } spk_precond;
-#define SPK_PRECOND_COUNT 5
+#define SPK_PRECOND_COUNT 10
 
 /* ---- reason: did the solve converge (after PETSc's KSPConvergedReason) ------------------- */
 typedef enum spk_reason {
@@ -376,6 +383,23 @@ typedef struct spk_amg_options {
     int           max_levels;  /* 0: 10                                                        */
 } spk_amg_options;
 
+/* The incomplete factorizations (SPK_PRECOND_ILU0, IC0, ILUT). Their triangular solves run
+ * exactly (level-scheduled: the CPU's row loops, cuSPARSE's SpSV on the GPU) or approximately
+ * (a fixed number of Jacobi sweeps on each triangular system, SpMV only). The zeros of
+ * spk_options_default are the defaults written beside each field. */
+typedef enum spk_trisolve {
+    SPK_TRISOLVE_AUTO = 0,     /* the measured default of the device (docs/solvers.md)         */
+    SPK_TRISOLVE_EXACT,
+    SPK_TRISOLVE_JACOBI
+} spk_trisolve;
+
+typedef struct spk_ilu_options {
+    spk_trisolve trisolve;
+    int           sweeps;      /* Jacobi sweeps per triangular solve with SPK_TRISOLVE_JACOBI; 0: 5 */
+    double        drop_tol;    /* ILUT: entries below drop_tol times their row's norm dropped; 0: 1e-4 */
+    double        fill_factor; /* ILUT: at most fill_factor nnz(A) entries in L + U; 0: 10        */
+} spk_ilu_options;
+
 /* The stopping tests, after PETSc's KSPConvergedDefault (docs/solvers.md), in this order:
  * ||r|| <= max(rtol ||b||, atol): converged; NaN/Inf; ||r|| > dtol max(||b||, ||r0||):
  * DIVERGED_DTOL; the smallest ||r|| so far not lowered by 0.1% for `stagnation` iterations:
@@ -399,6 +423,9 @@ typedef struct spk_options {
     int         use_x0;        /* 1: x holds the initial guess; 0: start from x = 0 (default) */
     const spk_precond_user *precond_user;  /* with precond = SPK_PRECOND_USER, else unused    */
     spk_amg_options amg;       /* with precond = SPK_PRECOND_AMG                               */
+    spk_ilu_options ilu;       /* with precond = SPK_PRECOND_ILU0, IC0 or ILUT                 */
+    int         block_size;    /* block-Jacobi's d (SPK_PRECOND_BJACOBI); 0: amg.block_size, else 1 */
+    int         poly_degree;   /* SPK_PRECOND_CHEBYSHEV's degree; 0: 3                          */
 } spk_options;
 SPK_API void spk_options_default(spk_options *opt);
 

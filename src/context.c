@@ -292,7 +292,8 @@ const char *spk_reason_str(spk_reason r)
 
 static const char *const format_names[SPK_FMT_COUNT] = {"auto", "coo", "csr", "ell", "hyb", "jds",
                                                              "dia"};
-static const char *const method_names[] = {"auto", "cg", "bicgstab", "gmres"};
+static const char *const method_names[] = {"auto", "cg", "bicgstab", "gmres", "fgmres", "minres"};
+#define METHOD_COUNT ((int)(sizeof method_names / sizeof method_names[0]))
 static const char *const device_names[] = {"auto", "cpu", "cuda"};
 
 const char *spk_format_str(spk_format f)
@@ -302,7 +303,7 @@ const char *spk_format_str(spk_format f)
 
 const char *spk_method_str(spk_method m)
 {
-    return (unsigned)m < 4 ? method_names[m] : "unknown";
+    return (unsigned)m < METHOD_COUNT ? method_names[m] : "unknown";
 }
 
 const char *spk_device_str(spk_device d)
@@ -329,7 +330,7 @@ spk_status spk_format_parse(const char *s, spk_format *f)
 
 spk_status spk_method_parse(const char *s, spk_method *m)
 {
-    int i = lookup(s, method_names, 4);
+    int i = lookup(s, method_names, METHOD_COUNT);
     if (i < 0 || !m)
         return SPK_ERR_ARG;
     *m = (spk_method)i;
