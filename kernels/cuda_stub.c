@@ -2,6 +2,7 @@
  * this file only then). Every table row and vector op is still present, so callers need no
  * #ifdef; each answers SPK_ERR_NOT_COMPILED with a message that says how to get CUDA. */
 #include "formats.h"
+#include "../solvers/ilu.h"
 
 #include <stdio.h>
 
@@ -237,3 +238,25 @@ const struct spk_bicg_ops *spk_bicg_ops_cuda(void) { return NULL; }
 const struct spk_gmres_ops *spk_gmres_ops_cuda(void) { return NULL; }
 
 void *spk_context_stream(const spk_context *ctx) { (void)ctx; return NULL; }
+
+/* ---- the incomplete factorizations' exact solves on the GPU (solvers/pc_ilu_cuda.cu) ------ */
+spk_status spk_ilu_sv_setup(spk_context *ctx, const spk_ilu_factors *F, spk_ilu_sv **sv)
+{
+    *sv = NULL;
+    return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "triangular solves on the GPU: %s", NO_CUDA);
+}
+
+spk_status spk_ilu_sv_update(spk_context *ctx, spk_ilu_sv *sv, const spk_ilu_factors *F)
+{
+    return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "triangular solves on the GPU: %s", NO_CUDA);
+}
+
+spk_status spk_ilu_sv_apply(spk_context *ctx, spk_ilu_sv *sv, const double *r, double *y,
+                            double *z)
+{
+    return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "triangular solves on the GPU: %s", NO_CUDA);
+}
+
+size_t spk_ilu_sv_bytes(const spk_ilu_sv *sv) { (void)sv; return 0; }
+
+void spk_ilu_sv_free(spk_ilu_sv *sv) { (void)sv; }

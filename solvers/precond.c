@@ -53,6 +53,9 @@ static const spk_precond_ops *const all_preconds[] = {
     &spk_pc_none,
     &spk_pc_jacobi,
     &spk_pc_amg,
+    &spk_pc_ilu0,
+    &spk_pc_ic0,
+    &spk_pc_ilut,
     &spk_pc_user,
 };
 #define NPRECONDS (sizeof all_preconds / sizeof all_preconds[0])
