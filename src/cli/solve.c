@@ -69,6 +69,12 @@ static const char usage_text[] =
     "  --amg-degree K      Chebyshev degree (default 2)\n"
     "  --amg-max-coarse N  rows of the coarsest level, solved directly (default 500)\n"
     "  --amg-max-levels L  levels at most (default 10)\n"
+    "  --ilu-trisolve T    ilu0, ic0, ilut: exact|jacobi|auto (default auto = exact): the\n"
+    "                      triangular solves exactly (the CPU's row loops, cuSPARSE SpSV on\n"
+    "                      the GPU) or by a fixed number of Jacobi sweeps (SpMVs only)\n"
+    "  --ilu-sweeps N      Jacobi sweeps per triangular solve (default 5)\n"
+    "  --ilut-drop X       ILUT: drop entries below X times their row's norm (default 1e-4)\n"
+    "  --ilut-fill X       ILUT: at most X nnz(A) entries in L + U (default 10)\n"
     "  --format F          auto|coo|csr|ell|hyb|jds|dia (default auto: from row-length\n"
     "                      statistics; dia: the CPU only)\n"
     "  --device D          auto|cpu|gpu (default auto: the GPU when one is usable)\n"
@@ -348,6 +354,26 @@ static void parse_args(int argc, char **argv, cli *c)
             c->opt.amg.max_coarse = parse_int(a, need_arg(argc, argv, &i), 1, 6000);
         } else if (!strcmp(a, "--amg-max-levels")) {
             c->opt.amg.max_levels = (int)parse_int(a, need_arg(argc, argv, &i), 1, 32);
+        } else if (!strcmp(a, "--ilu-trisolve")) {
+            const char *v = need_arg(argc, argv, &i);
+            if (!strcmp(v, "exact"))
+                c->opt.ilu.trisolve = SPK_TRISOLVE_EXACT;
+            else if (!strcmp(v, "jacobi"))
+                c->opt.ilu.trisolve = SPK_TRISOLVE_JACOBI;
+            else if (!strcmp(v, "auto"))
+                c->opt.ilu.trisolve = SPK_TRISOLVE_AUTO;
+            else
+                die_usage("--ilu-trisolve expects exact|jacobi|auto, got '%s'", v);
+        } else if (!strcmp(a, "--ilu-sweeps")) {
+            c->opt.ilu.sweeps = (int)parse_int(a, need_arg(argc, argv, &i), 1, 1000);
+        } else if (!strcmp(a, "--ilut-drop")) {
+            c->opt.ilu.drop_tol = parse_double(a, need_arg(argc, argv, &i));
+            if (!(c->opt.ilu.drop_tol >= 0.0 && c->opt.ilu.drop_tol < 1.0))
+                die_usage("--ilut-drop expects a number in [0, 1), got '%s'", argv[i]);
+        } else if (!strcmp(a, "--ilut-fill")) {
+            c->opt.ilu.fill_factor = parse_double(a, need_arg(argc, argv, &i));
+            if (!(c->opt.ilu.fill_factor > 0.0))
+                die_usage("--ilut-fill expects a number > 0, got '%s'", argv[i]);
         } else if (!strcmp(a, "--explain")) {
             c->explain = 1;
         } else {
