@@ -132,7 +132,7 @@ check "--help lists none" grep -q "none    no preconditioner" "$T/out"
 check "--help's usage has no printf residue" grep -q "%.17g" "$T/out"
 run "$SOLVE" -A "$IN/LF10.mtx" --precond ilu9
 check "unknown --precond exits 2 (rc=$rc)" test "$rc" -eq 2
-check "unknown --precond lists the table's names" grep -q "expects none|jacobi|amg|auto, got 'ilu9'" "$T/err"
+check "unknown --precond lists the table's names" grep -q "expects none|jacobi|amg|ilu0|ic0|ilut|.*auto, got 'ilu9'" "$T/err"
 run "$SOLVE" -A "$IN/LF10.mtx" --precond user
 check "--precond user (the API's only) is refused (rc=$rc)" test "$rc" -eq 2
 run "$SOLVE" -A "$IN/LF10.mtx" --device cpu --format ell --json
@@ -219,6 +219,28 @@ run "$SOLVE" -A poisson2d:10 --device cpu --precond amg --amg-smoother gauss
 check "an unknown --amg-smoother exits 2 (rc=$rc)" test "$rc" -eq 2
 run "$SOLVE" -A poisson2d:10 --device cpu --precond jacobi --block-size 2
 check "--block-size without amg warns" grep -q "apply to --precond amg only" "$T/err"
+
+# --- the incomplete factorizations: options, --explain, the textbook reference -----------
+run "$SOLVE" -A "$IN/sherman1.mtx" --device cpu --method gmres --precond ilu0 --ilu-trisolve jacobi --ilu-sweeps 3 --explain
+check "ilu0 with Jacobi sweeps converges (rc=$rc: $err)" test "$rc" -eq 0
+check "--explain describes the factors and the sweeps" grep -q "nnz(L) + nnz(U) = 1375 + 2375 = 3750.*trisolve jacobi, 3 sweeps" "$T/out"
+run "$SOLVE" -A "$IN/cavity14.mtx" --device cpu --method gmres --precond ilu0
+check "a zero pivot exits 2 (rc=$rc)" test "$rc" -eq 2
+check "... naming the row and ILUT" grep -q "zero pivot at row 20.*--precond ilut" "$T/err"
+run "$SOLVE" -A "$IN/sherman1.mtx" --device cpu --precond ilu0 --ilu-trisolve fast
+check "an unknown --ilu-trisolve exits 2 (rc=$rc)" test "$rc" -eq 2
+run "$SOLVE" -A "$IN/sherman1.mtx" --device cpu --precond ilut --ilut-drop 2
+check "--ilut-drop out of [0, 1) exits 2 (rc=$rc)" test "$rc" -eq 2
+# spk's ILU(0)-GMRES and IC(0)-CG iterations against bench/compare_ilu.py's textbook
+# factorizations on SciPy (skipped without SciPy)
+if /usr/bin/python3 -c "import scipy" 2>/dev/null; then
+  run /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/../bench/compare_ilu.py" --solve "$SOLVE" \
+      "$IN/sherman1.mtx" "$IN/orsirr_1.mtx" "$IN/pores_1.mtx" "$IN/nos6.mtx" "$IN/bcsstk03.mtx" "$IN/cavity14.mtx"
+  check "compare_ilu.py: spk within 1.2x of the reference ILU(0)/IC(0) (rc=$rc: $(grep -h FAIL "$T/out"))" test "$rc" -eq 0
+  check "... on every matrix asked for" test "$(grep -c '| ok' "$T/out")" -eq 8
+else
+  echo "skip: compare_ilu.py (no SciPy for /usr/bin/python3)"
+fi
 
 echo "test_cli: $pass passed, $fail failed"
 test "$fail" -eq 0
