@@ -386,29 +386,36 @@ static double matrix_bytes(const spk_matrix *A)
     return (double)A->info.bytes[A->be->format];
 }
 
+/* Host bytes of a factor (rowptr, columns, values). */
+static double csr_bytes(const spk_csr *c)
+{
+    return c->rowptr ? 8.0 * (double)(c->nrows + 1) + 12.0 * (double)c->nnz : 0.0;
+}
+
 static size_t ilu_describe(const void *state, char *buf, size_t len)
 {
     const pc_ilu *M = state;
     const int64_t nf = M->F.L.nnz + M->F.U.nnz;
-    double bytes = 8.0 * (double)M->n * ((M->w[0] ? 2 : 0) + (M->w[2] ? 1 : 0));
-    bytes += M->sv ? (double)spk_ilu_sv_bytes(M->sv) : 0.0;
-    bytes += matrix_bytes(M->Ls) + matrix_bytes(M->Us) + matrix_bytes(M->P) +
-             (M->dinv ? 8.0 * (double)M->n : 0.0);
     const int host = M->trisolve == SPK_TRISOLVE_EXACT && M->ctx->device == SPK_DEVICE_CPU;
-    char how[96];
+    double dev = 8.0 * (double)M->n * ((M->w[0] ? 2 : 0) + (M->w[2] ? 1 : 0));
+    dev += M->sv ? (double)spk_ilu_sv_bytes(M->sv) : 0.0;
+    dev += matrix_bytes(M->Ls) + matrix_bytes(M->Us) + matrix_bytes(M->P) +
+           (M->dinv ? 8.0 * (double)M->n : 0.0);
+    const double hostb = csr_bytes(&M->F.L) + csr_bytes(&M->F.U) + (host ? dev : 0.0);
+    char how[96], piv[64] = "";
     if (M->trisolve == SPK_TRISOLVE_JACOBI)
         snprintf(how, sizeof how, "jacobi, %d sweeps per triangle", M->sweeps);
     else
         snprintf(how, sizeof how, "exact (%s)", host ? "row loops" : "cuSPARSE SpSV");
-    if (host)
-        bytes = 8.0 * (double)M->n;
+    if (M->F.zero_pivots > 0)
+        snprintf(piv, sizeof piv, "; %lld zero pivots replaced", (long long)M->F.zero_pivots);
     return (size_t)snprintf(buf, len, "%s: %s; nnz(L) + nnz(U) = %lld + %lld = %lld (fill %.2f "
-                            "x nnz(A)); trisolve %s; %s memory beyond A %.2f MB; setup %.3f s "
-                            "(factorization on the host %.3f s)",
+                            "x nnz(A))%s; trisolve %s; memory beyond A: host %.2f MB, device "
+                            "%.2f MB; setup %.3f s (factorization on the host %.3f s)",
                             spk_precond_str(M->kind), kind_title(M->kind),
                             (long long)M->F.L.nnz, (long long)M->F.U.nnz, (long long)nf,
-                            (double)nf / (double)(M->nnz_a > 0 ? M->nnz_a : 1), how,
-                            host ? "host" : "device", bytes / 1e6, M->setup_s, M->factor_s);
+                            (double)nf / (double)(M->nnz_a > 0 ? M->nnz_a : 1), piv, how,
+                            hostb / 1e6, host ? 0.0 : dev / 1e6, M->setup_s, M->factor_s);
 }
 
 /* ---- the rows ----------------------------------------------------------------------------- */

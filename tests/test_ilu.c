@@ -257,8 +257,9 @@ static void test_counts(void)
         spk_matrix *A = read_input(gm[m]);
         const int64_t jac = iterations(A, SPK_METHOD_GMRES, SPK_PRECOND_JACOBI, 0, 0);
         const int64_t ilu = iterations(A, SPK_METHOD_GMRES, SPK_PRECOND_ILU0, 0, 0);
-        const int64_t sw = iterations(A, SPK_METHOD_GMRES, SPK_PRECOND_ILU0, SPK_TRISOLVE_JACOBI, 0);
-        const int64_t ilutj = iterations(A, SPK_METHOD_GMRES, SPK_PRECOND_ILUT, SPK_TRISOLVE_JACOBI, 0);
+        const spk_trisolve J = SPK_TRISOLVE_JACOBI;
+        const int64_t sw = iterations(A, SPK_METHOD_GMRES, SPK_PRECOND_ILU0, J, 0);
+        const int64_t ilutj = iterations(A, SPK_METHOD_GMRES, SPK_PRECOND_ILUT, J, 0);
         /* ILUT dropping almost nothing is nearly A's LU: GMRES then needs a step or two */
         ilut_drop = 1e-10, ilut_fill = 50;
         const int64_t ilut = iterations(A, SPK_METHOD_GMRES, SPK_PRECOND_ILUT, 0, 0);
