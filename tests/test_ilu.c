@@ -1,7 +1,7 @@
 /* tests/test_ilu.c -- ILU(0), IC(0) and the ILUT row on the device given (--device cpu|gpu):
  * the factors against a dense textbook ILU(0) restricted to the pattern, IC(0) against ILU(0)
  * on a symmetric matrix, the Jacobi-sweep apply against the exact one (n sweeps make the
- * Neumann series exact), iteration counts against Jacobi's, the approximate solve, refused
+ * Neumann series exact) and, for IC(0), symmetric, iteration counts against Jacobi's, the approximate solve, refused
  * pivots and their messages, refresh after a value update (the iterations of a fresh setup,
  * no allocation), describe, option errors. */
 #include "util.h"
@@ -248,6 +248,31 @@ static void test_apply(void)
     }
 }
 
+/* IC(0) with Jacobi sweeps is M^-1 = N^T D^-1 N: symmetric (CG's need) for every sweep count,
+ * checked as r2' M^-1 r1 = r1' M^-1 r2. */
+static void test_sweeps_symmetric(void)
+{
+    spk_matrix *A = read_input("nos6.mtx");
+    const int64_t n = A->csr.nrows;
+    double *r1 = malloc((size_t)n * sizeof *r1), *r2 = malloc((size_t)n * sizeof *r2),
+           *z1 = malloc((size_t)n * sizeof *z1), *z2 = malloc((size_t)n * sizeof *z2);
+    uint64_t seed = 11;
+    for (int64_t i = 0; i < n; i++)
+        r1[i] = t_randu(&seed), r2[i] = t_randu(&seed);
+    for (int sweeps = 1; sweeps <= 4; sweeps += 3) {
+        T_CHECK(apply_row(A, SPK_PRECOND_IC0, SPK_TRISOLVE_JACOBI, sweeps, r1, z1) &&
+                    apply_row(A, SPK_PRECOND_IC0, SPK_TRISOLVE_JACOBI, sweeps, r2, z2),
+                "nos6 IC(0) apply");
+        double a = 0.0, b = 0.0, s = 0.0;
+        for (int64_t i = 0; i < n; i++)
+            a += r2[i] * z1[i], b += r1[i] * z2[i], s += fabs(r2[i] * z1[i]);
+        T_CHECK(fabs(a - b) <= 1e-12 * s, "IC(0), %d sweeps: r2'Mr1 = %.17g, r1'Mr2 = %.17g",
+                sweeps, a, b);
+    }
+    free(r1), free(r2), free(z1), free(z2);
+    spk_matrix_destroy(A);
+}
+
 /* ---- iterations ----------------------------------------------------------------------------- */
 
 static void test_counts(void)
@@ -471,6 +496,7 @@ int main(int argc, char **argv)
     if (dev == SPK_DEVICE_CPU)                      /* host code: once is enough */
         test_factors();
     test_apply();
+    test_sweeps_symmetric();
     test_counts();
     test_refusals();
     test_refresh();
