@@ -381,6 +381,11 @@ typedef struct spk_amg_options {
     int           degree;      /* Chebyshev degree; 0: 2                                       */
     int64_t       max_coarse;  /* rows of the coarsest level, solved directly; 0: 500          */
     int           max_levels;  /* 0: 10                                                        */
+    /* what spk_solver_refresh does after a value update: 0 (default) keeps the aggregates, T
+     * and the near-null space and recomputes P, R, the coarse matrices and the smoothers;
+     * 1 builds the whole hierarchy again (new strength, aggregates and T from the new values,
+     * with the near-null space given at setup): for values that change what is strong */
+    int           rebuild;
 } spk_amg_options;
 
 /* The incomplete factorizations (SPK_PRECOND_ILU0, IC0, ILUT). Their triangular solves run

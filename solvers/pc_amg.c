@@ -237,9 +237,38 @@ static spk_status update(pc_amg *M, spk_matrix *D, const spk_csr *c)
     return spk_matrix_update_values(M->ctx, D, c->nnz, c->val, 0);
 }
 
+/* The rebuild option's refresh: a whole setup on the new values into a second state, which
+ * then takes the place of the first (the state's address, the solver's handle, stays). The
+ * near-null space is the one of the first setup (the coordinates' rigid-body modes are its
+ * level-0 B). On failure the old hierarchy is kept. */
+static spk_status amg_rebuild(pc_amg *M, spk_matrix *A)
+{
+    spk_options o;
+    spk_options_default(&o);
+    o.amg = M->H.opt;
+    o.amg.rebuild = 1;
+    o.amg.nullspace = M->H.lev[0].B;
+    o.amg.nullspace_cols = M->H.lev[0].k;
+    o.amg.coords = NULL;
+    o.amg.coord_dim = 0;
+    void *fresh = NULL;
+    spk_status st = amg_setup(M->ctx, A, &o, &fresh);
+    if (st)
+        return st;
+    pc_amg *N = fresh, old = *M;
+    N->b_source = M->b_source;
+    *M = *N;
+    *N = old;
+    M->H.opt.nullspace = M->H.lev[0].B;      /* the caller's copy went with the old state */
+    amg_destroy(N);
+    return SPK_OK;
+}
+
 static spk_status amg_refresh(void *state, spk_matrix *A)
 {
     pc_amg *M = state;
+    if (M->H.opt.rebuild)
+        return amg_rebuild(M, A);
     const double t0 = spk_now();
     spk_status st = spk_matrix_host_values(M->ctx, A);
     if (!st)
