@@ -52,7 +52,9 @@ typedef enum spk_status {
     SPK_ERR_PARSE,         /* a file is malformed; the message names the file and line      */
     SPK_ERR_UNSUPPORTED,   /* valid input the library does not handle (complex, ELL/DIA fill)*/
     SPK_ERR_CUDA,          /* a CUDA / cuBLAS call failed, including out of device memory   */
-    SPK_ERR_NOT_COMPILED   /* the feature (CUDA) was not built into this library            */
+    SPK_ERR_NOT_COMPILED   /* the feature (CUDA) is not available: not built into this
+                              library, or the shared library's CUDA backend not found (the
+                              message says where it was looked for)                          */
 } spk_status;
 
 typedef enum spk_device {
@@ -124,7 +126,9 @@ typedef struct spk_solver spk_solver;
 /* ---- context ------------------------------------------------------------------------------- */
 
 /* Create a context on `device`. AUTO resolves to CUDA when a GPU is usable, else CPU.
- * CUDA with no usable GPU: SPK_ERR_CUDA (or SPK_ERR_NOT_COMPILED without CUDA support), and
+ * CUDA with no usable GPU: SPK_ERR_CUDA (or SPK_ERR_NOT_COMPILED without CUDA support:
+ * libspk.so loads its CUDA backend libspk_cuda.so at the first context that asks for a GPU,
+ * from SPK_CUDA_LIBRARY, else from beside itself, else from the library path), and
  * *ctx is still set to a context that holds the message (destroy it).
  * Returns SPK_ERR_ARG (ctx NULL), SPK_ERR_NOMEM, SPK_ERR_CUDA, SPK_ERR_NOT_COMPILED. */
 SPK_API spk_status spk_context_create(spk_context **ctx, spk_device device);
@@ -156,7 +160,9 @@ SPK_API spk_status spk_format_parse(const char *s, spk_format *fmt);
 SPK_API spk_status spk_method_parse(const char *s, spk_method *m);
 SPK_API spk_status spk_device_parse(const char *s, spk_device *d);
 SPK_API spk_status spk_precond_parse(const char *s, spk_precond *p);
-/* 1 if this library was built with CUDA support. */
+/* 1 if this library has CUDA support: built in (the static library of a CUDA build), or
+ * the shared library's CUDA backend found and loaded (this call loads it). Whether there is a
+ * usable GPU is spk_context_create's answer. */
 SPK_API int spk_has_cuda(void);
 /* The CUDA stream (a cudaStream_t) on which the context queues all its work, or NULL on a CPU
  * context: a user preconditioner's own kernels queued there run in order with the solve. */
@@ -208,7 +214,7 @@ SPK_API spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t 
  * they are copied (to the host, then assembled as spk_matrix_from_csr does; the matrix
  * uploads its own layout when prepared), so they may be freed or changed on return.
  * SPK_ERR_ARG (as from_csr, or a CPU context), SPK_ERR_NOMEM, SPK_ERR_CUDA (a bad device
- * pointer), SPK_ERR_NOT_COMPILED (no CUDA in this build). */
+ * pointer), SPK_ERR_NOT_COMPILED (no CUDA support). */
 SPK_API spk_status spk_matrix_from_csr_device(spk_context *ctx, int64_t nrows, int64_t ncols,
                                               const int64_t *d_rowptr, const int32_t *d_colind,
                                               const double *d_val, int base, spk_matrix **A);

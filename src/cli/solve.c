@@ -265,7 +265,7 @@ static void parse_args(int argc, char **argv, cli *c)
             exit(0);
         } else if (!strcmp(a, "--version")) {
             printf("solve (spk) %s, CUDA support %s\n", SPK_VERSION_STRING,
-                   spk_has_cuda() ? "compiled in" : "not compiled in");
+                   spk_has_cuda() ? "available" : "not available (see --device gpu's message)");
             exit(0);
         } else if (!strcmp(a, "-A")) {
             c->A = need_arg(argc, argv, &i);
