@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/test_install.sh BUILD_DIR CC -- what a program using libspk sees after `cmake --install`:
+# tests/test_install.sh BUILD_DIR CC [SOURCE_DIR] -- what a program using libspk sees after `cmake --install`:
 # into a temporary prefix, a small C program (a CG solve through the public header) is built
 # and run three ways: with `pkg-config --cflags --libs spk` (the shared library), against the
 # static library with `pkg-config --static` (the private libraries must be complete: OpenMP,
@@ -8,10 +8,14 @@
 # The shared library needs no CUDA library; in a CUDA build its backend libspk_cuda.so lies
 # beside it, exporting its entry table alone; a program asking for the GPU with
 # SPK_CUDA_LIBRARY naming a missing file gets SPK_ERR_NOT_COMPILED with that path in the
-# message; and, where there is a GPU, the shared-library program runs on it.
+# message; and, where there is a GPU, the shared-library program runs on it. With SOURCE_DIR,
+# spk is also built and installed with the CUDA toolkit hidden from PATH and CMake (the
+# CPU-only install a laptop or CI machine gets); the program built against it runs, on the CPU,
+# and, with this build's CUDA backend copied beside its libspk.so, on the GPU where there is one.
 set -u
 BUILD=$1
 CC=${2:-cc}
+SRC=${3:-}
 . "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 P="$T/prefix"
@@ -149,6 +153,45 @@ run cmake --build "$T/cons/b"
 check "find_package(spk): spk::spk links (rc=$rc: $(tail -5 "$T/out"))" test "$rc" -eq 0
 run "$T/cons/b/app"
 check "... and the program solves ($out)" test "$out" = "$want"
+
+# find_package(spk) where CMake finds no CUDA toolkit: spk::spk needs none
+rm -rf "$T/cons/b"
+run cmake -S "$T/cons" -B "$T/cons/b" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_C_COMPILER="$CC" \
+    -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON
+check "find_package(spk) without a CUDA toolkit configures (rc=$rc: $(tail -3 "$T/err"))" test "$rc" -eq 0
+run cmake --build "$T/cons/b"
+run "$T/cons/b/app"
+check "... links spk::spk and solves ($out)" test "$out" = "$want"
+
+if [ -n "$SRC" ] && command -v pkg-config >/dev/null; then
+  # PATH without the CUDA toolkit, and CMake told to look for none
+  nocuda=$(tr ':' '\n' <<<"$PATH" | grep -viE 'cuda' | paste -sd:)
+  Q="$T/cpu-prefix"
+  run env PATH="$nocuda" CUDACXX= cmake -S "$SRC" -B "$T/cpu-build" -DCMAKE_C_COMPILER="$CC" \
+      -DSPK_ENABLE_CUDA=OFF -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DSPK_BUILD_TESTS=OFF \
+      -DSPK_BUILD_BENCH=OFF
+  check "a CPU-only spk configures with the CUDA toolkit hidden (rc=$rc)" test "$rc" -eq 0
+  run env PATH="$nocuda" cmake --build "$T/cpu-build" -j 2 --target spk spk_static solve
+  check "... builds (rc=$rc: $(tail -3 "$T/out"))" test "$rc" -eq 0
+  run env PATH="$nocuda" cmake --install "$T/cpu-build" --prefix "$Q"
+  check "... installs (rc=$rc)" test "$rc" -eq 0
+  QLIB=$(dirname "$(find "$Q" -name 'libspk.so.*' -type f | head -1)")
+  run "$CC" "$T/dev.c" -o "$T/dev_cpu_install" $(PKG_CONFIG_PATH="$QLIB/pkgconfig" pkg-config --cflags --libs spk)
+  check "a program builds against the CPU-only install (rc=$rc: $err)" test "$rc" -eq 0
+  run "$T/dev_cpu_install" auto
+  check "... and solves ($out)" bash -c "grep -qE '^device (cpu|cuda) status success' <<<'$out'"
+  run "$T/dev_cpu_install" gpu
+  check "... asked for the GPU without a backend: NOT_COMPILED naming where it looked ($out)" \
+    bash -c "grep -q 'not in this build or installation' <<<'$out' && grep -qF '$QLIB' <<<'$out'"
+  if [ -f "$BUILD/libspk_cuda.so" ]; then
+    cp "$BUILD/libspk_cuda.so" "$QLIB/"
+    if nvidia-smi -L >/dev/null 2>&1; then
+      run "$T/dev_cpu_install" gpu
+      check "... with this build's CUDA backend beside it, it runs on the GPU ($out)" \
+        test "$out" = "device cuda status success reason CONVERGED_RTOL"
+    fi
+  fi
+fi
 
 echo "test_install: $pass passed, $fail failed"
 test "$fail" -eq 0
