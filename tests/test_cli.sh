@@ -218,7 +218,8 @@ check "... saying it needs a generator" grep -q "not a generator spec" "$T/err"
 run "$SOLVE" -A poisson2d:10 --device cpu --precond amg --amg-smoother gauss
 check "an unknown --amg-smoother exits 2 (rc=$rc)" test "$rc" -eq 2
 run "$SOLVE" -A poisson2d:10 --device cpu --precond jacobi --block-size 2
-check "--block-size without amg warns" grep -q "apply to --precond amg only" "$T/err"
+check "--block-size without amg or bjacobi warns" \
+  grep -q "applies to --precond amg and bjacobi only" "$T/err"
 
 echo "test_cli: $pass passed, $fail failed"
 test "$fail" -eq 0
