@@ -172,10 +172,10 @@ static spk_status invert_all(pc_bjacobi *P, const spk_csr *A)
         return spk_fail(P->ctx, SPK_ERR_UNSUPPORTED, "block-Jacobi for CG needs SPD diagonal "
                         "blocks, but block %lld (rows %lld..%lld) is not positive definite "
                         "(Cholesky pivot %g at its row %d); use BiCGStab or GMRES if A is not "
-                        "SPD, or another --block-size", (long long)bad + 1, r0, r1, v, at + 1);
+                        "SPD, or another block size", (long long)bad + 1, r0, r1, v, at + 1);
     return spk_fail(P->ctx, SPK_ERR_UNSUPPORTED, "block-Jacobi: diagonal block %lld (rows "
                     "%lld..%lld, %d x %d) is singular to working precision (pivot %g at its "
-                    "column %d); use another --block-size, or no preconditioner",
+                    "column %d); use another block size, or no preconditioner",
                     (long long)bad + 1, r0, r1, db, db, v, at + 1);
 }
 
