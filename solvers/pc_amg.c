@@ -11,7 +11,8 @@
  *     level L:      x = A_L^-1 b (a dense SpMV)
  * with S the smoother: damped Jacobi x += omega D^-1 (b - A x), omega = 4 / (3 rho(D^-1 A)),
  * or Chebyshev of the given degree in D^-1 A on [rho / 30, 1.1 rho] (Saad, Iterative Methods,
- * 2nd ed., alg. 12.1; solvers/cheby.c, shared with the Chebyshev preconditioner). The same smoothing before and after makes M symmetric, as CG needs. */
+ * 2nd ed., alg. 12.1; solvers/cheby.c, shared with the Chebyshev preconditioner). The same
+ * smoothing before and after makes M symmetric, as CG needs. */
 #include "amg.h"
 #include "cheby.h"
 #include "precond.h"
