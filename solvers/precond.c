@@ -54,6 +54,8 @@ static const spk_precond_ops *const all_preconds[] = {
     &spk_pc_jacobi,
     &spk_pc_amg,
     &spk_pc_user,
+    &spk_pc_bjacobi,
+    &spk_pc_chebyshev,
 };
 #define NPRECONDS (sizeof all_preconds / sizeof all_preconds[0])
 

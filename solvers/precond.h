@@ -50,6 +50,8 @@ extern const spk_precond_ops spk_pc_none;
 extern const spk_precond_ops spk_pc_jacobi;
 extern const spk_precond_ops spk_pc_user;
 extern const spk_precond_ops spk_pc_amg;
+extern const spk_precond_ops spk_pc_bjacobi;
+extern const spk_precond_ops spk_pc_chebyshev;
 
 /* Jacobi's diagonal check, shared with its refresh: dinv holds diag(A) (n doubles on the
  * device); invert it in place, or, on a zero (for CG, a non-positive) entry, leave it and

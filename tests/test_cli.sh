@@ -132,7 +132,7 @@ check "--help lists none" grep -q "none    no preconditioner" "$T/out"
 check "--help's usage has no printf residue" grep -q "%.17g" "$T/out"
 run "$SOLVE" -A "$IN/LF10.mtx" --precond ilu9
 check "unknown --precond exits 2 (rc=$rc)" test "$rc" -eq 2
-check "unknown --precond lists the table's names" grep -q "expects none|jacobi|amg|auto, got 'ilu9'" "$T/err"
+check "unknown --precond lists the table's names" grep -q "expects none|jacobi|amg|.*bjacobi|chebyshev|auto, got 'ilu9'" "$T/err"
 run "$SOLVE" -A "$IN/LF10.mtx" --precond user
 check "--precond user (the API's only) is refused (rc=$rc)" test "$rc" -eq 2
 run "$SOLVE" -A "$IN/LF10.mtx" --device cpu --format ell --json
@@ -174,6 +174,26 @@ check "--explain prints each level's format" grep -q "P, R formats by level" "$T
 run "$SOLVE" -A poisson2d:60 --device cpu --precond amg --json
 check "--json holds precond_info and precond_setup_s" \
   python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['precond'] == 'amg' and 'operator complexity' in r['precond_info'] and r['precond_setup_s'] > 0 else 1)"
+# --- block-Jacobi and Chebyshev: the rows' names, options and descriptions -----------------
+run "$SOLVE" -A lame3d:8 --device cpu --method cg --precond bjacobi --block-size 3 --json
+check "--precond bjacobi --block-size 3 converges (rc=$rc: $err)" test "$rc" -eq 0
+check "... and --json names it with its 3 x 3 blocks" \
+  python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['reason'] == 'CONVERGED_RTOL' and r['precond'] == 'bjacobi' and '648 diagonal blocks of 3 x 3' in r['precond_info'] else 1)"
+check "... without a warning that --block-size is AMG's" test -z "$err"
+run "$SOLVE" -A poisson3d:16 --device cpu --precond chebyshev --poly-degree 4 --json
+check "--precond chebyshev --poly-degree 4 converges (rc=$rc: $err)" test "$rc" -eq 0
+check "... and --json gives its degree and interval" \
+  python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['reason'] == 'CONVERGED_RTOL' and r['precond'] == 'chebyshev' and r['method'] == 'cg' and 'degree 4' in r['precond_info'] and '1.1 lmax] = [' in r['precond_info'] else 1)"
+run "$SOLVE" -A poisson3d:16 --device cpu --precond chebyshev --explain
+check "--explain prints Chebyshev's interval" grep -q "chebyshev: degree 3 in D^-1 A" "$T/out"
+run "$SOLVE" -A poisson2d:10 --device cpu --precond chebyshev --poly-degree 0
+check "--poly-degree 0 exits 2 (rc=$rc)" test "$rc" -eq 2
+run "$SOLVE" -A poisson2d:10 --device cpu --precond jacobi --poly-degree 2
+check "--poly-degree without chebyshev warns" grep -q "applies to --precond chebyshev only" "$T/err"
+run "$SOLVE" -A "$IN/sherman1.mtx" --device cpu --method cg --precond chebyshev
+check "Chebyshev-CG refuses a negative diagonal, naming the entry (rc=$rc: $err)" \
+  grep -q "Chebyshev needs a positive diagonal.*a([0-9]*,[0-9]*) = -" "$T/err"
+
 # lame3d with the rigid-body modes from its grid, and from a coordinate file: the same count
 if command -v python3 >/dev/null; then
   python3 - "$T/b.mtx" 6084 <<'EOF'
@@ -218,7 +238,8 @@ check "... saying it needs a generator" grep -q "not a generator spec" "$T/err"
 run "$SOLVE" -A poisson2d:10 --device cpu --precond amg --amg-smoother gauss
 check "an unknown --amg-smoother exits 2 (rc=$rc)" test "$rc" -eq 2
 run "$SOLVE" -A poisson2d:10 --device cpu --precond jacobi --block-size 2
-check "--block-size without amg warns" grep -q "apply to --precond amg only" "$T/err"
+check "--block-size without amg or bjacobi warns" \
+  grep -q "applies to --precond amg and bjacobi only" "$T/err"
 
 echo "test_cli: $pass passed, $fail failed"
 test "$fail" -eq 0

@@ -56,8 +56,11 @@ static const char usage_text[] =
     "  --restart M         GMRES restart length (default 30)\n"
     "  --precond P         the preconditioner (default auto):\n"
     "%s"
-    "  --block-size D      AMG: D unknowns a node, interleaved (x0 y0 z0 x1 ...); the\n"
-    "                      near-null space is then the D translations\n"
+    "  --block-size D      D unknowns a node, interleaved (x0 y0 z0 x1 ...): bjacobi's\n"
+    "                      D x D diagonal blocks (n mod D rows left over: a smaller last\n"
+    "                      block); AMG's near-null space, then the D translations\n"
+    "  --poly-degree K     chebyshev: K Chebyshev steps an apply, K - 1 SpMVs (1..10,\n"
+    "                      default 3)\n"
     "  --nullspace FILE    AMG: the near-null space, an n x k Matrix Market array\n"
     "  --coords FILE|grid  AMG: node coordinates, a nodes x 2 or nodes x 3 array (one node\n"
     "                      per D unknowns), or `grid': the generator's own (lame3d: its\n"
@@ -110,7 +113,9 @@ static void precond_list(char *buf, size_t len, int help)
         const char *name = spk_precond_str((spk_precond)p);
         if (spk_precond_parse(name, &parsed) != SPK_OK)
             continue;                    /* not a command-line word ("user": the API only) */
-        int w = help ? snprintf(buf + used, len - used, "%22s%-8s", "", name)
+        /* a name too long for its column takes a line of its own */
+        int w = help ? snprintf(buf + used, len - used, "%22s%-8s%s", "", name,
+                                strlen(name) > 7 ? "\n                              " : "")
                      : snprintf(buf + used, len - used, "%s%s", used ? "|" : "", name);
         if (w < 0 || (size_t)w >= len - used)
             return;
@@ -138,7 +143,7 @@ static void precond_list(char *buf, size_t len, int help)
 
 static void print_usage(void)
 {
-    char lines[2048];
+    char lines[4096];
     precond_list(lines, sizeof lines, 1);
     printf(usage_text, lines);
 }
@@ -323,7 +328,10 @@ static void parse_args(int argc, char **argv, cli *c)
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             c->quiet = 1;
         } else if (!strcmp(a, "--block-size")) {
-            c->opt.amg.block_size = (int)parse_int(a, need_arg(argc, argv, &i), 1, 64);
+            c->opt.block_size = (int)parse_int(a, need_arg(argc, argv, &i), 1, 64);
+            c->opt.amg.block_size = c->opt.block_size;
+        } else if (!strcmp(a, "--poly-degree")) {
+            c->opt.poly_degree = (int)parse_int(a, need_arg(argc, argv, &i), 1, 10);
         } else if (!strcmp(a, "--nullspace")) {
             c->nullspace = need_arg(argc, argv, &i);
         } else if (!strcmp(a, "--coords")) {
@@ -945,10 +953,16 @@ static void read_amg_inputs(spk_context *ctx, cli *c, int64_t n)
         c->opt.amg.coords = node_major;
         c->opt.amg.coord_dim = (int)cols;
     }
-    if ((c->nullspace || c->coords || c->opt.amg.block_size > 1) &&
-        c->opt.precond != SPK_PRECOND_AMG && !c->quiet)
-        fprintf(stderr, "solve: warning: --block-size, --nullspace and --coords apply to "
-                "--precond amg only (the preconditioner is %s)\n", spk_precond_str(c->opt.precond));
+    if ((c->nullspace || c->coords) && c->opt.precond != SPK_PRECOND_AMG && !c->quiet)
+        fprintf(stderr, "solve: warning: --nullspace and --coords apply to --precond amg only "
+                "(the preconditioner is %s)\n", spk_precond_str(c->opt.precond));
+    if (c->opt.block_size > 1 && c->opt.precond != SPK_PRECOND_AMG &&
+        c->opt.precond != SPK_PRECOND_BJACOBI && !c->quiet)
+        fprintf(stderr, "solve: warning: --block-size applies to --precond amg and bjacobi "
+                "only (the preconditioner is %s)\n", spk_precond_str(c->opt.precond));
+    if (c->opt.poly_degree && c->opt.precond != SPK_PRECOND_CHEBYSHEV && !c->quiet)
+        fprintf(stderr, "solve: warning: --poly-degree applies to --precond chebyshev only (the "
+                "preconditioner is %s)\n", spk_precond_str(c->opt.precond));
 }
 
 /* A closed stdin, stdout or stderr would be taken by the next open(): the solution's file would
