@@ -10,7 +10,7 @@ B=${1:-build}
 command -v dpkg >/dev/null || { echo "check_packages: no dpkg here: skipped"; exit 0; }
 [ "$(id -u)" = 0 ] || { echo "check_packages: dpkg -i needs root: skipped"; exit 0; }
 (cd "$B" && rm -f ./*.deb ./*.tar.gz && cpack -G DEB >/dev/null && cpack -G TGZ >/dev/null)
-tar -tzf "$B"/spk-*.tar.gz | grep -q 'bin/spk-solve$'
+tar -tzf "$B"/spk-*.tar.gz | grep 'bin/spk-solve$' >/dev/null
 pkgs=(libspk spk-solve libspk-dev)
 [ -n "$(ls "$B"/libspk-cuda_*.deb 2>/dev/null)" ] && pkgs+=(libspk-cuda)
 debs=()
