@@ -73,7 +73,8 @@ typedef enum spk_format {
 #define SPK_FMT_COUNT 7
 
 typedef enum spk_method {
-    SPK_METHOD_AUTO = 0,   /* CG if symmetric with a positive diagonal, else BiCGStab       */
+    SPK_METHOD_AUTO = 0,   /* CG if symmetric with a positive diagonal, MINRES if symmetric
+                              otherwise, else BiCGStab (GMRES where BiCGStab cannot go on)  */
     SPK_METHOD_CG,
     SPK_METHOD_BICGSTAB,
     SPK_METHOD_GMRES,

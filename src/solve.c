@@ -72,31 +72,37 @@ static double vector_scale(double norm)
 }
 
 /* --method auto: CG needs A SPD; symmetry with a positive diagonal is the cheap necessary
- * test (it is not sufficient: CG then reports INDEFINITE if p'Ap <= 0 shows up). */
+ * test (it is not sufficient: CG then reports INDEFINITE if p'Ap <= 0 shows up). A symmetric
+ * matrix with a diagonal entry <= 0 is not SPD: MINRES, which needs only symmetry, and whose
+ * residual, like GMRES's, never grows, with three vectors of recurrence in place of a basis. */
 static spk_method choose_method(const spk_matrix_info *info, char *why, size_t len)
 {
     if (info->symmetric && info->diag_positive) {
         snprintf(why, len, "cg: the matrix is symmetric with a positive diagonal");
         return SPK_METHOD_CG;
     }
-    snprintf(why, len, "bicgstab: the matrix is %s",
-             !info->symmetric ? "not symmetric" : "symmetric but its diagonal is not positive");
+    if (info->symmetric) {
+        snprintf(why, len, "minres: the matrix is symmetric but its diagonal is not positive");
+        return SPK_METHOD_MINRES;
+    }
+    snprintf(why, len, "bicgstab: the matrix is not symmetric");
     return SPK_METHOD_BICGSTAB;
 }
 
-/* --precond auto: Jacobi where the diagonal allows it (positive for CG, whose M must be SPD;
- * nonzero for BiCGStab and GMRES), else none. With BiCGStab and GMRES on the matrices of
+/* --precond auto: Jacobi where the diagonal allows it (positive for CG and MINRES, whose M
+ * must be SPD; nonzero for BiCGStab and the GMRESes), else none. With BiCGStab and GMRES on the matrices of
  * inputs/, Jacobi took fewer iterations than none in 16 of the 18 cases where both converge,
  * as many as none in 1 (docs/solvers.md). */
 static spk_precond choose_precond(const spk_matrix_info *info, spk_method m, char *why, size_t len)
 {
-    const int ok = m == SPK_METHOD_CG ? info->diag_positive : info->diag_nonzero;
+    const int spd = m == SPK_METHOD_CG || m == SPK_METHOD_MINRES;
+    const int ok = spd ? info->diag_positive : info->diag_nonzero;
     if (ok) {
-        snprintf(why, len, "jacobi: the diagonal is %s", m == SPK_METHOD_CG ? "positive" : "nonzero");
+        snprintf(why, len, "jacobi: the diagonal is %s", spd ? "positive" : "nonzero");
         return SPK_PRECOND_JACOBI;
     }
-    snprintf(why, len, "none: the diagonal %s", m == SPK_METHOD_CG ? "is not positive"
-                                                                  : "has a zero or a missing entry");
+    snprintf(why, len, "none: the diagonal %s", spd ? "is not positive"
+                                                    : "has a zero or a missing entry");
     return SPK_PRECOND_NONE;
 }
 
@@ -116,9 +122,10 @@ static spk_status check_setup(spk_context *ctx, const char *fn, const spk_matrix
     if (!(opt->dtol >= 0) || !(opt->max_time >= 0) || opt->stagnation < 0)
         return spk_fail(ctx, SPK_ERR_ARG, "%s: dtol = %g, max_time = %g and stagnation = %lld "
                         "must be >= 0", fn, opt->dtol, opt->max_time, (long long)opt->stagnation);
-    if (opt->method == SPK_METHOD_GMRES && opt->restart < 1)
-        return spk_fail(ctx, SPK_ERR_ARG, "%s: GMRES restart = %d must be >= 1", fn, opt->restart);
-    if ((unsigned)opt->method > SPK_METHOD_GMRES || (unsigned)opt->precond >= SPK_PRECOND_COUNT ||
+    if ((opt->method == SPK_METHOD_GMRES || opt->method == SPK_METHOD_FGMRES) && opt->restart < 1)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: %s restart = %d must be >= 1", fn,
+                        opt->method == SPK_METHOD_GMRES ? "GMRES" : "FGMRES", opt->restart);
+    if ((unsigned)opt->method > SPK_METHOD_MINRES || (unsigned)opt->precond >= SPK_PRECOND_COUNT ||
         (unsigned)opt->format >= SPK_FMT_COUNT)
         return spk_fail(ctx, SPK_ERR_ARG, "%s: unknown method, preconditioner or format", fn);
     if (opt->precond == SPK_PRECOND_USER && (!opt->precond_user || !opt->precond_user->apply))
@@ -420,6 +427,17 @@ static spk_status run_auto(spk_solver *S, const double *d_b, double *d_x)
     return run_scaled(S, spk_gmres, d_b, d_x);
 }
 
+static method_fn method_of(spk_method m)
+{
+    switch (m) {
+    case SPK_METHOD_CG: return spk_cg;
+    case SPK_METHOD_GMRES: return spk_gmres;
+    case SPK_METHOD_FGMRES: return spk_fgmres;
+    case SPK_METHOD_MINRES: return spk_minres;
+    default: return spk_bicgstab;
+    }
+}
+
 /* The solve proper, on device vectors holding b and the initial x; host_x (or NULL) receives x.
  * t0: when the call began, for setup_s. */
 static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, int zero_x,
@@ -430,7 +448,7 @@ static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, int 
     const spk_vec_ops *ops = S->ops;
     const int64_t n = k->n;
     const spk_method m = S->method;
-    method_fn fn = m == SPK_METHOD_CG ? spk_cg : m == SPK_METHOD_GMRES ? spk_gmres : spk_bicgstab;
+    method_fn fn = method_of(m);
     k->be = S->A->be;
     k->state = S->A->state;
     k->pc = S->pc;
@@ -464,7 +482,8 @@ static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, int 
         if (!st)
             st = spk_stop_record(k, 0, 0, 0.0);
     } else {
-        spk_threads_begin(&k->threads, ctx->device, n, m == SPK_METHOD_GMRES ? S->opt.restart : 0);
+        const int cycled = m == SPK_METHOD_GMRES || m == SPK_METHOD_FGMRES;  /* a probe: a cycle */
+        spk_threads_begin(&k->threads, ctx->device, n, cycled ? S->opt.restart : 0);
         if (S->method_auto && m == SPK_METHOD_BICGSTAB)
             st = run_auto(S, d_b, d_x);
         else
