@@ -57,7 +57,7 @@ run "$SOLVE" -A "$IN/mahindas.mtx" --device cpu --method bicgstab
 check "bicgstab on mahindas stops with DIVERGED_DTOL (rc=$rc)" grep -q "DIVERGED_DTOL after 1 iterations" "$T/err"
 check "... and names a remedy" grep -q "try --method gmres" "$T/err"
 run "$SOLVE" -A "$IN/LF10.mtx" --device cpu --method cg --restart 10
-check "--restart with cg is a warning (rc=$rc)" grep -q "warning: --restart applies to gmres only" "$T/err"
+check "--restart with cg is a warning (rc=$rc)" grep -q "warning: --restart applies to gmres and fgmres only" "$T/err"
 check "... and the solve still runs" test "$rc" -eq 0
 run "$SOLVE" -A "$IN/mahindas.mtx" --device cpu --method gmres --stagnation 40 --json
 check "--stagnation 40 ends gmres with DIVERGED_STAGNATION (rc=$rc)" \
