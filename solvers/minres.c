@@ -18,10 +18,12 @@
  * vanishing gamma is BREAKDOWN; beta_{k+1} = 0 is the invariant subspace, x exact
  * (HAPPY_BREAKDOWN once the true residual agrees).
  *
- * Per iteration: 1 SpMV, 1 preconditioner apply (none for M = I), 2 reductions (3 with M);
- * traffic beyond the matrix ~20n doubles for M = I, ~25n with M plus the apply's own. Only the
- * vector-ops table, spk_apply_A and spk_precond_apply are used: it runs unchanged on every
- * device. Memory: 7 vectors of n (9 with M) beside x and b. */
+ * Per iteration: 1 SpMV, 1 preconditioner apply (none for M = I), 2 reductions (3 with M),
+ * each read back to the host; traffic beyond the matrix, in n-doubles: v 2, A v 2, the two
+ * Lanczos axpys 6, v't 2, ||r2|| 1 (r2'y 2), w 6, x 3: 22 for M = I; with M 27 plus the apply's
+ * own (the residual's recurrence 3, its norm 1). Only the vector-ops table, spk_apply_A and
+ * spk_precond_apply are used: it runs unchanged on every device. Memory: 6 vectors of n (8
+ * with M) beside x and b. */
 #include "solver.h"
 
 #include <float.h>
