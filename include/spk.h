@@ -110,7 +110,7 @@ typedef enum spk_reason {
     SPK_DIVERGED_MAXIT = -3,               /* maxiter reached                               */
     SPK_DIVERGED_DTOL = -4,                /* ||r|| > dtol max(||b||, ||r0||): diverging     */
     SPK_DIVERGED_BREAKDOWN = -5,           /* a recurrence denominator vanished             */
-    SPK_DIVERGED_INDEFINITE = -8,          /* CG met p'Ap <= 0: A (or M) is not SPD          */
+    SPK_DIVERGED_INDEFINITE = -8,          /* p'Ap <= 0 (CG) or r'M^-1 r < 0: A or M not SPD */
     SPK_DIVERGED_NANORINF = -9,            /* a residual became NaN or Inf                  */
     SPK_DIVERGED_TRUE_RESIDUAL_MISMATCH = -10, /* recursive and true residual disagree      */
     SPK_DIVERGED_STAGNATION = -11,         /* no progress over options.stagnation iterations */

@@ -886,6 +886,19 @@ static void test_fgmres(void)
             free(x);
             spk_matrix_destroy(u.Dinv);
         }
+        if (f == 1) {
+            /* the options' checks: FGMRES's restart, and the method past the last one */
+            spk_options o;
+            double x[30];
+            spk_result r;
+            opts(&o, SPK_METHOD_FGMRES, SPK_PRECOND_NONE, SPK_FMT_CSR, 1e-8, 0);
+            T_CHECK(spk_solve(ctx, A, b, x, &o, &r) == SPK_ERR_ARG &&
+                        strstr(spk_last_error(ctx), "FGMRES restart"),
+                    "FGMRES restart 0: %s", spk_last_error(ctx));
+            opts(&o, (spk_method)(SPK_METHOD_MINRES + 1), SPK_PRECOND_NONE, SPK_FMT_CSR, 1e-8, 30);
+            T_CHECK(spk_solve(ctx, A, b, x, &o, &r) == SPK_ERR_ARG, "method %d: %s",
+                    SPK_METHOD_MINRES + 1, spk_last_error(ctx));
+        }
         free(b);
         spk_matrix_destroy(A);
     }
