@@ -74,7 +74,8 @@ typedef enum spk_format {
 
 typedef enum spk_method {
     SPK_METHOD_AUTO = 0,   /* CG if symmetric with a positive diagonal, MINRES if symmetric
-                              otherwise, else BiCGStab (GMRES where BiCGStab cannot go on)  */
+                              otherwise, else BiCGStab; MINRES where CG meets an indefinite
+                              A, GMRES where BiCGStab cannot go on                          */
     SPK_METHOD_CG,
     SPK_METHOD_BICGSTAB,
     SPK_METHOD_GMRES,

@@ -20,7 +20,7 @@ struct spk_solver {
     spk_matrix        *A;            /* not owned                                              */
     spk_options        opt;          /* the caller's options, copied                           */
     spk_method         method;       /* AUTO resolved at creation                              */
-    int                method_auto;  /* AUTO chose it: BiCGStab may hand over to GMRES         */
+    int                method_auto;  /* AUTO chose it: CG or BiCGStab may hand over (auto_next) */
     spk_format         format;       /* AUTO resolved at creation                              */
     char               method_reason[128];
     char               precond_reason[128];
@@ -393,40 +393,6 @@ static spk_status run_scaled(spk_solver *S, method_fn fn, const double *d_b, dou
     return st;
 }
 
-/* --method auto's BiCGStab, and GMRES from the same x0 where BiCGStab cannot go on: a
- * breakdown, a residual past dtol, stagnation, a NaN/Inf. GMRES's residual never grows and it
- * breaks down only on a singular A: on orsirr_1 with Jacobi BiCGStab breaks down after 449
- * iterations, GMRES(30) converges in 442. The solver keeps GMRES for its later solves. */
-static spk_status run_auto(spk_solver *S, const double *d_b, double *d_x)
-{
-    spk_krylov *k = &S->k;
-    spk_result *res = k->res;
-    double *x0;
-    spk_status st = spk_krylov_vec(k, SPK_WS_X0, k->n, &x0);
-    if (!st)
-        st = S->ops->copy(S->ctx, k->n, d_x, x0);
-    if (!st)
-        st = run_scaled(S, spk_bicgstab, d_b, d_x);
-    const spk_reason r = res->reason;
-    if (st || !(r == SPK_DIVERGED_BREAKDOWN || r == SPK_DIVERGED_DTOL ||
-                r == SPK_DIVERGED_STAGNATION || r == SPK_DIVERGED_NANORINF))
-        return st;
-    char first[96];
-    snprintf(first, sizeof first, "bicgstab stopped with %s after %lld iterations",
-             spk_reason_str(r), (long long)res->iterations);
-    S->method = res->method = SPK_METHOD_GMRES;
-    S->method_auto = 0;
-    snprintf(S->method_reason, sizeof S->method_reason, "gmres: %.*s", 100, first);
-    snprintf(res->method_reason, sizeof res->method_reason, "%s", S->method_reason);
-    spk_result_free(res);                            /* the history starts again        */
-    k->hist_cap = 0;
-    res->iterations = 0;
-    res->reason_detail[0] = '\0';
-    if ((st = S->ops->copy(S->ctx, k->n, x0, d_x)))
-        return st;
-    return run_scaled(S, spk_gmres, d_b, d_x);
-}
-
 static method_fn method_of(spk_method m)
 {
     switch (m) {
@@ -436,6 +402,56 @@ static method_fn method_of(spk_method m)
     case SPK_METHOD_MINRES: return spk_minres;
     default: return spk_bicgstab;
     }
+}
+
+/* Whether --method auto's first method hands over, on what it ended with: BiCGStab to GMRES
+ * where it cannot go on (a breakdown, a residual past dtol, stagnation, a NaN/Inf): GMRES's
+ * residual never grows and it breaks down only on a singular A (on orsirr_1 with Jacobi
+ * BiCGStab breaks down after 449 iterations, GMRES(30) converges in 442). CG to MINRES where
+ * p'Ap <= 0 showed the symmetric A indefinite though its diagonal is positive (jagmesh7: CG +
+ * Jacobi stops after 4 iterations, MINRES + Jacobi converges in 2066); the preconditioner
+ * auto took for CG is SPD, as MINRES needs. */
+static spk_method auto_next(spk_method first, spk_reason r)
+{
+    if (first == SPK_METHOD_CG)
+        return r == SPK_DIVERGED_INDEFINITE ? SPK_METHOD_MINRES : SPK_METHOD_AUTO;
+    if (r == SPK_DIVERGED_BREAKDOWN || r == SPK_DIVERGED_DTOL || r == SPK_DIVERGED_STAGNATION ||
+        r == SPK_DIVERGED_NANORINF)
+        return SPK_METHOD_GMRES;
+    return SPK_METHOD_AUTO;
+}
+
+/* --method auto's CG or BiCGStab, and the method auto_next names from the same x0 where it
+ * cannot go on. The result is the second method's; the solver keeps it for its later
+ * solves. */
+static spk_status run_auto(spk_solver *S, const double *d_b, double *d_x)
+{
+    spk_krylov *k = &S->k;
+    spk_result *res = k->res;
+    const spk_method m1 = S->method;
+    double *x0;
+    spk_status st = spk_krylov_vec(k, SPK_WS_X0, k->n, &x0);
+    if (!st)
+        st = S->ops->copy(S->ctx, k->n, d_x, x0);
+    if (!st)
+        st = run_scaled(S, method_of(m1), d_b, d_x);
+    const spk_method m2 = auto_next(m1, res->reason);
+    if (st || m2 == SPK_METHOD_AUTO)
+        return st;
+    char first[96];
+    snprintf(first, sizeof first, "%s stopped with %s after %lld iterations", spk_method_str(m1),
+             spk_reason_str(res->reason), (long long)res->iterations);
+    S->method = res->method = m2;
+    S->method_auto = 0;
+    snprintf(S->method_reason, sizeof S->method_reason, "%s: %.*s", spk_method_str(m2), 100, first);
+    snprintf(res->method_reason, sizeof res->method_reason, "%s", S->method_reason);
+    spk_result_free(res);                            /* the history starts again        */
+    k->hist_cap = 0;
+    res->iterations = 0;
+    res->reason_detail[0] = '\0';
+    if ((st = S->ops->copy(S->ctx, k->n, x0, d_x)))
+        return st;
+    return run_scaled(S, method_of(m2), d_b, d_x);
 }
 
 /* The solve proper, on device vectors holding b and the initial x; host_x (or NULL) receives x.
@@ -484,7 +500,7 @@ static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, int 
     } else {
         const int cycled = m == SPK_METHOD_GMRES || m == SPK_METHOD_FGMRES;  /* a probe: a cycle */
         spk_threads_begin(&k->threads, ctx->device, n, cycled ? S->opt.restart : 0);
-        if (S->method_auto && m == SPK_METHOD_BICGSTAB)
+        if (S->method_auto && (m == SPK_METHOD_BICGSTAB || m == SPK_METHOD_CG))
             st = run_auto(S, d_b, d_x);
         else
             st = run_scaled(S, fn, d_b, d_x);

@@ -236,6 +236,9 @@ check "--method minres converges on sherman1 (rc=$rc: $err)" \
 run "$SOLVE" -A "$IN/sherman1.mtx" --device cpu --json
 check "auto takes minres for sherman1 (symmetric, negative diagonal) and says why" \
   python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['method'] == 'minres' and r['method_reason'].startswith('minres: the matrix is symmetric but its diagonal is not positive') and r['precond'] == 'none' else 1)"
+run "$SOLVE" -A "$IN/jagmesh7.mtx" --device cpu --json
+check "auto on jagmesh7: cg meets an indefinite A, minres takes over and converges" \
+  python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['method'] == 'minres' and r['method_reason'].startswith('minres: cg stopped with DIVERGED_INDEFINITE') and r['reason'] == 'CONVERGED_RTOL' else 1)"
 run "$SOLVE" -A "$IN/sherman1.mtx" --device cpu --method minres --precond jacobi
 check "minres with jacobi on a negative diagonal is refused (rc=$rc)" grep -q "Jacobi needs a positive diagonal" "$T/err"
 run "$SOLVE" --help

@@ -937,6 +937,19 @@ static void test_minres(void)
         spk_result_free(&r);
         free(x);
     }
+    /* method AUTO: the diagonal is positive, so CG, which meets p'Ap <= 0 and hands over to
+     * MINRES from the same x0 */
+    spk_options_default(&o);
+    o.history = 1;
+    r = solve_with(A, b, &o, &x);
+    T_CHECK(r.method == SPK_METHOD_MINRES && strstr(r.method_reason, "cg stopped with "
+                                                    "DIVERGED_INDEFINITE") &&
+                r.reason == SPK_CONVERGED_RTOL && t_true_rel(A, b, x) <= 10 * o.rtol &&
+                r.history_len == r.iterations + 1 && r.history[0].rnorm == r.bnorm,
+            "auto, shifted Laplacian: %s (%s), %s after %lld", mname(r.method), r.method_reason,
+            spk_reason_str(r.reason), (long long)r.iterations);
+    spk_result_free(&r);
+    free(x);
     /* M = -I is symmetric but not positive definite: refused at the first r'M^-1 r */
     varying_pc u = {ctx, diag_matrix(A, 0), 0};
     const spk_precond_user neg = {"-I", negated_apply, NULL, &u, 1};
