@@ -64,8 +64,8 @@ static spk_status mr_workspace(mr *m)
     return SPK_OK;
 }
 
-/* r2 = b - A x, y = M^-1 r2, w1 = w2 = 0; *rnorm = ||r2||, m->beta1 = r2'y (not yet its
- * root: the caller checks its sign). */
+/* r2 = b - A x, y = M^-1 r2, w1 = w2 = 0; *rnorm = ||r2||; m->beta1 = r2'y, whose sign the
+ * caller checks before its root (for M = I: ||r2|| itself, never squared). */
 static spk_status mr_start(mr *m, double *rnorm)
 {
     spk_krylov *k = m->k;
@@ -84,7 +84,7 @@ static spk_status mr_start(mr *m, double *rnorm)
         return st;
     if (!m->y) {
         m->y = m->r2;
-        m->beta1 = (*rnorm) * (*rnorm);
+        m->beta1 = *rnorm;
         return SPK_OK;
     }
     if ((st = spk_precond_apply(k, m->r2, m->y)) || (st = ops->copy(k->ctx, n, m->r2, m->r)))
@@ -263,7 +263,8 @@ spk_status spk_minres(spk_krylov *k, const double *b, double *x)
         res->reason = mr_pc_reason(&m, m.beta1, 0);
     if (res->reason != SPK_REASON_NONE)
         return SPK_OK;
-    m.beta1 = sqrt(m.beta1);
+    if (m.y != m.r2)
+        m.beta1 = sqrt(m.beta1);
     m.beta = m.phibar = m.beta1;
     for (int64_t it = 1; it <= k->maxiter; it++) {
         double alfa;

@@ -937,6 +937,28 @@ static void test_minres(void)
         spk_result_free(&r);
         free(x);
     }
+    /* maxiter: exactly that many iterations; x0 = the solution: converged at iteration 0;
+     * x0 = ones + 0.1: converged from there */
+    opts(&o, SPK_METHOD_MINRES, SPK_PRECOND_NONE, SPK_FMT_CSR, 1e-8, 30);
+    o.maxiter = 7;
+    o.history = 1;
+    r = solve_with(A, b, &o, NULL);
+    T_CHECK(r.reason == SPK_DIVERGED_MAXIT && r.iterations == 7 && r.history_len == 8,
+            "MINRES maxiter 7: %s, %lld its, %lld rows", spk_reason_str(r.reason),
+            (long long)r.iterations, (long long)r.history_len);
+    spk_result_free(&r);
+    x = malloc(900 * sizeof *x);
+    for (double shift = 0.0; shift <= 0.1; shift += 0.1) {
+        for (int i = 0; i < 900; i++)
+            x[i] = 1.0 + shift * (i % 7);
+        opts(&o, SPK_METHOD_MINRES, SPK_PRECOND_JACOBI, SPK_FMT_CSR, 1e-8, 30);
+        o.use_x0 = 1;
+        T_CHECK(spk_solve(ctx, A, b, x, &o, &r) == SPK_OK && r.reason == SPK_CONVERGED_RTOL &&
+                    (shift > 0 || r.iterations == 0) && t_true_rel(A, b, x) <= 10 * o.rtol,
+                "MINRES from x0 = ones + %g: %s after %lld", shift, spk_reason_str(r.reason),
+                (long long)r.iterations);
+    }
+    free(x);
     /* method AUTO: the diagonal is positive, so CG, which meets p'Ap <= 0 and hands over to
      * MINRES from the same x0 */
     spk_options_default(&o);
