@@ -75,7 +75,9 @@ typedef enum spk_format {
 #define SPK_FMT_COUNT 7
 
 typedef enum spk_method {
-    SPK_METHOD_AUTO = 0,   /* CG if symmetric with a positive diagonal, else BiCGStab       */
+    SPK_METHOD_AUTO = 0,   /* CG if symmetric with a positive diagonal, MINRES if symmetric
+                              otherwise, else BiCGStab; MINRES where CG meets an indefinite
+                              A, GMRES where BiCGStab cannot go on                          */
     SPK_METHOD_CG,
     SPK_METHOD_BICGSTAB,
     SPK_METHOD_GMRES,
@@ -85,8 +87,8 @@ typedef enum spk_method {
 
 /* The preconditioners: each is a row of the library's preconditioner table (docs/design.md).
  * USER is the caller's own, made of callbacks (spk_precond_user, below). AUTO, the default,
- * resolves when a solver is made: Jacobi where A's diagonal allows it (positive for CG,
- * nonzero for the others), else none; spk_result.precond says which ran. */
+ * resolves when a solver is made: Jacobi where A's diagonal allows it (positive for CG and
+ * MINRES, nonzero for the others), else none; spk_result.precond says which ran. */
 typedef enum spk_precond {
     SPK_PRECOND_NONE = 0,
     SPK_PRECOND_JACOBI,    /* M = diag(A)                                                   */
@@ -111,7 +113,7 @@ typedef enum spk_reason {
     SPK_DIVERGED_MAXIT = -3,               /* maxiter reached                               */
     SPK_DIVERGED_DTOL = -4,                /* ||r|| > dtol max(||b||, ||r0||): diverging     */
     SPK_DIVERGED_BREAKDOWN = -5,           /* a recurrence denominator vanished             */
-    SPK_DIVERGED_INDEFINITE = -8,          /* CG met p'Ap <= 0: A (or M) is not SPD          */
+    SPK_DIVERGED_INDEFINITE = -8,          /* p'Ap <= 0 (CG) or r'M^-1 r < 0: A or M not SPD */
     SPK_DIVERGED_NANORINF = -9,            /* a residual became NaN or Inf                  */
     SPK_DIVERGED_TRUE_RESIDUAL_MISMATCH = -10, /* recursive and true residual disagree      */
     SPK_DIVERGED_STAGNATION = -11,         /* no progress over options.stagnation iterations */
@@ -337,8 +339,8 @@ typedef int (*spk_monitor_fn)(void *user, int64_t it, double rnorm, double rel, 
  * FEM code's domain decomposition, a direct coarse solve, anything that computes z = M^-1 r.
  * Set spk_options.precond = SPK_PRECOND_USER and precond_user to it; the solver copies the
  * struct at creation (`user` must stay valid while the solver lives). Every method takes it
- * (CG needs M symmetric positive definite; GMRES and BiCGStab apply it on the right and need
- * it fixed, the same operator at every call). */
+ * (CG and MINRES need M symmetric positive definite; GMRES and BiCGStab apply it on the right
+ * and need it fixed, the same operator at every call; FGMRES lets it change between calls). */
 typedef struct spk_precond_user {
     const char *name;          /* for messages and --explain; NULL: "user"                     */
     /* z = M^-1 r with r and z of n entries in the memory of the solver's device (GPU memory on
@@ -426,7 +428,7 @@ typedef struct spk_options {
     int64_t     stagnation;    /* default 2000 iterations; 0: no stagnation test               */
     double      max_time;      /* seconds of the iteration loop; default 0: no limit           */
     int64_t     maxiter;       /* default 0 = max(1000, 10 n)                                   */
-    int         restart;       /* GMRES(m); default 30                                          */
+    int         restart;       /* GMRES(m) and FGMRES(m); default 30                            */
     int         history;       /* 1: record the residual of every iteration in the result      */
     int64_t     monitor_every; /* with monitor: every k iterations; default 0 (or 1): every one */
     spk_monitor_fn monitor;
@@ -442,7 +444,7 @@ SPK_API void spk_options_default(spk_options *opt);
 
 typedef struct spk_history_entry {
     int64_t it;                /* iteration (0 = the initial residual)                         */
-    int64_t cycle;             /* GMRES restart cycle, 0 for the other methods                 */
+    int64_t cycle;             /* (F)GMRES restart cycle, 0 for the other methods              */
     double  rnorm;             /* recursive (or implicit) residual norm                        */
     double  rel;               /* rnorm / ||b||                                                 */
     double  seconds;           /* since the solve began                                        */
@@ -493,8 +495,8 @@ SPK_API void spk_result_free(spk_result *res);
 /* Create a solver for A with options opt (NULL: spk_options_default). Prepares A and sets up
  * the preconditioner now. SPK_ERR_ARG (NULL, destroyed matrix, A not square, a bad option,
  * SPK_PRECOND_USER without precond_user or its apply), SPK_ERR_UNSUPPORTED (Jacobi with a zero
- * diagonal, or a non-positive one for CG; ELL/DIA fill, DIA on the GPU), SPK_ERR_NOMEM,
- * SPK_ERR_CUDA. On failure *S is NULL. */
+ * diagonal, or a non-positive one for CG and MINRES; ELL/DIA fill, DIA on the GPU),
+ * SPK_ERR_NOMEM, SPK_ERR_CUDA. On failure *S is NULL. */
 SPK_API spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options *opt,
                                      spk_solver **S);
 /* Solve A x = b with host arrays b and x (length n). With opt->use_x0, x is the initial guess,
@@ -515,8 +517,8 @@ SPK_API spk_status spk_solver_solve_device(spk_solver *S, const double *d_b, dou
  * callback); the prepared layout was refilled by the update itself. Solving does this on its
  * own when needed; calling it says when the cost (and a bad-diagonal failure) happens.
  * SPK_ERR_ARG (NULL, destroyed solver), SPK_ERR_UNSUPPORTED (a zero diagonal, or a
- * non-positive one for CG: every solve answers the same until an update makes the diagonal
- * usable again), SPK_ERR_CUDA. */
+ * non-positive one for CG and MINRES: every solve answers the same until an update makes the
+ * diagonal usable again), SPK_ERR_CUDA. */
 SPK_API spk_status spk_solver_refresh(spk_solver *S);
 /* The method the solver runs (AUTO resolved) and the format A is prepared in. */
 SPK_API spk_method spk_solver_method(const spk_solver *S);

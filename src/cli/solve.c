@@ -51,9 +51,17 @@ static const char usage_text[] =
     "                      replaced whole (keeping its mode; a read-only one is refused),\n"
     "                      anything else (a link's target, a FIFO, a device, /dev/stdout)\n"
     "                      is written in place\n"
-    "  --method M          auto|cg|bicgstab|gmres (default auto: cg for a symmetric matrix\n"
-    "                      with a positive diagonal, else bicgstab)\n"
-    "  --restart M         GMRES restart length (default 30)\n"
+    "  --method M          the Krylov method (default auto: cg for a symmetric matrix with\n"
+    "                      a positive diagonal, minres for another symmetric one, else\n"
+    "                      bicgstab; cg hands over to minres on an indefinite A, bicgstab\n"
+    "                      to gmres where it cannot go on):\n"
+    "                      cg        A and M symmetric positive definite\n"
+    "                      bicgstab  any nonsingular A, M fixed; short recurrences\n"
+    "                      gmres     any nonsingular A, M fixed; restarted, ||r|| never grows\n"
+    "                      fgmres    gmres keeping M^-1 v: M may change between iterations\n"
+    "                      minres    A symmetric, indefinite allowed; M SPD; no breakdown\n"
+    "                                on a nonsingular A\n"
+    "  --restart M         GMRES and FGMRES restart length (default 30)\n"
     "  --precond P         the preconditioner (default auto):\n"
     "%s"
     "  --block-size D      D unknowns a node, interleaved (x0 y0 z0 x1 ...): bjacobi's\n"
@@ -285,7 +293,7 @@ static void parse_args(int argc, char **argv, cli *c)
         } else if (!strcmp(a, "--method")) {
             const char *v = need_arg(argc, argv, &i);
             if (spk_method_parse(v, &c->opt.method))
-                die_usage("--method expects auto|cg|bicgstab|gmres, got '%s'", v);
+                die_usage("--method expects auto|cg|bicgstab|gmres|fgmres|minres, got '%s'", v);
         } else if (!strcmp(a, "--precond")) {
             const char *v = need_arg(argc, argv, &i);
             if (spk_precond_parse(v, &c->opt.precond)) {
@@ -399,27 +407,29 @@ static int monitor_line(void *user, int64_t it, double rnorm, double rel, double
 static const char *hint(const spk_result *res)
 {
     const int cg = res->method == SPK_METHOD_CG, none = res->precond == SPK_PRECOND_NONE;
+    const int gm = res->method == SPK_METHOD_GMRES || res->method == SPK_METHOD_FGMRES;
     switch (res->reason) {
     case SPK_DIVERGED_MAXIT:
         return none ? "try --precond jacobi, or a larger --maxiter"
-                    : res->method == SPK_METHOD_GMRES ? "try a larger --restart or --maxiter"
-                                                     : "try a larger --maxiter, or another --method";
+                    : gm ? "try a larger --restart or --maxiter"
+                         : "try a larger --maxiter, or another --method";
     case SPK_DIVERGED_DTOL:
         return cg ? "the residual grew past --dtol: A may not be SPD; try --method gmres"
                   : "the residual grew past --dtol: the method diverges on this matrix; try "
                     "--method gmres (its residual cannot grow)";
     case SPK_DIVERGED_STAGNATION:
-        return res->method == SPK_METHOD_GMRES ? "no progress: try a larger --restart, or a "
-                                                 "preconditioner"
-                                               : "no progress: try --method gmres, or a "
-                                                 "preconditioner";
+        return gm ? "no progress: try a larger --restart, or a preconditioner"
+                  : "no progress: try --method gmres, or a preconditioner";
     case SPK_DIVERGED_BREAKDOWN:
         return res->method == SPK_METHOD_BICGSTAB ? "try --method gmres (it does not break down "
                                                     "on a nonsingular A)"
                                                   : "A looks singular on the Krylov space: check "
                                                     "for zero rows or a missing boundary condition";
     case SPK_DIVERGED_INDEFINITE:
-        return "A (or M) is not SPD: try --method bicgstab or gmres";
+        return res->method == SPK_METHOD_MINRES
+                   ? "M is not SPD, as MINRES needs: try --precond none, or --method gmres"
+                   : "A (or M) is not SPD: try --method minres if A is symmetric, else "
+                     "bicgstab or gmres";
     case SPK_DIVERGED_TRUE_RESIDUAL_MISMATCH:
         return "rtol is below what the conditioning allows: try a larger --rtol";
     case SPK_DIVERGED_TIME_LIMIT:
@@ -1109,8 +1119,9 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &old_term, NULL);
     if (st)
         die_status(ctx, st, "solving");
-    if (c.restart_given && r.res.method != SPK_METHOD_GMRES)
-        fprintf(stderr, "solve: warning: --restart applies to gmres only (the method was %s)\n",
+    if (c.restart_given && r.res.method != SPK_METHOD_GMRES && r.res.method != SPK_METHOD_FGMRES)
+        fprintf(stderr, "solve: warning: --restart applies to gmres and fgmres only (the method "
+                "was %s)\n",
                 spk_method_str(r.res.method));
     if (r.have_err) {
         for (int64_t i = 0; i < n; i++)
