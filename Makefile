@@ -20,7 +20,14 @@ configure:
 	@test -f $(BUILD)/CMakeCache.txt || $(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
 	    -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS)
 
-run: all
+# run builds what the example needs: solve and libspk.so (host code only), and the CUDA
+# backend libspk_cuda.so when the build has one and nvidia-smi lists a GPU to run it on
+run: configure
+	@targets=solve; \
+	if nvidia-smi -L >/dev/null 2>&1 && $(CMAKE) --build $(BUILD) --target help | grep -qw spk_cuda; then \
+	  targets="solve spk_cuda"; fi; \
+	echo "$(CMAKE) --build $(BUILD) -j $(JOBS) --target $$targets"; \
+	$(CMAKE) --build $(BUILD) -j $(JOBS) --target $$targets
 	$(BUILD)/solve -A inputs/bcsstk09.mtx --method cg --precond jacobi --rtol 1e-8
 
 test: all

@@ -16,11 +16,15 @@ step() { echo "=== $*"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$LOG/gpu.txt"
 step build
 cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$LOG/build.log" 2>&1 &&
-  cmake --build $B -j 16 --target solve heat $( (echo test_robust_gpu; cd $B && cmake --build . --target help | grep -oE "test_[a-z_]+" | grep -v util) | sort -u) >>"$LOG/build.log" 2>&1 || { tail -50 "$LOG/build.log"; exit 1; }
+  cmake --build $B -j 16 --target solve heat spk_cuda $( (echo test_robust_gpu; cd $B && cmake --build . --target help | grep -oE "test_[a-z_]+" | grep -v util) | sort -u) >>"$LOG/build.log" 2>&1 || { tail -50 "$LOG/build.log"; exit 1; }
 
 step "ctest -L gpu"
 (cd $B && ctest -L gpu --output-on-failure 2>&1) | tee "$LOG/ctest_gpu.log" | tail -40
 grep -q "100% tests passed" "$LOG/ctest_gpu.log" || status=1
+
+step "install: libspk.so with its CUDA backend loaded by dlopen, from the full install and beside a CPU-only one"
+(cd $B && ctest -R '^install$' --output-on-failure 2>&1) | tee "$LOG/ctest_install.log" | tail -15
+grep -q "100% tests passed" "$LOG/ctest_install.log" || status=1
 
 step "solve poisson3d:150 --device gpu, every format"
 for f in auto coo csr ell hyb jds; do
@@ -55,6 +59,7 @@ if command -v compute-sanitizer >/dev/null; then
     "api_threads:test_api --device gpu --quick --part threads"
     "vec:test_vec --device gpu"
     "amg:test_amg --device gpu"
+    "pc:test_pc --device gpu"
     "robust_gpu:test_robust_gpu --device gpu --quick"
     "heat:heat --device gpu --n 16"
     "solve:solve -A poisson3d:30 --device gpu --format hyb --method cg --quiet"

@@ -52,7 +52,9 @@ typedef enum spk_status {
     SPK_ERR_PARSE,         /* a file is malformed; the message names the file and line      */
     SPK_ERR_UNSUPPORTED,   /* valid input the library does not handle (complex, ELL/DIA fill)*/
     SPK_ERR_CUDA,          /* a CUDA / cuBLAS call failed, including out of device memory   */
-    SPK_ERR_NOT_COMPILED   /* the feature (CUDA) was not built into this library            */
+    SPK_ERR_NOT_COMPILED   /* the feature (CUDA) is not available: not built into this
+                              library, or the shared library's CUDA backend not found (the
+                              message says where it was looked for)                          */
 } spk_status;
 
 typedef enum spk_device {
@@ -73,7 +75,9 @@ typedef enum spk_format {
 #define SPK_FMT_COUNT 7
 
 typedef enum spk_method {
-    SPK_METHOD_AUTO = 0,   /* CG if symmetric with a positive diagonal, else BiCGStab       */
+    SPK_METHOD_AUTO = 0,   /* CG if symmetric with a positive diagonal, MINRES if symmetric
+                              otherwise, else BiCGStab; MINRES where CG meets an indefinite
+                              A, GMRES where BiCGStab cannot go on                          */
     SPK_METHOD_CG,
     SPK_METHOD_BICGSTAB,
     SPK_METHOD_GMRES,
@@ -83,8 +87,8 @@ typedef enum spk_method {
 
 /* The preconditioners: each is a row of the library's preconditioner table (docs/design.md).
  * USER is the caller's own, made of callbacks (spk_precond_user, below). AUTO, the default,
- * resolves when a solver is made: Jacobi where A's diagonal allows it (positive for CG,
- * nonzero for the others), else none; spk_result.precond says which ran. */
+ * resolves when a solver is made: Jacobi where A's diagonal allows it (positive for CG and
+ * MINRES, nonzero for the others), else none; spk_result.precond says which ran. */
 typedef enum spk_precond {
     SPK_PRECOND_NONE = 0,
     SPK_PRECOND_JACOBI,    /* M = diag(A)                                                   */
@@ -109,7 +113,7 @@ typedef enum spk_reason {
     SPK_DIVERGED_MAXIT = -3,               /* maxiter reached                               */
     SPK_DIVERGED_DTOL = -4,                /* ||r|| > dtol max(||b||, ||r0||): diverging     */
     SPK_DIVERGED_BREAKDOWN = -5,           /* a recurrence denominator vanished             */
-    SPK_DIVERGED_INDEFINITE = -8,          /* CG met p'Ap <= 0: A (or M) is not SPD          */
+    SPK_DIVERGED_INDEFINITE = -8,          /* p'Ap <= 0 (CG) or r'M^-1 r < 0: A or M not SPD */
     SPK_DIVERGED_NANORINF = -9,            /* a residual became NaN or Inf                  */
     SPK_DIVERGED_TRUE_RESIDUAL_MISMATCH = -10, /* recursive and true residual disagree      */
     SPK_DIVERGED_STAGNATION = -11,         /* no progress over options.stagnation iterations */
@@ -124,7 +128,9 @@ typedef struct spk_solver spk_solver;
 /* ---- context ------------------------------------------------------------------------------- */
 
 /* Create a context on `device`. AUTO resolves to CUDA when a GPU is usable, else CPU.
- * CUDA with no usable GPU: SPK_ERR_CUDA (or SPK_ERR_NOT_COMPILED without CUDA support), and
+ * CUDA with no usable GPU: SPK_ERR_CUDA (or SPK_ERR_NOT_COMPILED without CUDA support:
+ * libspk.so loads its CUDA backend libspk_cuda.so at the first context that asks for a GPU,
+ * from SPK_CUDA_LIBRARY, else from beside itself, else from the library path), and
  * *ctx is still set to a context that holds the message (destroy it).
  * Returns SPK_ERR_ARG (ctx NULL), SPK_ERR_NOMEM, SPK_ERR_CUDA, SPK_ERR_NOT_COMPILED. */
 SPK_API spk_status spk_context_create(spk_context **ctx, spk_device device);
@@ -156,7 +162,9 @@ SPK_API spk_status spk_format_parse(const char *s, spk_format *fmt);
 SPK_API spk_status spk_method_parse(const char *s, spk_method *m);
 SPK_API spk_status spk_device_parse(const char *s, spk_device *d);
 SPK_API spk_status spk_precond_parse(const char *s, spk_precond *p);
-/* 1 if this library was built with CUDA support. */
+/* 1 if this library has CUDA support: built in (the static library of a CUDA build), or
+ * the shared library's CUDA backend found and loaded (this call loads it). Whether there is a
+ * usable GPU is spk_context_create's answer. */
 SPK_API int spk_has_cuda(void);
 /* The CUDA stream (a cudaStream_t) on which the context queues all its work, or NULL on a CPU
  * context: a user preconditioner's own kernels queued there run in order with the solve. */
@@ -208,7 +216,7 @@ SPK_API spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t 
  * they are copied (to the host, then assembled as spk_matrix_from_csr does; the matrix
  * uploads its own layout when prepared), so they may be freed or changed on return.
  * SPK_ERR_ARG (as from_csr, or a CPU context), SPK_ERR_NOMEM, SPK_ERR_CUDA (a bad device
- * pointer), SPK_ERR_NOT_COMPILED (no CUDA in this build). */
+ * pointer), SPK_ERR_NOT_COMPILED (no CUDA support). */
 SPK_API spk_status spk_matrix_from_csr_device(spk_context *ctx, int64_t nrows, int64_t ncols,
                                               const int64_t *d_rowptr, const int32_t *d_colind,
                                               const double *d_val, int base, spk_matrix **A);
@@ -331,8 +339,8 @@ typedef int (*spk_monitor_fn)(void *user, int64_t it, double rnorm, double rel, 
  * FEM code's domain decomposition, a direct coarse solve, anything that computes z = M^-1 r.
  * Set spk_options.precond = SPK_PRECOND_USER and precond_user to it; the solver copies the
  * struct at creation (`user` must stay valid while the solver lives). Every method takes it
- * (CG needs M symmetric positive definite; GMRES and BiCGStab apply it on the right and need
- * it fixed, the same operator at every call). */
+ * (CG and MINRES need M symmetric positive definite; GMRES and BiCGStab apply it on the right
+ * and need it fixed, the same operator at every call; FGMRES lets it change between calls). */
 typedef struct spk_precond_user {
     const char *name;          /* for messages and --explain; NULL: "user"                     */
     /* z = M^-1 r with r and z of n entries in the memory of the solver's device (GPU memory on
@@ -381,6 +389,11 @@ typedef struct spk_amg_options {
     int           degree;      /* Chebyshev degree; 0: 2                                       */
     int64_t       max_coarse;  /* rows of the coarsest level, solved directly; 0: 500          */
     int           max_levels;  /* 0: 10                                                        */
+    /* what spk_solver_refresh does after a value update: 0 (default) keeps the aggregates, T
+     * and the near-null space and recomputes P, R, the coarse matrices and the smoothers;
+     * 1 builds the whole hierarchy again (new strength, aggregates and T from the new values,
+     * with the near-null space given at setup): for values that change what is strong */
+    int           rebuild;
 } spk_amg_options;
 
 /* The incomplete factorizations (SPK_PRECOND_ILU0, IC0, ILUT). Their triangular solves run
@@ -415,7 +428,7 @@ typedef struct spk_options {
     int64_t     stagnation;    /* default 2000 iterations; 0: no stagnation test               */
     double      max_time;      /* seconds of the iteration loop; default 0: no limit           */
     int64_t     maxiter;       /* default 0 = max(1000, 10 n)                                   */
-    int         restart;       /* GMRES(m); default 30                                          */
+    int         restart;       /* GMRES(m) and FGMRES(m); default 30                            */
     int         history;       /* 1: record the residual of every iteration in the result      */
     int64_t     monitor_every; /* with monitor: every k iterations; default 0 (or 1): every one */
     spk_monitor_fn monitor;
@@ -431,7 +444,7 @@ SPK_API void spk_options_default(spk_options *opt);
 
 typedef struct spk_history_entry {
     int64_t it;                /* iteration (0 = the initial residual)                         */
-    int64_t cycle;             /* GMRES restart cycle, 0 for the other methods                 */
+    int64_t cycle;             /* (F)GMRES restart cycle, 0 for the other methods              */
     double  rnorm;             /* recursive (or implicit) residual norm                        */
     double  rel;               /* rnorm / ||b||                                                 */
     double  seconds;           /* since the solve began                                        */
@@ -482,8 +495,8 @@ SPK_API void spk_result_free(spk_result *res);
 /* Create a solver for A with options opt (NULL: spk_options_default). Prepares A and sets up
  * the preconditioner now. SPK_ERR_ARG (NULL, destroyed matrix, A not square, a bad option,
  * SPK_PRECOND_USER without precond_user or its apply), SPK_ERR_UNSUPPORTED (Jacobi with a zero
- * diagonal, or a non-positive one for CG; ELL/DIA fill, DIA on the GPU), SPK_ERR_NOMEM,
- * SPK_ERR_CUDA. On failure *S is NULL. */
+ * diagonal, or a non-positive one for CG and MINRES; ELL/DIA fill, DIA on the GPU),
+ * SPK_ERR_NOMEM, SPK_ERR_CUDA. On failure *S is NULL. */
 SPK_API spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options *opt,
                                      spk_solver **S);
 /* Solve A x = b with host arrays b and x (length n). With opt->use_x0, x is the initial guess,
@@ -504,8 +517,8 @@ SPK_API spk_status spk_solver_solve_device(spk_solver *S, const double *d_b, dou
  * callback); the prepared layout was refilled by the update itself. Solving does this on its
  * own when needed; calling it says when the cost (and a bad-diagonal failure) happens.
  * SPK_ERR_ARG (NULL, destroyed solver), SPK_ERR_UNSUPPORTED (a zero diagonal, or a
- * non-positive one for CG: every solve answers the same until an update makes the diagonal
- * usable again), SPK_ERR_CUDA. */
+ * non-positive one for CG and MINRES: every solve answers the same until an update makes the
+ * diagonal usable again), SPK_ERR_CUDA. */
 SPK_API spk_status spk_solver_refresh(spk_solver *S);
 /* The method the solver runs (AUTO resolved) and the format A is prepared in. */
 SPK_API spk_method spk_solver_method(const spk_solver *S);

@@ -1,16 +1,25 @@
 /* kernels/cuda_stub.c -- the CUDA entry points of a build without CUDA (CMakeLists compiles
  * this file only then). Every table row and vector op is still present, so callers need no
- * #ifdef; each answers SPK_ERR_NOT_COMPILED with a message that says how to get CUDA. */
+ * #ifdef; each answers SPK_ERR_NOT_COMPILED with a message that says how to get CUDA.
+ *
+ * kernels/cuda_loader.c includes this file for the same answers while no CUDA backend is
+ * loaded: it defines SPK_CUDA_STUB(name) to rename each entry point (stub_name, static) and
+ * NO_CUDA to its own reason (what it looked for, where, and why it did not load). */
 #include "formats.h"
 #include "../solvers/ilu.h"
 
 #include <stdio.h>
 
+#ifndef SPK_CUDA_STUB
+#define SPK_CUDA_STUB(name) name
+#define SPK_CUDA_STUB_SCOPE
 #define NO_CUDA "this build has no CUDA support (rebuild with the CUDA Toolkit)"
+#endif
 
-int spk_has_cuda(void) { return 0; }
+SPK_CUDA_STUB_SCOPE int SPK_CUDA_STUB(spk_has_cuda)(void) { return 0; }
 
-int spk_cuda_probe(char *name, size_t name_len, char *why, size_t why_len)
+SPK_CUDA_STUB_SCOPE int
+SPK_CUDA_STUB(spk_cuda_probe)(char *name, size_t name_len, char *why, size_t why_len)
 {
     if (name && name_len)
         name[0] = '\0';
@@ -19,39 +28,43 @@ int spk_cuda_probe(char *name, size_t name_len, char *why, size_t why_len)
     return 0;
 }
 
-spk_status spk_cuda_init(spk_context *ctx)
+SPK_CUDA_STUB_SCOPE spk_status SPK_CUDA_STUB(spk_cuda_init)(spk_context *ctx)
 {
     return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "%s", NO_CUDA);
 }
 
-void spk_cuda_fini(spk_context *ctx) { (void)ctx; }
+SPK_CUDA_STUB_SCOPE void SPK_CUDA_STUB(spk_cuda_fini)(spk_context *ctx) { (void)ctx; }
 
-spk_status spk_cuda_download_bytes(spk_context *ctx, void *host, const void *dev, size_t bytes)
+SPK_CUDA_STUB_SCOPE spk_status
+SPK_CUDA_STUB(spk_cuda_download_bytes)(spk_context *ctx, void *host, const void *dev, size_t bytes)
 {
     return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "copy from device memory: %s", NO_CUDA);
 }
 
 /* ---- value updates on the device: never reached without CUDA (no context is on a GPU) ------ */
 
-spk_status spk_matrix_dev_update(spk_context *ctx, spk_matrix *A, const double *val,
-                                 int val_on_device, spk_dev_upd *how)
+SPK_CUDA_STUB_SCOPE spk_status
+SPK_CUDA_STUB(spk_matrix_dev_update)(spk_context *ctx, spk_matrix *A, const double *val,
+                                     int val_on_device, spk_dev_upd *how)
 {
     *how = SPK_DEV_UPD_HOST;
     return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "value update on the GPU: %s", NO_CUDA);
 }
 
-spk_status spk_matrix_dev_diagonal(spk_context *ctx, spk_matrix *A, double *d_diag, int *done)
+SPK_CUDA_STUB_SCOPE spk_status
+SPK_CUDA_STUB(spk_matrix_dev_diagonal)(spk_context *ctx, spk_matrix *A, double *d_diag, int *done)
 {
     *done = 0;
     return SPK_OK;
 }
 
-spk_status spk_matrix_dev_download(spk_context *ctx, spk_matrix *A)
+SPK_CUDA_STUB_SCOPE spk_status
+SPK_CUDA_STUB(spk_matrix_dev_download)(spk_context *ctx, spk_matrix *A)
 {
     return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "values on the GPU: %s", NO_CUDA);
 }
 
-void spk_matrix_dev_free(struct spk_matrix_dev *d) { (void)d; }
+SPK_CUDA_STUB_SCOPE void SPK_CUDA_STUB(spk_matrix_dev_free)(struct spk_matrix_dev *d) { (void)d; }
 
 /* ---- SpMV backend rows ---------------------------------------------------------------------- */
 
@@ -76,7 +89,7 @@ static spk_status stub_update(spk_context *ctx, void *state, const spk_csr *A)
     return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "SpMV on the GPU: %s", NO_CUDA);
 }
 
-const spk_spmv_backend spk_backend_coo_cuda = {
+SPK_CUDA_STUB_SCOPE const spk_spmv_backend SPK_CUDA_STUB(spk_backend_coo_cuda) = {
     .name = "coo-cuda",
     .format = SPK_FMT_COO,
     .device = SPK_DEVICE_CUDA,
@@ -85,7 +98,7 @@ const spk_spmv_backend spk_backend_coo_cuda = {
     .destroy = stub_destroy,
     .update = stub_update,
 };
-const spk_spmv_backend spk_backend_csr_cuda = {
+SPK_CUDA_STUB_SCOPE const spk_spmv_backend SPK_CUDA_STUB(spk_backend_csr_cuda) = {
     .name = "csr-cuda",
     .format = SPK_FMT_CSR,
     .device = SPK_DEVICE_CUDA,
@@ -94,10 +107,12 @@ const spk_spmv_backend spk_backend_csr_cuda = {
     .destroy = stub_destroy,
     .update = stub_update,
 };
-int spk_ell_cuda_state_rows(const void *state) { (void)state; return 0; }
-int spk_hyb_cuda_state_rows(const void *state) { (void)state; return 0; }
+SPK_CUDA_STUB_SCOPE int
+SPK_CUDA_STUB(spk_ell_cuda_state_rows)(const void *state) { (void)state; return 0; }
+SPK_CUDA_STUB_SCOPE int
+SPK_CUDA_STUB(spk_hyb_cuda_state_rows)(const void *state) { (void)state; return 0; }
 
-const spk_spmv_backend spk_backend_ell_cuda = {
+SPK_CUDA_STUB_SCOPE const spk_spmv_backend SPK_CUDA_STUB(spk_backend_ell_cuda) = {
     .name = "ell-cuda",
     .format = SPK_FMT_ELL,
     .device = SPK_DEVICE_CUDA,
@@ -106,7 +121,7 @@ const spk_spmv_backend spk_backend_ell_cuda = {
     .destroy = stub_destroy,
     .update = stub_update,
 };
-const spk_spmv_backend spk_backend_hyb_cuda = {
+SPK_CUDA_STUB_SCOPE const spk_spmv_backend SPK_CUDA_STUB(spk_backend_hyb_cuda) = {
     .name = "hyb-cuda",
     .format = SPK_FMT_HYB,
     .device = SPK_DEVICE_CUDA,
@@ -115,7 +130,7 @@ const spk_spmv_backend spk_backend_hyb_cuda = {
     .destroy = stub_destroy,
     .update = stub_update,
 };
-const spk_spmv_backend spk_backend_jds_cuda = {
+SPK_CUDA_STUB_SCOPE const spk_spmv_backend SPK_CUDA_STUB(spk_backend_jds_cuda) = {
     .name = "jds-cuda",
     .format = SPK_FMT_JDS,
     .device = SPK_DEVICE_CUDA,
@@ -227,36 +242,46 @@ static const spk_vec_ops stub_ops = {
     .put = s_put,
 };
 
-const spk_vec_ops *spk_vec_ops_cuda(void) { return &stub_ops; }
+SPK_CUDA_STUB_SCOPE const spk_vec_ops *SPK_CUDA_STUB(spk_vec_ops_cuda)(void) { return &stub_ops; }
 
 /* ---- the methods' GPU steps: none (their drivers answer SPK_ERR_NOT_COMPILED) ------------ */
 struct spk_cg_ops;
 struct spk_bicg_ops;
 struct spk_gmres_ops;
-const struct spk_cg_ops *spk_cg_ops_cuda(void) { return NULL; }
-const struct spk_bicg_ops *spk_bicg_ops_cuda(void) { return NULL; }
-const struct spk_gmres_ops *spk_gmres_ops_cuda(void) { return NULL; }
+SPK_CUDA_STUB_SCOPE const struct spk_cg_ops *SPK_CUDA_STUB(spk_cg_ops_cuda)(void) { return NULL; }
+SPK_CUDA_STUB_SCOPE const struct spk_bicg_ops *
+SPK_CUDA_STUB(spk_bicg_ops_cuda)(void) { return NULL; }
+SPK_CUDA_STUB_SCOPE const struct spk_gmres_ops *
+SPK_CUDA_STUB(spk_gmres_ops_cuda)(void) { return NULL; }
 
-void *spk_context_stream(const spk_context *ctx) { (void)ctx; return NULL; }
+SPK_CUDA_STUB_SCOPE void *
+SPK_CUDA_STUB(spk_context_stream)(const spk_context *ctx) { (void)ctx; return NULL; }
 
 /* ---- the incomplete factorizations' exact solves on the GPU (solvers/pc_ilu_cuda.cu) ------ */
-spk_status spk_ilu_sv_setup(spk_context *ctx, const spk_ilu_factors *F, spk_ilu_sv **sv)
+SPK_CUDA_STUB_SCOPE spk_status
+SPK_CUDA_STUB(spk_ilu_sv_setup)(spk_context *ctx, const spk_ilu_factors *F, spk_ilu_sv **sv)
 {
     *sv = NULL;
     return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "triangular solves on the GPU: %s", NO_CUDA);
 }
 
-spk_status spk_ilu_sv_update(spk_context *ctx, spk_ilu_sv *sv, const spk_ilu_factors *F)
+SPK_CUDA_STUB_SCOPE spk_status
+SPK_CUDA_STUB(spk_ilu_sv_update)(spk_context *ctx, spk_ilu_sv *sv, const spk_ilu_factors *F)
 {
     return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "triangular solves on the GPU: %s", NO_CUDA);
 }
 
-spk_status spk_ilu_sv_apply(spk_context *ctx, spk_ilu_sv *sv, const double *r, double *y,
-                            double *z)
+SPK_CUDA_STUB_SCOPE spk_status
+SPK_CUDA_STUB(spk_ilu_sv_apply)(spk_context *ctx, spk_ilu_sv *sv, const double *r, double *y,
+                                double *z)
 {
     return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "triangular solves on the GPU: %s", NO_CUDA);
 }
 
-size_t spk_ilu_sv_bytes(const spk_ilu_sv *sv) { (void)sv; return 0; }
+SPK_CUDA_STUB_SCOPE size_t SPK_CUDA_STUB(spk_ilu_sv_bytes)(const spk_ilu_sv *sv)
+{
+    (void)sv;
+    return 0;
+}
 
-void spk_ilu_sv_free(spk_ilu_sv *sv) { (void)sv; }
+SPK_CUDA_STUB_SCOPE void SPK_CUDA_STUB(spk_ilu_sv_free)(spk_ilu_sv *sv) { (void)sv; }

@@ -99,6 +99,14 @@ typedef struct spk_amg_timing {
 spk_status spk_amg_time_parts(void *state, const double *r, double *z, int reps,
                               spk_amg_timing *t);
 
+/* rho(D^-1 A) as the hierarchy estimates it for each level (the smoothers' intervals and
+ * P's omega), on the host: the largest Ritz value of 20 Lanczos steps on D^-1/2 A D^-1/2 from
+ * a fixed start vector when A is symmetric and dinv >= 0, else the norm growth of 30 power
+ * steps on D^-1 A; 1 when n = 0 or the estimate comes out zero or NaN. dinv: 1 / a_ii.
+ * work: 4 n doubles. The same bits on every run. */
+double spk_amg_spectral_radius(const spk_csr *A, const double *dinv, int symmetric,
+                               double *work);
+
 /* The rigid-body modes of nodes at coords (dim 2 or 3, node-major): 3 or 6 columns of
  * dim * nnodes entries, column-major into B, about the coordinates' centroid. */
 void spk_amg_rigid_modes(const double *coords, int64_t nnodes, int dim, double *B);

@@ -156,9 +156,8 @@ static double tridiag_max_eig(const double *a, const double *b, int m)
     return hi;
 }
 
-/* rho(D^-1 A): Lanczos on D^-1/2 A D^-1/2 when A is symmetric with d >= 0, else power steps
- * on D^-1 A. work: 4 n doubles. */
-static double spectral_radius(const spk_csr *A, const double *dinv, int symmetric, double *work)
+double spk_amg_spectral_radius(const spk_csr *A, const double *dinv, int symmetric,
+                               double *work)
 {
     const int64_t n = A->nrows;
     if (n == 0)
@@ -651,7 +650,7 @@ static void level_diag(spk_amg_hier *H, const spk_csr *A0, int l)
     spk_amg_level *L = &H->lev[l];
     const spk_csr *A = level_A(H, A0, l);
     inv_diagonal(A, L->dinv);
-    L->rho = spectral_radius(A, L->dinv, H->symmetric, H->work);
+    L->rho = spk_amg_spectral_radius(A, L->dinv, H->symmetric, H->work);
 }
 
 static spk_status make_level_links(spk_context *ctx, spk_amg_hier *H, const spk_csr *A0, int l)

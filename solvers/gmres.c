@@ -13,7 +13,15 @@
  * Jacobi. A cycle adds V y, the update and the true residual b - A x (1 SpMV, ~(m + 14) n).
  * `iterations` counts inner iterations over all cycles (SciPy's callback_type='pr_norm' count);
  * history rows carry the cycle, numbered from 1. Stopping, restart check and breakdown rules:
- * gm_after_cycle below and docs/solvers.md. */
+ * gm_after_cycle below and docs/solvers.md.
+ *
+ * FGMRES(m) (spk_fgmres; Saad, SIAM J. Sci. Comput. 14(2), 1993; Saad's book alg. 9.6) is the
+ * same loop keeping Z = [M^-1 v_1 ... M^-1 v_m] (n x m) and ending a cycle with x += Z y, so M
+ * may change from one application to the next (an inner iterative solve, a user
+ * preconditioner that adapts). The Arnoldi step is GMRES's, bitwise: with a fixed M both take
+ * the same iterations; only the update of x differs (Z y in one gemv in place of M^-1 (V y)).
+ * Cost: GMRES's, less the apply of the cycle's update, plus the n x m doubles of Z (stored in
+ * the apply, read once per cycle). With M = I it is GMRES. */
 #include "solver.h"
 
 #include "gmres_ops.h"
@@ -37,7 +45,8 @@ typedef struct gm {
     const spk_gmres_ops *go;
     int m;
     double *V;                 /* n x (m+1), column-major, leading dimension n            */
-    double *z;                 /* M^-1 v_j; NULL for M = I                                 */
+    double *z;                 /* M^-1 v_j; NULL for M = I or FGMRES                       */
+    double *Z;                 /* FGMRES: n x m, Z[:,j] = M^-1 v_j as applied; else NULL   */
     double *H;                 /* (m+1) x m host, column-major: column j at H + j (m+1)     */
     double *cs, *sn, *g, *h, *y;   /* h: cgs2's h1, h2 and ||w||^2 (2 (m+1) + 1)           */
     int64_t it, cycle;
@@ -71,10 +80,11 @@ static spk_status gm_arnoldi(gm *w, int j, double *wnorm, double *hnext)
     double *hj = w->H + (int64_t)j * (w->m + 1), *wv = col(w, j + 1);
     const double *zj = col(w, j);
     spk_status st;
-    if (w->z) {
-        if ((st = spk_precond_apply(k, zj, w->z)))           /* z = M^-1 v_j      */
+    double *zout = w->Z ? w->Z + (int64_t)j * n : w->z;      /* FGMRES keeps z_j   */
+    if (zout) {
+        if ((st = spk_precond_apply(k, zj, zout)))           /* z = M^-1 v_j      */
             return st;
-        zj = w->z;
+        zj = zout;
     }
     if ((st = spk_apply_A(k, zj, wv)))                       /* w = A z           */
         return st;
@@ -132,7 +142,7 @@ static spk_reason gm_givens(gm *w, int j, double wnorm)
 }
 
 /* x += M^-1 V(:,0:jend) y with R y = g(0:jend) (back substitution on the host). The free
- * column V[:,jend] (never part of the solution) holds V y. */
+ * column V[:,jend] (never part of the solution) holds V y. FGMRES: x += Z(:,0:jend) y. */
 static spk_status gm_update(gm *w, int jend, double *x)
 {
     spk_krylov *k = w->k;
@@ -147,6 +157,8 @@ static spk_status gm_update(gm *w, int jend, double *x)
     }
     for (int i = 0; i < jend; i++)
         w->h[i] = -w->y[i];                          /* u = 0 - V (-y) = V y          */
+    if (w->Z)                                        /* x = x - Z (-y) = x + Z y      */
+        return k->ops->gemv_n_sub(k->ctx, k->n, jend, w->Z, k->n, w->h, x);
     double *u = col(w, jend);
     spk_status st = k->ops->fill(k->ctx, k->n, 0.0, u);
     if (!st)
@@ -270,17 +282,20 @@ static spk_status gm_after_cycle(gm *w, const double *b, const double *x, double
     return SPK_OK;
 }
 
-static spk_status gm_alloc(gm *w)
+static spk_status gm_alloc(gm *w, int flexible)
 {
     spk_krylov *k = w->k;
     const int m = w->m;
     const int64_t cols = (int64_t)m + 1;
+    const char *name = flexible ? "FGMRES" : "GMRES";
     if (k->n > INT64_MAX / cols)
-        return spk_fail(k->ctx, SPK_ERR_NOMEM, "GMRES(%d) basis of %lld x %lld doubles: too large",
-                        m, (long long)k->n, (long long)cols);
+        return spk_fail(k->ctx, SPK_ERR_NOMEM, "%s(%d) basis of %lld x %lld doubles: too large",
+                        name, m, (long long)k->n, (long long)cols);
     /* the solver's workspace, kept between solves; every entry is written before it is read */
     spk_status st = spk_krylov_vec(k, SPK_WS_METHOD + 0, k->n * cols, &w->V);
-    if (!st && !k->pc->identity)
+    if (!st && !k->pc->identity && flexible)         /* Z: n x m, inside the basis's bound */
+        st = spk_krylov_vec(k, SPK_WS_METHOD + 2, k->n * (int64_t)m, &w->Z);
+    else if (!st && !k->pc->identity)
         st = spk_krylov_vec(k, SPK_WS_METHOD + 1, k->n, &w->z);
     if (!st)                                         /* H, then cs sn g y, h (2 cols + 1) */
         st = spk_krylov_host(k, cols * ((int64_t)m + 6) + 1, &w->H);
@@ -294,19 +309,21 @@ static spk_status gm_alloc(gm *w)
     return SPK_OK;
 }
 
-spk_status spk_gmres(spk_krylov *k, const double *b, double *x)
+/* GMRES (flexible = 0) or FGMRES (1) from x. */
+static spk_status gm_run(spk_krylov *k, const double *b, double *x, int flexible)
 {
     spk_result *res = k->res;
+    const char *name = flexible ? "FGMRES" : "GMRES";
     int m = k->opt->restart;
     if (m < 1)
-        return spk_fail(k->ctx, SPK_ERR_ARG, "GMRES restart = %d must be >= 1", m);
+        return spk_fail(k->ctx, SPK_ERR_ARG, "%s restart = %d must be >= 1", name, m);
     if ((int64_t)m > k->n)
         m = (int)k->n;                               /* the Krylov space has at most n  */
     gm w = {.k = k, .go = spk_gmres_ops_for(k->ops->device), .m = m};
     if (!w.go)
-        return spk_fail(k->ctx, SPK_ERR_NOT_COMPILED, "GMRES on the %s: not in this build",
+        return spk_fail(k->ctx, SPK_ERR_NOT_COMPILED, "%s on the %s: not in this build", name,
                         spk_device_str(k->ops->device));
-    spk_status st = gm_alloc(&w);
+    spk_status st = gm_alloc(&w, flexible);
     double beta;
     if (st || (st = gm_residual(&w, b, x, &beta)))
         return st;
@@ -325,4 +342,14 @@ spk_status spk_gmres(spk_krylov *k, const double *b, double *x)
            !(st = gm_after_cycle(&w, b, x, &beta, &stop)))
         ;
     return st;
+}
+
+spk_status spk_gmres(spk_krylov *k, const double *b, double *x)
+{
+    return gm_run(k, b, x, 0);
+}
+
+spk_status spk_fgmres(spk_krylov *k, const double *b, double *x)
+{
+    return gm_run(k, b, x, 1);
 }

@@ -11,8 +11,10 @@
  *     level L:      x = A_L^-1 b (a dense SpMV)
  * with S the smoother: damped Jacobi x += omega D^-1 (b - A x), omega = 4 / (3 rho(D^-1 A)),
  * or Chebyshev of the given degree in D^-1 A on [rho / 30, 1.1 rho] (Saad, Iterative Methods,
- * 2nd ed., alg. 12.1). The same smoothing before and after makes M symmetric, as CG needs. */
+ * 2nd ed., alg. 12.1; solvers/cheby.c, shared with the Chebyshev preconditioner). The same
+ * smoothing before and after makes M symmetric, as CG needs. */
 #include "amg.h"
+#include "cheby.h"
 #include "precond.h"
 
 #include <stdarg.h>
@@ -76,32 +78,26 @@ static spk_status smooth_jacobi(pc_amg *M, amg_level_dev *L, const double *b, do
     return st;
 }
 
+/* The sweeps of the Chebyshev smoother: the recurrence of solvers/cheby.c, which the Chebyshev
+ * preconditioner runs too. */
 static spk_status smooth_chebyshev(pc_amg *M, amg_level_dev *L, const double *b, double *x,
                                    int zero_x)
 {
-    const spk_vec_ops *o = M->ops;
-    spk_context *ctx = M->ctx;
-    const double theta = 0.5 * (L->lmax + L->lmin), delta = 0.5 * (L->lmax - L->lmin);
-    const double sigma = theta / delta;
+    const spk_cheby c = {
+        .ctx = M->ctx,
+        .ops = M->ops,
+        .A = L->A,
+        .n = L->n,
+        .dinv = L->wdinv,
+        .lmin = L->lmin,
+        .lmax = L->lmax,
+        .degree = M->H.opt.degree,
+        .r = L->r,
+        .d = L->d,
+    };
     spk_status st = SPK_OK;
-    for (int s = 0; s < M->H.opt.sweeps && !st; s++) {
-        const int from_zero = s == 0 && zero_x;
-        double rho_old = 1.0 / sigma;
-        if (from_zero)
-            st = o->pmul_axpby(ctx, L->n, 1.0 / theta, L->wdinv, b, 0.0, L->d);
-        else if (!(st = residual(M, L, b, x, L->r)))
-            st = o->pmul_axpby(ctx, L->n, 1.0 / theta, L->wdinv, L->r, 0.0, L->d);
-        if (!st)
-            st = o->axpby(ctx, L->n, 1.0, L->d, from_zero ? 0.0 : 1.0, x);
-        for (int k = 1; k < M->H.opt.degree && !st; k++) {
-            const double rho = 1.0 / (2.0 * sigma - rho_old);
-            if (!(st = residual(M, L, b, x, L->r)) &&
-                !(st = o->pmul_axpby(ctx, L->n, 2.0 * rho / delta, L->wdinv, L->r,
-                                     rho * rho_old, L->d)))
-                st = o->axpby(ctx, L->n, 1.0, L->d, 1.0, x);
-            rho_old = rho;
-        }
-    }
+    for (int s = 0; s < M->H.opt.sweeps && !st; s++)
+        st = spk_cheby_sweep(&c, b, x, s == 0 && zero_x);
     return st;
 }
 
@@ -237,9 +233,38 @@ static spk_status update(pc_amg *M, spk_matrix *D, const spk_csr *c)
     return spk_matrix_update_values(M->ctx, D, c->nnz, c->val, 0);
 }
 
+/* The rebuild option's refresh: a whole setup on the new values into a second state, which
+ * then takes the place of the first (the state's address, the solver's handle, stays). The
+ * near-null space is the one of the first setup (the coordinates' rigid-body modes are its
+ * level-0 B). On failure the old hierarchy is kept. */
+static spk_status amg_rebuild(pc_amg *M, spk_matrix *A)
+{
+    spk_options o;
+    spk_options_default(&o);
+    o.amg = M->H.opt;
+    o.amg.rebuild = 1;
+    o.amg.nullspace = M->H.lev[0].B;
+    o.amg.nullspace_cols = M->H.lev[0].k;
+    o.amg.coords = NULL;
+    o.amg.coord_dim = 0;
+    void *fresh = NULL;
+    spk_status st = amg_setup(M->ctx, A, &o, &fresh);
+    if (st)
+        return st;
+    pc_amg *N = fresh, old = *M;
+    N->b_source = M->b_source;
+    *M = *N;
+    *N = old;
+    M->H.opt.nullspace = M->H.lev[0].B;      /* the caller's copy went with the old state */
+    amg_destroy(N);
+    return SPK_OK;
+}
+
 static spk_status amg_refresh(void *state, spk_matrix *A)
 {
     pc_amg *M = state;
+    if (M->H.opt.rebuild)
+        return amg_rebuild(M, A);
     const double t0 = spk_now();
     spk_status st = spk_matrix_host_values(M->ctx, A);
     if (!st)

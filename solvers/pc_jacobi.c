@@ -1,6 +1,7 @@
 /* solvers/pc_jacobi.c -- Jacobi (diagonal) preconditioning: M = diag(A), applied as
  * z = D^-1 r. Setup inverts the diagonal once on the device; a zero diagonal is refused for
- * every method (M would be singular), and a negative one for CG, whose M must be SPD. A
+ * every method (M would be singular), and a negative one for CG and MINRES, whose M must be
+ * SPD. A
  * refresh after a value update refills the same device vector: from the device values after
  * an update made on the GPU (nothing crosses the bus but the check's index), else from the
  * host CSR (n doubles up). Written over the vector-ops table, so one row serves every device;
@@ -11,7 +12,7 @@ typedef struct pc_jacobi {
     spk_context       *ctx;
     const spk_vec_ops *ops;
     int64_t            n;
-    int                require_positive;   /* CG: M must be SPD                              */
+    int                require_positive;   /* CG, MINRES: M must be SPD                      */
     double            *dinv;               /* 1 / diag(A), device                            */
     double            *work;               /* host n doubles: staging of a host refresh      */
 } pc_jacobi;
@@ -70,7 +71,7 @@ static spk_status jacobi_setup(spk_context *ctx, spk_matrix *A, const spk_option
     J->ctx = ctx;
     J->ops = spk_vec_ops_for(ctx->device);
     J->n = n;
-    J->require_positive = opt->method == SPK_METHOD_CG;
+    J->require_positive = opt->method == SPK_METHOD_CG || opt->method == SPK_METHOD_MINRES;
     J->work = spk_malloc(ctx, (size_t)(n > 0 ? n : 1), sizeof *J->work);
     spk_status st = J->work ? SPK_OK
                             : spk_fail(ctx, SPK_ERR_NOMEM, "Jacobi diagonal of %lld doubles: "
@@ -108,7 +109,7 @@ const spk_precond_ops spk_pc_jacobi = {
     .kind = SPK_PRECOND_JACOBI,
     .device = SPK_DEVICE_AUTO,
     .summary = "M = diag(A): one multiply per entry; evens out rows of different scale; "
-               "needs a nonzero diagonal (positive for CG)",
+               "needs a nonzero diagonal (positive for CG and MINRES)",
     .setup = jacobi_setup,
     .refresh = jacobi_refresh,
     .apply = jacobi_apply,

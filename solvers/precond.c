@@ -57,6 +57,8 @@ static const spk_precond_ops *const all_preconds[] = {
     &spk_pc_ic0,
     &spk_pc_ilut,
     &spk_pc_user,
+    &spk_pc_bjacobi,
+    &spk_pc_chebyshev,
 };
 #define NPRECONDS (sizeof all_preconds / sizeof all_preconds[0])
 

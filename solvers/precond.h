@@ -50,6 +50,8 @@ extern const spk_precond_ops spk_pc_none;
 extern const spk_precond_ops spk_pc_jacobi;
 extern const spk_precond_ops spk_pc_user;
 extern const spk_precond_ops spk_pc_amg;
+extern const spk_precond_ops spk_pc_bjacobi;
+extern const spk_precond_ops spk_pc_chebyshev;
 extern const spk_precond_ops spk_pc_ilu0;
 extern const spk_precond_ops spk_pc_ic0;
 extern const spk_precond_ops spk_pc_ilut;

@@ -71,6 +71,8 @@ void spk_krylov_free(spk_krylov *k);
 spk_status spk_cg(spk_krylov *k, const double *b, double *x);
 spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x);
 spk_status spk_gmres(spk_krylov *k, const double *b, double *x);
+spk_status spk_fgmres(spk_krylov *k, const double *b, double *x);   /* solvers/gmres.c */
+spk_status spk_minres(spk_krylov *k, const double *b, double *x);
 
 /* solvers/stop.c: the stopping test and the per-iteration record. */
 /* max(rtol * bnorm, atol) */

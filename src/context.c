@@ -264,7 +264,7 @@ const char *spk_status_str(spk_status st)
     case SPK_ERR_PARSE: return "malformed input";
     case SPK_ERR_UNSUPPORTED: return "unsupported input";
     case SPK_ERR_CUDA: return "CUDA error";
-    case SPK_ERR_NOT_COMPILED: return "not compiled into this build";
+    case SPK_ERR_NOT_COMPILED: return "not in this build or installation";
     }
     return "unknown status";
 }

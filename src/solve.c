@@ -20,7 +20,7 @@ struct spk_solver {
     spk_matrix        *A;            /* not owned                                              */
     spk_options        opt;          /* the caller's options, copied                           */
     spk_method         method;       /* AUTO resolved at creation                              */
-    int                method_auto;  /* AUTO chose it: BiCGStab may hand over to GMRES         */
+    int                method_auto;  /* AUTO chose it: CG or BiCGStab may hand over (auto_next) */
     spk_format         format;       /* AUTO resolved at creation                              */
     char               method_reason[128];
     char               precond_reason[128];
@@ -72,31 +72,37 @@ static double vector_scale(double norm)
 }
 
 /* --method auto: CG needs A SPD; symmetry with a positive diagonal is the cheap necessary
- * test (it is not sufficient: CG then reports INDEFINITE if p'Ap <= 0 shows up). */
+ * test (it is not sufficient: CG then reports INDEFINITE if p'Ap <= 0 shows up). A symmetric
+ * matrix with a diagonal entry <= 0 is not SPD: MINRES, which needs only symmetry, and whose
+ * residual, like GMRES's, never grows, with three vectors of recurrence in place of a basis. */
 static spk_method choose_method(const spk_matrix_info *info, char *why, size_t len)
 {
     if (info->symmetric && info->diag_positive) {
         snprintf(why, len, "cg: the matrix is symmetric with a positive diagonal");
         return SPK_METHOD_CG;
     }
-    snprintf(why, len, "bicgstab: the matrix is %s",
-             !info->symmetric ? "not symmetric" : "symmetric but its diagonal is not positive");
+    if (info->symmetric) {
+        snprintf(why, len, "minres: the matrix is symmetric but its diagonal is not positive");
+        return SPK_METHOD_MINRES;
+    }
+    snprintf(why, len, "bicgstab: the matrix is not symmetric");
     return SPK_METHOD_BICGSTAB;
 }
 
-/* --precond auto: Jacobi where the diagonal allows it (positive for CG, whose M must be SPD;
- * nonzero for BiCGStab and GMRES), else none. With BiCGStab and GMRES on the matrices of
+/* --precond auto: Jacobi where the diagonal allows it (positive for CG and MINRES, whose M
+ * must be SPD; nonzero for BiCGStab and the GMRESes), else none. With BiCGStab and GMRES on the matrices of
  * inputs/, Jacobi took fewer iterations than none in 16 of the 18 cases where both converge,
  * as many as none in 1 (docs/solvers.md). */
 static spk_precond choose_precond(const spk_matrix_info *info, spk_method m, char *why, size_t len)
 {
-    const int ok = m == SPK_METHOD_CG ? info->diag_positive : info->diag_nonzero;
+    const int spd = m == SPK_METHOD_CG || m == SPK_METHOD_MINRES;
+    const int ok = spd ? info->diag_positive : info->diag_nonzero;
     if (ok) {
-        snprintf(why, len, "jacobi: the diagonal is %s", m == SPK_METHOD_CG ? "positive" : "nonzero");
+        snprintf(why, len, "jacobi: the diagonal is %s", spd ? "positive" : "nonzero");
         return SPK_PRECOND_JACOBI;
     }
-    snprintf(why, len, "none: the diagonal %s", m == SPK_METHOD_CG ? "is not positive"
-                                                                  : "has a zero or a missing entry");
+    snprintf(why, len, "none: the diagonal %s", spd ? "is not positive"
+                                                    : "has a zero or a missing entry");
     return SPK_PRECOND_NONE;
 }
 
@@ -116,9 +122,10 @@ static spk_status check_setup(spk_context *ctx, const char *fn, const spk_matrix
     if (!(opt->dtol >= 0) || !(opt->max_time >= 0) || opt->stagnation < 0)
         return spk_fail(ctx, SPK_ERR_ARG, "%s: dtol = %g, max_time = %g and stagnation = %lld "
                         "must be >= 0", fn, opt->dtol, opt->max_time, (long long)opt->stagnation);
-    if (opt->method == SPK_METHOD_GMRES && opt->restart < 1)
-        return spk_fail(ctx, SPK_ERR_ARG, "%s: GMRES restart = %d must be >= 1", fn, opt->restart);
-    if ((unsigned)opt->method > SPK_METHOD_GMRES || (unsigned)opt->precond >= SPK_PRECOND_COUNT ||
+    if ((opt->method == SPK_METHOD_GMRES || opt->method == SPK_METHOD_FGMRES) && opt->restart < 1)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: %s restart = %d must be >= 1", fn,
+                        opt->method == SPK_METHOD_GMRES ? "GMRES" : "FGMRES", opt->restart);
+    if ((unsigned)opt->method > SPK_METHOD_MINRES || (unsigned)opt->precond >= SPK_PRECOND_COUNT ||
         (unsigned)opt->format >= SPK_FMT_COUNT)
         return spk_fail(ctx, SPK_ERR_ARG, "%s: unknown method, preconditioner or format", fn);
     if (opt->precond == SPK_PRECOND_USER && (!opt->precond_user || !opt->precond_user->apply))
@@ -386,30 +393,57 @@ static spk_status run_scaled(spk_solver *S, method_fn fn, const double *d_b, dou
     return st;
 }
 
-/* --method auto's BiCGStab, and GMRES from the same x0 where BiCGStab cannot go on: a
- * breakdown, a residual past dtol, stagnation, a NaN/Inf. GMRES's residual never grows and it
- * breaks down only on a singular A: on orsirr_1 with Jacobi BiCGStab breaks down after 449
- * iterations, GMRES(30) converges in 442. The solver keeps GMRES for its later solves. */
+static method_fn method_of(spk_method m)
+{
+    switch (m) {
+    case SPK_METHOD_CG: return spk_cg;
+    case SPK_METHOD_GMRES: return spk_gmres;
+    case SPK_METHOD_FGMRES: return spk_fgmres;
+    case SPK_METHOD_MINRES: return spk_minres;
+    default: return spk_bicgstab;
+    }
+}
+
+/* Whether --method auto's first method hands over, on what it ended with: BiCGStab to GMRES
+ * where it cannot go on (a breakdown, a residual past dtol, stagnation, a NaN/Inf): GMRES's
+ * residual never grows and it breaks down only on a singular A (on orsirr_1 with Jacobi
+ * BiCGStab breaks down after 449 iterations, GMRES(30) converges in 442). CG to MINRES where
+ * p'Ap <= 0 showed the symmetric A indefinite though its diagonal is positive (jagmesh7: CG +
+ * Jacobi stops after 4 iterations, MINRES + Jacobi converges in 2066); the preconditioner
+ * auto took for CG is SPD, as MINRES needs. */
+static spk_method auto_next(spk_method first, spk_reason r)
+{
+    if (first == SPK_METHOD_CG)
+        return r == SPK_DIVERGED_INDEFINITE ? SPK_METHOD_MINRES : SPK_METHOD_AUTO;
+    if (r == SPK_DIVERGED_BREAKDOWN || r == SPK_DIVERGED_DTOL || r == SPK_DIVERGED_STAGNATION ||
+        r == SPK_DIVERGED_NANORINF)
+        return SPK_METHOD_GMRES;
+    return SPK_METHOD_AUTO;
+}
+
+/* --method auto's CG or BiCGStab, and the method auto_next names from the same x0 where it
+ * cannot go on. The result is the second method's; the solver keeps it for its later
+ * solves. */
 static spk_status run_auto(spk_solver *S, const double *d_b, double *d_x)
 {
     spk_krylov *k = &S->k;
     spk_result *res = k->res;
+    const spk_method m1 = S->method;
     double *x0;
     spk_status st = spk_krylov_vec(k, SPK_WS_X0, k->n, &x0);
     if (!st)
         st = S->ops->copy(S->ctx, k->n, d_x, x0);
     if (!st)
-        st = run_scaled(S, spk_bicgstab, d_b, d_x);
-    const spk_reason r = res->reason;
-    if (st || !(r == SPK_DIVERGED_BREAKDOWN || r == SPK_DIVERGED_DTOL ||
-                r == SPK_DIVERGED_STAGNATION || r == SPK_DIVERGED_NANORINF))
+        st = run_scaled(S, method_of(m1), d_b, d_x);
+    const spk_method m2 = auto_next(m1, res->reason);
+    if (st || m2 == SPK_METHOD_AUTO)
         return st;
     char first[96];
-    snprintf(first, sizeof first, "bicgstab stopped with %s after %lld iterations",
-             spk_reason_str(r), (long long)res->iterations);
-    S->method = res->method = SPK_METHOD_GMRES;
+    snprintf(first, sizeof first, "%s stopped with %s after %lld iterations", spk_method_str(m1),
+             spk_reason_str(res->reason), (long long)res->iterations);
+    S->method = res->method = m2;
     S->method_auto = 0;
-    snprintf(S->method_reason, sizeof S->method_reason, "gmres: %.*s", 100, first);
+    snprintf(S->method_reason, sizeof S->method_reason, "%s: %.*s", spk_method_str(m2), 100, first);
     snprintf(res->method_reason, sizeof res->method_reason, "%s", S->method_reason);
     spk_result_free(res);                            /* the history starts again        */
     k->hist_cap = 0;
@@ -417,7 +451,7 @@ static spk_status run_auto(spk_solver *S, const double *d_b, double *d_x)
     res->reason_detail[0] = '\0';
     if ((st = S->ops->copy(S->ctx, k->n, x0, d_x)))
         return st;
-    return run_scaled(S, spk_gmres, d_b, d_x);
+    return run_scaled(S, method_of(m2), d_b, d_x);
 }
 
 /* The solve proper, on device vectors holding b and the initial x; host_x (or NULL) receives x.
@@ -430,7 +464,7 @@ static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, int 
     const spk_vec_ops *ops = S->ops;
     const int64_t n = k->n;
     const spk_method m = S->method;
-    method_fn fn = m == SPK_METHOD_CG ? spk_cg : m == SPK_METHOD_GMRES ? spk_gmres : spk_bicgstab;
+    method_fn fn = method_of(m);
     k->be = S->A->be;
     k->state = S->A->state;
     k->pc = S->pc;
@@ -464,8 +498,9 @@ static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, int 
         if (!st)
             st = spk_stop_record(k, 0, 0, 0.0);
     } else {
-        spk_threads_begin(&k->threads, ctx->device, n, m == SPK_METHOD_GMRES ? S->opt.restart : 0);
-        if (S->method_auto && m == SPK_METHOD_BICGSTAB)
+        const int cycled = m == SPK_METHOD_GMRES || m == SPK_METHOD_FGMRES;  /* a probe: a cycle */
+        spk_threads_begin(&k->threads, ctx->device, n, cycled ? S->opt.restart : 0);
+        if (S->method_auto && (m == SPK_METHOD_BICGSTAB || m == SPK_METHOD_CG))
             st = run_auto(S, d_b, d_x);
         else
             st = run_scaled(S, fn, d_b, d_x);

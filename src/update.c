@@ -211,8 +211,8 @@ spk_status spk_matrix_from_csr_device(spk_context *ctx, int64_t nrows, int64_t n
     if (!ctx || !A || !d_rowptr)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_csr_device: NULL argument");
     if (!spk_has_cuda())
-        return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "spk_matrix_from_csr_device: this build has "
-                        "no CUDA support (rebuild with the CUDA Toolkit)");
+        return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "spk_matrix_from_csr_device: no CUDA support "
+                        "(not built in, or the CUDA backend libspk_cuda.so not found)");
     if (ctx->device != SPK_DEVICE_CUDA)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_csr_device: the context is on the %s; "
                         "device arrays need a CUDA context", spk_device_str(ctx->device));

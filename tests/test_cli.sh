@@ -57,7 +57,7 @@ run "$SOLVE" -A "$IN/mahindas.mtx" --device cpu --method bicgstab
 check "bicgstab on mahindas stops with DIVERGED_DTOL (rc=$rc)" grep -q "DIVERGED_DTOL after 1 iterations" "$T/err"
 check "... and names a remedy" grep -q "try --method gmres" "$T/err"
 run "$SOLVE" -A "$IN/LF10.mtx" --device cpu --method cg --restart 10
-check "--restart with cg is a warning (rc=$rc)" grep -q "warning: --restart applies to gmres only" "$T/err"
+check "--restart with cg is a warning (rc=$rc)" grep -q "warning: --restart applies to gmres and fgmres only" "$T/err"
 check "... and the solve still runs" test "$rc" -eq 0
 run "$SOLVE" -A "$IN/mahindas.mtx" --device cpu --method gmres --stagnation 40 --json
 check "--stagnation 40 ends gmres with DIVERGED_STAGNATION (rc=$rc)" \
@@ -132,7 +132,7 @@ check "--help lists none" grep -q "none    no preconditioner" "$T/out"
 check "--help's usage has no printf residue" grep -q "%.17g" "$T/out"
 run "$SOLVE" -A "$IN/LF10.mtx" --precond ilu9
 check "unknown --precond exits 2 (rc=$rc)" test "$rc" -eq 2
-check "unknown --precond lists the table's names" grep -q "expects none|jacobi|amg|ilu0|ic0|ilut|.*auto, got 'ilu9'" "$T/err"
+check "unknown --precond lists the table's names" grep -q "expects none|jacobi|amg|ilu0|ic0|ilut|bjacobi|chebyshev|auto, got 'ilu9'" "$T/err"
 run "$SOLVE" -A "$IN/LF10.mtx" --precond user
 check "--precond user (the API's only) is refused (rc=$rc)" test "$rc" -eq 2
 run "$SOLVE" -A "$IN/LF10.mtx" --device cpu --format ell --json
@@ -174,6 +174,26 @@ check "--explain prints each level's format" grep -q "P, R formats by level" "$T
 run "$SOLVE" -A poisson2d:60 --device cpu --precond amg --json
 check "--json holds precond_info and precond_setup_s" \
   python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['precond'] == 'amg' and 'operator complexity' in r['precond_info'] and r['precond_setup_s'] > 0 else 1)"
+# --- block-Jacobi and Chebyshev: the rows' names, options and descriptions -----------------
+run "$SOLVE" -A lame3d:8 --device cpu --method cg --precond bjacobi --block-size 3 --json
+check "--precond bjacobi --block-size 3 converges (rc=$rc: $err)" test "$rc" -eq 0
+check "... and --json names it with its 3 x 3 blocks" \
+  python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['reason'] == 'CONVERGED_RTOL' and r['precond'] == 'bjacobi' and '648 diagonal blocks of 3 x 3' in r['precond_info'] else 1)"
+check "... without a warning that --block-size is AMG's" test -z "$err"
+run "$SOLVE" -A poisson3d:16 --device cpu --precond chebyshev --poly-degree 4 --json
+check "--precond chebyshev --poly-degree 4 converges (rc=$rc: $err)" test "$rc" -eq 0
+check "... and --json gives its degree and interval" \
+  python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['reason'] == 'CONVERGED_RTOL' and r['precond'] == 'chebyshev' and r['method'] == 'cg' and 'degree 4' in r['precond_info'] and '1.1 lmax] = [' in r['precond_info'] else 1)"
+run "$SOLVE" -A poisson3d:16 --device cpu --precond chebyshev --explain
+check "--explain prints Chebyshev's interval" grep -q "chebyshev: degree 3 in D^-1 A" "$T/out"
+run "$SOLVE" -A poisson2d:10 --device cpu --precond chebyshev --poly-degree 0
+check "--poly-degree 0 exits 2 (rc=$rc)" test "$rc" -eq 2
+run "$SOLVE" -A poisson2d:10 --device cpu --precond jacobi --poly-degree 2
+check "--poly-degree without chebyshev warns" grep -q "applies to --precond chebyshev only" "$T/err"
+run "$SOLVE" -A "$IN/sherman1.mtx" --device cpu --method cg --precond chebyshev
+check "Chebyshev-CG refuses a negative diagonal, naming the entry (rc=$rc: $err)" \
+  grep -q "Chebyshev needs a positive diagonal.*a([0-9]*,[0-9]*) = -" "$T/err"
+
 # lame3d with the rigid-body modes from its grid, and from a coordinate file: the same count
 if command -v python3 >/dev/null; then
   python3 - "$T/b.mtx" 6084 <<'EOF'
@@ -218,7 +238,47 @@ check "... saying it needs a generator" grep -q "not a generator spec" "$T/err"
 run "$SOLVE" -A poisson2d:10 --device cpu --precond amg --amg-smoother gauss
 check "an unknown --amg-smoother exits 2 (rc=$rc)" test "$rc" -eq 2
 run "$SOLVE" -A poisson2d:10 --device cpu --precond jacobi --block-size 2
-check "--block-size without amg warns" grep -q "apply to --precond amg only" "$T/err"
+check "--block-size without amg or bjacobi warns" \
+  grep -q "applies to --precond amg and bjacobi only" "$T/err"
+
+# --- fgmres and minres: run, report in --json; MINRES's count is SciPy's -------------------
+run "$SOLVE" -A "$IN/orsirr_1.mtx" --device cpu --method gmres --precond jacobi --json
+its_gmres=$(python3 -c "import json; print(json.load(open('$T/out'))['iterations'])" 2>/dev/null)
+run "$SOLVE" -A "$IN/orsirr_1.mtx" --device cpu --method fgmres --precond jacobi --restart 30 --json
+check "--method fgmres converges (rc=$rc: $err)" test "$rc" -eq 0
+check "... takes --restart without a warning" test -z "$err"
+check "... reports fgmres and restart 30 in --json" \
+  python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['method'] == 'fgmres' and r['restart'] == 30 and r['reason'] == 'CONVERGED_RTOL' else 1)"
+its_fgmres=$(python3 -c "import json; print(json.load(open('$T/out'))['iterations'])" 2>/dev/null)
+check "... in GMRES's iterations with a fixed M ($its_fgmres, $its_gmres)" test "${its_fgmres:-x}" = "${its_gmres:-y}"
+run "$SOLVE" -A "$IN/sherman1.mtx" --device cpu --method minres --json
+check "--method minres converges on sherman1 (rc=$rc: $err)" \
+  python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['method'] == 'minres' and r['reason'] == 'CONVERGED_RTOL' and r['true_rel'] <= 1e-7 else 1)"
+run "$SOLVE" -A "$IN/sherman1.mtx" --device cpu --json
+check "auto takes minres for sherman1 (symmetric, negative diagonal) and says why" \
+  python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['method'] == 'minres' and r['method_reason'].startswith('minres: the matrix is symmetric but its diagonal is not positive') and r['precond'] == 'none' else 1)"
+run "$SOLVE" -A "$IN/jagmesh7.mtx" --device cpu --json
+check "auto on jagmesh7: cg meets an indefinite A, minres takes over and converges" \
+  python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['method'] == 'minres' and r['method_reason'].startswith('minres: cg stopped with DIVERGED_INDEFINITE') and r['reason'] == 'CONVERGED_RTOL' else 1)"
+run "$SOLVE" -A "$IN/sherman1.mtx" --device cpu --method minres --precond jacobi
+check "minres with jacobi on a negative diagonal is refused (rc=$rc)" grep -q "Jacobi needs a positive diagonal" "$T/err"
+run "$SOLVE" --help
+check "--help lists fgmres and minres" grep -q "fgmres    gmres keeping M^-1 v" "$T/out"
+check "... minres" grep -q "minres    A symmetric, indefinite allowed" "$T/out"
+# the first python3 with SciPy: the one on PATH, else the system's
+py_scipy=
+for py in python3 /usr/bin/python3; do
+  if "$py" -c 'import scipy' 2>/dev/null; then py_scipy=$py; break; fi
+done
+if [ -n "$py_scipy" ]; then
+  CMP="$(dirname "${BASH_SOURCE[0]}")/../bench/compare_minres.py"
+  run "$py_scipy" "$CMP" --solve "$SOLVE"
+  check "MINRES on the shifted Laplacian within 10% of SciPy's count: $out" test "$rc" -eq 0
+  run "$py_scipy" "$CMP" --solve "$SOLVE" --precond jacobi "$IN/bcsstk09.mtx"
+  check "MINRES + Jacobi on bcsstk09 within 10% of SciPy's count: $out" test "$rc" -eq 0
+else
+  echo "skip: the MINRES comparison with SciPy (python3 has no scipy)"
+fi
 
 # --- the incomplete factorizations: options, --explain, the textbook reference -----------
 run "$SOLVE" -A "$IN/sherman1.mtx" --device cpu --method gmres --precond ilu0 --ilu-trisolve jacobi --ilu-sweeps 3 --explain

@@ -1,9 +1,12 @@
-/* tests/test_krylov.c -- BiCGStab and GMRES(m) through the public API, on the device given by
+/* tests/test_krylov.c -- BiCGStab, GMRES(m), FGMRES(m) and MINRES through the public API, on
+ * the device given by
  * --device: real nonsymmetric matrices in every format with and without Jacobi, constructed
  * breakdowns and singular systems (each must give its documented reason and never a NaN),
  * GMRES restart edge cases (m = 1, m = n, m > n, convergence in fewer than m steps), the
  * residual history, CG and BiCGStab with and without the GPU's CUDA-graph replay, and method
- * AUTO. Every convergence claim is checked against the true
+ * AUTO; FGMRES against GMRES with a fixed M and alone with an M that changes at every call;
+ * MINRES on a symmetric indefinite system, against CG on SPD ones, with an indefinite M, and
+ * on degenerate systems. Every convergence claim is checked against the true
  * residual ||b - A x|| / ||b|| recomputed on the host from the canonical CSR. --quick (for
  * compute-sanitizer) runs the real nonsymmetric inputs on cage8 and pores_1 only, leaves out
  * e05r0100 with its supplied right-hand side (thousands of iterations each), the graph replay's
@@ -297,7 +300,7 @@ static void test_other_reasons(void)
     T_CHECK(all_finite(x, 2) && result_finite(&res), "CG indefinite: finite");
     /* NaN in b is an argument error, for every method */
     double bn[] = {1, NAN};
-    for (int m = SPK_METHOD_CG; m <= SPK_METHOD_GMRES; m++) {
+    for (int m = SPK_METHOD_CG; m <= SPK_METHOD_MINRES; m++) {
         opts(&o, (spk_method)m, SPK_PRECOND_NONE, SPK_FMT_CSR, 1e-8, 30);
         T_CHECK(spk_solve(ctx, A, bn, x, &o, &res) == SPK_ERR_ARG, "NaN in b (%s)", mname((spk_method)m));
     }
@@ -308,13 +311,13 @@ static void test_other_reasons(void)
      * (MISMATCH); GMRES's residual norms are scaled, and it solves the system. */
     const double tiny[] = {1e-200, 0, 0, 2e-200}, bt[] = {1e-200, 2e-200};
     A = dense(2, tiny);
-    for (int m = SPK_METHOD_CG; m <= SPK_METHOD_GMRES; m++) {
+    for (int m = SPK_METHOD_CG; m <= SPK_METHOD_MINRES; m++) {
         opts(&o, (spk_method)m, SPK_PRECOND_NONE, SPK_FMT_CSR, 1e-8, 30);
         x[0] = x[1] = 0.0;
         spk_status st = spk_solve(ctx, A, bt, x, &o, &res);
         int ok = st == SPK_OK && (res.reason > 0 ? res.true_rel <= 1e-8
                                                   : res.reason == SPK_DIVERGED_TRUE_RESIDUAL_MISMATCH);
-        T_CHECK(ok && (m != SPK_METHOD_GMRES || res.reason > 0),
+        T_CHECK(ok && (m < SPK_METHOD_GMRES || res.reason > 0),
                 "%s on diag(1e-200, 2e-200): %s, true_rel %g (a convergence must hold for the "
                 "true residual)", mname((spk_method)m), spk_reason_str(res.reason), res.true_rel);
         spk_result_free(&res);
@@ -395,7 +398,7 @@ static void test_limits(void)
     double *b = ones_rhs(A), x[30];
     spk_options o;
     spk_result res;
-    for (int m = SPK_METHOD_BICGSTAB; m <= SPK_METHOD_GMRES; m++) {
+    for (int m = SPK_METHOD_BICGSTAB; m <= SPK_METHOD_FGMRES; m++) {
         const char *nm = mname((spk_method)m);
         /* maxiter: exactly that many iterations, one history row each */
         opts(&o, (spk_method)m, SPK_PRECOND_NONE, SPK_FMT_CSR, 1e-8, 4);
@@ -460,7 +463,7 @@ static void test_history(void)
         return;
     }
     double *b = ones_rhs(A), *x = calloc(1030, sizeof *x);
-    for (int m = SPK_METHOD_BICGSTAB; m <= SPK_METHOD_GMRES; m++) {
+    for (int m = SPK_METHOD_BICGSTAB; m <= SPK_METHOD_FGMRES; m++) {
         spk_options o;
         spk_result res;
         opts(&o, (spk_method)m, SPK_PRECOND_JACOBI, SPK_FMT_CSR, 1e-8, 30);
@@ -471,7 +474,7 @@ static void test_history(void)
         int mono = 1, cyc = 1;
         for (int64_t h = 0; h < res.history_len; h++) {
             mono &= res.history[h].it == h;
-            cyc &= m == SPK_METHOD_GMRES ? res.history[h].cycle >= 1 : res.history[h].cycle == 0;
+            cyc &= m >= SPK_METHOD_GMRES ? res.history[h].cycle >= 1 : res.history[h].cycle == 0;
         }
         T_CHECK(mono && cyc, "%s: iteration / cycle columns", mname((spk_method)m));
         T_CHECK(res.history_len > 0 && res.history[res.history_len - 1].rnorm == res.rnorm &&
@@ -479,8 +482,9 @@ static void test_history(void)
                 "%s: last row %g vs rnorm %g", mname((spk_method)m),
                 res.history[res.history_len - 1].rnorm, res.rnorm);
         T_CHECK(res.history[0].rnorm == res.bnorm, "%s: row 0 is ||b|| (x0 = 0)", mname((spk_method)m));
-        if (m == SPK_METHOD_GMRES)
-            T_CHECK(res.iterations <= 30 || res.history[31].cycle == 2, "GMRES: row 31 in cycle 2");
+        if (m >= SPK_METHOD_GMRES)
+            T_CHECK(res.iterations <= 30 || res.history[31].cycle == 2, "%s: row 31 in cycle 2",
+                    mname((spk_method)m));
         spk_result_free(&res);
     }
     free(b);
@@ -698,7 +702,7 @@ static void test_stopping(void)
                 r.reason == SPK_DIVERGED_BREAKDOWN, "bicgstab west0479: %s after %lld",
             spk_reason_str(r.reason), (long long)r.iterations);
     /* the time limit, and the monitor's stop, for each method: x is the last iterate */
-    for (int m = SPK_METHOD_CG; m <= SPK_METHOD_GMRES; m++) {
+    for (int m = SPK_METHOD_CG; m <= SPK_METHOD_MINRES; m++) {
         spk_options_default(&o);
         o.method = (spk_method)m;
         o.max_time = 1e-9;
@@ -729,6 +733,332 @@ static void test_stopping(void)
     }
 }
 
+/* ---- FGMRES and MINRES ---------------------------------------------------------------------- */
+
+/* The 5-point Laplacian on an N x N grid shifted by -sigma I: symmetric, diagonal 4 - sigma.
+ * N = 30, sigma = 0.55: 37 of its 900 eigenvalues (4 - 2 cos(i pi/31) - 2 cos(j pi/31)) lie
+ * below sigma, the nearest 0.024 away: indefinite, well posed. */
+static spk_matrix *shifted_laplacian(int N, double sigma)
+{
+    const int64_t n = (int64_t)N * N;
+    int32_t *r = malloc((size_t)(5 * n) * sizeof *r), *c = malloc((size_t)(5 * n) * sizeof *c);
+    double *v = malloc((size_t)(5 * n) * sizeof *v);
+    int64_t nnz = 0;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            const int32_t row = i * N + j;
+            const int32_t nb[4] = {i > 0 ? row - N : -1, j > 0 ? row - 1 : -1,
+                                   j < N - 1 ? row + 1 : -1, i < N - 1 ? row + N : -1};
+            r[nnz] = c[nnz] = row;
+            v[nnz++] = 4.0 - sigma;
+            for (int k = 0; k < 4; k++)
+                if (nb[k] >= 0) {
+                    r[nnz] = row;
+                    c[nnz] = nb[k];
+                    v[nnz++] = -1.0;
+                }
+        }
+    spk_matrix *A = NULL;
+    T_CHECK(spk_matrix_from_coo(ctx, n, n, nnz, r, c, v, 0, &A) == SPK_OK, "shifted Laplacian: %s",
+            spk_last_error(ctx));
+    free(r);
+    free(c);
+    free(v);
+    return A;
+}
+
+/* One solve of A x = b from x = 0; the result (history kept: free it), x in *xout (or freed). */
+static spk_result solve_with(spk_matrix *A, const double *b, const spk_options *o, double **xout)
+{
+    spk_matrix_info info;
+    spk_matrix_get_info(A, &info);
+    double *x = calloc((size_t)info.nrows + 1, sizeof *x);
+    spk_result res;
+    memset(&res, 0, sizeof res);
+    spk_status st = spk_solve(ctx, A, b, x, o, &res);
+    T_CHECK(st == SPK_OK, "%s: %s", mname(o->method), spk_last_error(ctx));
+    T_CHECK(all_finite(x, info.nrows) && result_finite(&res), "%s: NaN in x or the result",
+            mname(o->method));
+    if (xout)
+        *xout = x;
+    else
+        free(x);
+    return res;
+}
+
+/* A preconditioner that changes at every call: z = f D^-1 r with f alternating 1, 0.1. */
+typedef struct varying_pc {
+    spk_context *ctx;
+    spk_matrix  *Dinv;
+    int64_t      applies;
+} varying_pc;
+
+static spk_status varying_apply(void *user, int64_t n, const double *r, double *z)
+{
+    varying_pc *u = user;
+    const double f = u->applies++ % 2 ? 0.1 : 1.0;
+    return spk_matrix_spmv_device(u->ctx, u->Dinv, f, r, 0.0, z);
+}
+
+/* z = -r: symmetric negative definite, which MINRES must refuse */
+static spk_status negated_apply(void *user, int64_t n, const double *r, double *z)
+{
+    return spk_matrix_spmv_device(((varying_pc *)user)->ctx, ((varying_pc *)user)->Dinv, -1.0, r,
+                                  0.0, z);
+}
+
+/* diag(scale / a_ii) (scale / 1 where a_ii = 0) as an spk matrix prepared on ctx */
+static spk_matrix *diag_matrix(spk_matrix *A, int inverse)
+{
+    const int64_t *rp;
+    const int32_t *ci;
+    const double *va;
+    spk_matrix_info info;
+    spk_matrix_csr(A, &rp, &ci, &va);
+    spk_matrix_get_info(A, &info);
+    const int64_t n = info.nrows;
+    int32_t *idx = malloc((size_t)(n + 1) * sizeof *idx);
+    double *d = malloc((size_t)(n + 1) * sizeof *d);
+    for (int64_t i = 0; i < n; i++) {
+        idx[i] = (int32_t)i;
+        d[i] = 1.0;
+        for (int64_t p = rp[i]; inverse && p < rp[i + 1]; p++)
+            if (ci[p] == i && va[p] != 0.0)
+                d[i] = 1.0 / va[p];
+    }
+    spk_matrix *D = NULL;
+    T_CHECK(spk_matrix_from_coo(ctx, n, n, n, idx, idx, d, 0, &D) == SPK_OK &&
+                spk_matrix_prepare(ctx, D, SPK_FMT_CSR) == SPK_OK, "diagonal: %s", spk_last_error(ctx));
+    free(idx);
+    free(d);
+    return D;
+}
+
+/* With a fixed M, FGMRES's Arnoldi step is GMRES's: the same iterations (on the GPU the
+ * update Z y in place of M^-1 V y rounds differently: within two). With M changing at every
+ * call FGMRES still converges, on the true residual. */
+static void test_fgmres(void)
+{
+    const int gpu = spk_context_device(ctx) == SPK_DEVICE_CUDA;
+    const char *files[] = {"orsirr_1.mtx", "pores_1.mtx"};
+    for (int f = 0; f < 2; f++) {
+        spk_matrix *A = NULL;
+        if (spk_matrix_read_mtx(ctx, t_input(files[f]), &A) != SPK_OK) {
+            T_CHECK(0, "read %s: %s", files[f], spk_last_error(ctx));
+            continue;
+        }
+        double *b = ones_rhs(A);
+        /* orsirr_1 without M takes 5459 iterations: Jacobi only there */
+        for (int pc = f == 0 ? SPK_PRECOND_JACOBI : SPK_PRECOND_NONE; pc <= SPK_PRECOND_JACOBI; pc++) {
+            spk_options o;
+            int64_t its[2];
+            for (int flex = 0; flex < 2; flex++) {
+                double *x;
+                opts(&o, flex ? SPK_METHOD_FGMRES : SPK_METHOD_GMRES, (spk_precond)pc, SPK_FMT_CSR,
+                     1e-8, 30);
+                spk_result r = solve_with(A, b, &o, &x);
+                const double tr = t_true_rel(A, b, x);
+                T_CHECK(r.reason == SPK_CONVERGED_RTOL && tr <= 10 * o.rtol && r.method == o.method,
+                        "%s %s %s: %s after %lld, true %.2e", files[f], mname(o.method),
+                        spk_precond_str((spk_precond)pc), spk_reason_str(r.reason),
+                        (long long)r.iterations, tr);
+                its[flex] = r.iterations;
+                free(x);
+            }
+            T_CHECK(gpu ? llabs(its[0] - its[1]) <= 2 : its[0] == its[1],
+                    "%s %s: GMRES %lld iterations, FGMRES %lld", files[f],
+                    spk_precond_str((spk_precond)pc), (long long)its[0], (long long)its[1]);
+        }
+        if (f == 0) {
+            /* a preconditioner that changes every call: FGMRES converges, on the host's true
+             * residual, and applied it once per iteration (and none at the updates) */
+            varying_pc u = {ctx, diag_matrix(A, 1), 0};
+            const spk_precond_user pu = {"alternating jacobi", varying_apply, NULL, &u, 1};
+            spk_options o;
+            opts(&o, SPK_METHOD_FGMRES, SPK_PRECOND_USER, SPK_FMT_CSR, 1e-8, 30);
+            o.precond_user = &pu;
+            double *x;
+            spk_result r = solve_with(A, b, &o, &x);
+            const double tr = t_true_rel(A, b, x);
+            T_CHECK(r.reason == SPK_CONVERGED_RTOL && tr <= 10 * o.rtol && u.applies == r.iterations,
+                    "FGMRES, M changing every call: %s after %lld (%lld applies), true %.2e",
+                    spk_reason_str(r.reason), (long long)r.iterations, (long long)u.applies, tr);
+            free(x);
+            spk_matrix_destroy(u.Dinv);
+        }
+        if (f == 1) {
+            /* the options' checks: FGMRES's restart, and the method past the last one */
+            spk_options o;
+            double x[30];
+            spk_result r;
+            opts(&o, SPK_METHOD_FGMRES, SPK_PRECOND_NONE, SPK_FMT_CSR, 1e-8, 0);
+            T_CHECK(spk_solve(ctx, A, b, x, &o, &r) == SPK_ERR_ARG &&
+                        strstr(spk_last_error(ctx), "FGMRES restart"),
+                    "FGMRES restart 0: %s", spk_last_error(ctx));
+            opts(&o, (spk_method)(SPK_METHOD_MINRES + 1), SPK_PRECOND_NONE, SPK_FMT_CSR, 1e-8, 30);
+            T_CHECK(spk_solve(ctx, A, b, x, &o, &r) == SPK_ERR_ARG, "method %d: %s",
+                    SPK_METHOD_MINRES + 1, spk_last_error(ctx));
+        }
+        free(b);
+        spk_matrix_destroy(A);
+    }
+}
+
+/* MINRES: a symmetric indefinite system CG cannot do; SPD inputs in about CG's iterations; an
+ * indefinite M refused with a reason; degenerate small systems. */
+static void test_minres(void)
+{
+    spk_matrix *A = shifted_laplacian(30, 0.55);
+    if (!A)
+        return;
+    double *b = ones_rhs(A), *x;
+    spk_options o;
+    opts(&o, SPK_METHOD_CG, SPK_PRECOND_NONE, SPK_FMT_CSR, 1e-8, 30);
+    spk_result r = solve_with(A, b, &o, NULL);
+    T_CHECK(r.reason == SPK_DIVERGED_INDEFINITE, "CG on the shifted Laplacian: %s after %lld",
+            spk_reason_str(r.reason), (long long)r.iterations);
+    for (int pc = SPK_PRECOND_NONE; pc <= SPK_PRECOND_JACOBI; pc++) {
+        opts(&o, SPK_METHOD_MINRES, (spk_precond)pc, SPK_FMT_CSR, 1e-8, 30);
+        o.history = 1;
+        r = solve_with(A, b, &o, &x);
+        const double tr = t_true_rel(A, b, x);
+        T_CHECK(r.reason == SPK_CONVERGED_RTOL && tr <= o.rtol * 1.01 &&
+                    fabs(r.true_rel - tr) <= 1e-3 * tr + 1e-13,
+                "MINRES %s, shifted Laplacian: %s after %lld, true %.3e (library %.3e)",
+                spk_precond_str((spk_precond)pc), spk_reason_str(r.reason),
+                (long long)r.iterations, tr, r.true_rel);
+        /* the residual MINRES minimises never grows (M = I: ||r||; Jacobi here is 3.45 I) */
+        int grew = 0;
+        for (int64_t h = 1; h < r.history_len; h++)
+            grew += r.history[h].rnorm > r.history[h - 1].rnorm * (1 + 1e-10);
+        T_CHECK(r.history_len == r.iterations + 1 && grew == 0 && r.history[0].cycle == 0,
+                "MINRES %s: %lld rows for %lld iterations, %d rises", spk_precond_str((spk_precond)pc),
+                (long long)r.history_len, (long long)r.iterations, grew);
+        spk_result_free(&r);
+        free(x);
+    }
+    /* maxiter: exactly that many iterations; x0 = the solution: converged at iteration 0;
+     * x0 = ones + 0.1: converged from there */
+    opts(&o, SPK_METHOD_MINRES, SPK_PRECOND_NONE, SPK_FMT_CSR, 1e-8, 30);
+    o.maxiter = 7;
+    o.history = 1;
+    r = solve_with(A, b, &o, NULL);
+    T_CHECK(r.reason == SPK_DIVERGED_MAXIT && r.iterations == 7 && r.history_len == 8,
+            "MINRES maxiter 7: %s, %lld its, %lld rows", spk_reason_str(r.reason),
+            (long long)r.iterations, (long long)r.history_len);
+    spk_result_free(&r);
+    x = malloc(900 * sizeof *x);
+    for (double shift = 0.0; shift <= 0.1; shift += 0.1) {
+        for (int i = 0; i < 900; i++)
+            x[i] = 1.0 + shift * (i % 7);
+        opts(&o, SPK_METHOD_MINRES, SPK_PRECOND_JACOBI, SPK_FMT_CSR, 1e-8, 30);
+        o.use_x0 = 1;
+        T_CHECK(spk_solve(ctx, A, b, x, &o, &r) == SPK_OK && r.reason == SPK_CONVERGED_RTOL &&
+                    (shift > 0 || r.iterations == 0) && t_true_rel(A, b, x) <= 10 * o.rtol,
+                "MINRES from x0 = ones + %g: %s after %lld", shift, spk_reason_str(r.reason),
+                (long long)r.iterations);
+    }
+    free(x);
+    /* method AUTO: the diagonal is positive, so CG, which meets p'Ap <= 0 and hands over to
+     * MINRES from the same x0 */
+    spk_options_default(&o);
+    o.history = 1;
+    r = solve_with(A, b, &o, &x);
+    T_CHECK(r.method == SPK_METHOD_MINRES && strstr(r.method_reason, "cg stopped with "
+                                                    "DIVERGED_INDEFINITE") &&
+                r.reason == SPK_CONVERGED_RTOL && t_true_rel(A, b, x) <= 10 * o.rtol &&
+                r.history_len == r.iterations + 1 && r.history[0].rnorm == r.bnorm,
+            "auto, shifted Laplacian: %s (%s), %s after %lld", mname(r.method), r.method_reason,
+            spk_reason_str(r.reason), (long long)r.iterations);
+    spk_result_free(&r);
+    free(x);
+    /* M = -I is symmetric but not positive definite: refused at the first r'M^-1 r */
+    varying_pc u = {ctx, diag_matrix(A, 0), 0};
+    const spk_precond_user neg = {"-I", negated_apply, NULL, &u, 1};
+    opts(&o, SPK_METHOD_MINRES, SPK_PRECOND_USER, SPK_FMT_CSR, 1e-8, 30);
+    o.precond_user = &neg;
+    r = solve_with(A, b, &o, &x);
+    T_CHECK(r.reason == SPK_DIVERGED_INDEFINITE && r.iterations == 0 &&
+                strstr(r.reason_detail, "indefinite preconditioner") && x[0] == 0.0,
+            "MINRES with M = -I: %s after %lld (%s)", spk_reason_str(r.reason),
+            (long long)r.iterations, r.reason_detail);
+    free(x);
+    spk_matrix_destroy(u.Dinv);
+    free(b);
+    spk_matrix_destroy(A);
+
+    /* SPD inputs with Jacobi: MINRES within 1.5x of CG's iterations */
+    const char *spd[] = {"bcsstk09.mtx", "nos6.mtx"};
+    for (int f = 0; f < 2; f++) {
+        if (spk_matrix_read_mtx(ctx, t_input(spd[f]), &A) != SPK_OK) {
+            T_CHECK(0, "read %s: %s", spd[f], spk_last_error(ctx));
+            continue;
+        }
+        b = ones_rhs(A);
+        int64_t its[2];
+        for (int mi = 0; mi < 2; mi++) {
+            opts(&o, mi ? SPK_METHOD_MINRES : SPK_METHOD_CG, SPK_PRECOND_JACOBI, SPK_FMT_CSR, 1e-8, 30);
+            r = solve_with(A, b, &o, &x);
+            const double tr = t_true_rel(A, b, x);
+            T_CHECK(r.reason == SPK_CONVERGED_RTOL && tr <= 10 * o.rtol, "%s %s: %s after %lld, "
+                    "true %.2e", spd[f], mname(o.method), spk_reason_str(r.reason),
+                    (long long)r.iterations, tr);
+            its[mi] = r.iterations;
+            free(x);
+        }
+        T_CHECK(its[1] * 2 <= its[0] * 3 && its[0] * 2 <= its[1] * 3,
+                "%s + Jacobi: CG %lld iterations, MINRES %lld", spd[f], (long long)its[0],
+                (long long)its[1]);
+        free(b);
+        spk_matrix_destroy(A);
+    }
+
+    /* sherman1 (negative definite): Jacobi's M = diag(A) is not SPD, refused at setup; method
+     * AUTO takes MINRES without M and converges */
+    if (spk_matrix_read_mtx(ctx, t_input("sherman1.mtx"), &A) == SPK_OK) {
+        b = ones_rhs(A);
+        x = calloc(1000, sizeof *x);
+        opts(&o, SPK_METHOD_MINRES, SPK_PRECOND_JACOBI, SPK_FMT_CSR, 1e-8, 30);
+        spk_result rr;
+        T_CHECK(spk_solve(ctx, A, b, x, &o, &rr) == SPK_ERR_UNSUPPORTED &&
+                    strstr(spk_last_error(ctx), "positive"),
+                "MINRES + Jacobi on sherman1: %s", spk_last_error(ctx));
+        spk_options_default(&o);
+        r = solve_with(A, b, &o, NULL);
+        T_CHECK(r.method == SPK_METHOD_MINRES && strstr(r.method_reason, "minres") &&
+                    r.precond == SPK_PRECOND_NONE && r.reason == SPK_CONVERGED_RTOL,
+                "auto sherman1: %s (%s), %s, %s", mname(r.method), r.method_reason,
+                spk_precond_str(r.precond), spk_reason_str(r.reason));
+        free(b);
+        free(x);
+        spk_matrix_destroy(A);
+    } else {
+        T_CHECK(0, "read sherman1: %s", spk_last_error(ctx));
+    }
+
+    /* small systems: diag(1, -2, 3) is exact after 3 steps; with rtol 0 the invariant
+     * subspace ends it (HAPPY_BREAKDOWN, or RTOL where the residual rounds to 0); the singular
+     * [[1,1],[1,1]] with b = e1 outside its range ends on a reason, x finite */
+    double xs[3];
+    const double d3[] = {1, 0, 0, 0, -2, 0, 0, 0, 3}, b3[] = {1, 1, 1};
+    spk_result s = run_small("diag(1,-2,3)", 3, d3, b3, SPK_METHOD_MINRES, 30, 1e-12,
+                             SPK_CONVERGED_RTOL, xs);
+    T_CHECK(s.iterations == 3 && s.true_rel < 1e-14 && fabs(xs[1] + 0.5) < 1e-14,
+            "MINRES diag(1,-2,3): %lld its, true_rel %g", (long long)s.iterations, s.true_rel);
+    spk_matrix *D3 = dense(3, d3);
+    opts(&o, SPK_METHOD_MINRES, SPK_PRECOND_NONE, SPK_FMT_CSR, 0.0, 30);
+    r = solve_with(D3, b3, &o, NULL);
+    T_CHECK((r.reason == SPK_CONVERGED_HAPPY_BREAKDOWN || r.reason == SPK_CONVERGED_RTOL) &&
+                r.iterations == 3 && r.true_rel < 1e-14,
+            "MINRES diag(1,-2,3) rtol 0: %s after %lld, true_rel %g", spk_reason_str(r.reason),
+            (long long)r.iterations, r.true_rel);
+    spk_matrix_destroy(D3);
+    const double sg[] = {1, 1, 1, 1}, e1[] = {1, 0};
+    s = run_small("[[1,1],[1,1]]", 2, sg, e1, SPK_METHOD_MINRES, 30, 1e-8, SPK_DIVERGED_BREAKDOWN, xs);
+    T_CHECK(s.true_rel >= sqrt(0.5) * (1 - 1e-12), "MINRES singular: true_rel %g below the "
+            "least-squares residual", s.true_rel);
+}
+
 int main(int argc, char **argv)
 {
     spk_device dev = t_device_from_args(argc, argv);
@@ -742,6 +1072,8 @@ int main(int argc, char **argv)
     test_graph_replay();
     test_limits();
     test_stopping();
+    test_fgmres();
+    test_minres();
     if (!quick) {
         test_auto();
         test_supplied_rhs();

@@ -51,13 +51,24 @@ static const char usage_text[] =
     "                      replaced whole (keeping its mode; a read-only one is refused),\n"
     "                      anything else (a link's target, a FIFO, a device, /dev/stdout)\n"
     "                      is written in place\n"
-    "  --method M          auto|cg|bicgstab|gmres (default auto: cg for a symmetric matrix\n"
-    "                      with a positive diagonal, else bicgstab)\n"
-    "  --restart M         GMRES restart length (default 30)\n"
+    "  --method M          the Krylov method (default auto: cg for a symmetric matrix with\n"
+    "                      a positive diagonal, minres for another symmetric one, else\n"
+    "                      bicgstab; cg hands over to minres on an indefinite A, bicgstab\n"
+    "                      to gmres where it cannot go on):\n"
+    "                      cg        A and M symmetric positive definite\n"
+    "                      bicgstab  any nonsingular A, M fixed; short recurrences\n"
+    "                      gmres     any nonsingular A, M fixed; restarted, ||r|| never grows\n"
+    "                      fgmres    gmres keeping M^-1 v: M may change between iterations\n"
+    "                      minres    A symmetric, indefinite allowed; M SPD; no breakdown\n"
+    "                                on a nonsingular A\n"
+    "  --restart M         GMRES and FGMRES restart length (default 30)\n"
     "  --precond P         the preconditioner (default auto):\n"
     "%s"
-    "  --block-size D      AMG: D unknowns a node, interleaved (x0 y0 z0 x1 ...); the\n"
-    "                      near-null space is then the D translations\n"
+    "  --block-size D      D unknowns a node, interleaved (x0 y0 z0 x1 ...): bjacobi's\n"
+    "                      D x D diagonal blocks (n mod D rows left over: a smaller last\n"
+    "                      block); AMG's near-null space, then the D translations\n"
+    "  --poly-degree K     chebyshev: K Chebyshev steps an apply, K - 1 SpMVs (1..10,\n"
+    "                      default 3)\n"
     "  --nullspace FILE    AMG: the near-null space, an n x k Matrix Market array\n"
     "  --coords FILE|grid  AMG: node coordinates, a nodes x 2 or nodes x 3 array (one node\n"
     "                      per D unknowns), or `grid': the generator's own (lame3d: its\n"
@@ -116,7 +127,9 @@ static void precond_list(char *buf, size_t len, int help)
         const char *name = spk_precond_str((spk_precond)p);
         if (spk_precond_parse(name, &parsed) != SPK_OK)
             continue;                    /* not a command-line word ("user": the API only) */
-        int w = help ? snprintf(buf + used, len - used, "%22s%-8s", "", name)
+        /* a name too long for its column takes a line of its own */
+        int w = help ? snprintf(buf + used, len - used, "%22s%-8s%s", "", name,
+                                strlen(name) > 7 ? "\n                              " : "")
                      : snprintf(buf + used, len - used, "%s%s", used ? "|" : "", name);
         if (w < 0 || (size_t)w >= len - used)
             return;
@@ -144,7 +157,7 @@ static void precond_list(char *buf, size_t len, int help)
 
 static void print_usage(void)
 {
-    char lines[2048];
+    char lines[4096];
     precond_list(lines, sizeof lines, 1);
     printf(usage_text, lines);
 }
@@ -271,7 +284,7 @@ static void parse_args(int argc, char **argv, cli *c)
             exit(0);
         } else if (!strcmp(a, "--version")) {
             printf("solve (spk) %s, CUDA support %s\n", SPK_VERSION_STRING,
-                   spk_has_cuda() ? "compiled in" : "not compiled in");
+                   spk_has_cuda() ? "available" : "not available (see --device gpu's message)");
             exit(0);
         } else if (!strcmp(a, "-A")) {
             c->A = need_arg(argc, argv, &i);
@@ -286,7 +299,7 @@ static void parse_args(int argc, char **argv, cli *c)
         } else if (!strcmp(a, "--method")) {
             const char *v = need_arg(argc, argv, &i);
             if (spk_method_parse(v, &c->opt.method))
-                die_usage("--method expects auto|cg|bicgstab|gmres, got '%s'", v);
+                die_usage("--method expects auto|cg|bicgstab|gmres|fgmres|minres, got '%s'", v);
         } else if (!strcmp(a, "--precond")) {
             const char *v = need_arg(argc, argv, &i);
             if (spk_precond_parse(v, &c->opt.precond)) {
@@ -329,7 +342,10 @@ static void parse_args(int argc, char **argv, cli *c)
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             c->quiet = 1;
         } else if (!strcmp(a, "--block-size")) {
-            c->opt.amg.block_size = (int)parse_int(a, need_arg(argc, argv, &i), 1, 64);
+            c->opt.block_size = (int)parse_int(a, need_arg(argc, argv, &i), 1, 64);
+            c->opt.amg.block_size = c->opt.block_size;
+        } else if (!strcmp(a, "--poly-degree")) {
+            c->opt.poly_degree = (int)parse_int(a, need_arg(argc, argv, &i), 1, 10);
         } else if (!strcmp(a, "--nullspace")) {
             c->nullspace = need_arg(argc, argv, &i);
         } else if (!strcmp(a, "--coords")) {
@@ -417,27 +433,29 @@ static int monitor_line(void *user, int64_t it, double rnorm, double rel, double
 static const char *hint(const spk_result *res)
 {
     const int cg = res->method == SPK_METHOD_CG, none = res->precond == SPK_PRECOND_NONE;
+    const int gm = res->method == SPK_METHOD_GMRES || res->method == SPK_METHOD_FGMRES;
     switch (res->reason) {
     case SPK_DIVERGED_MAXIT:
         return none ? "try --precond jacobi, or a larger --maxiter"
-                    : res->method == SPK_METHOD_GMRES ? "try a larger --restart or --maxiter"
-                                                     : "try a larger --maxiter, or another --method";
+                    : gm ? "try a larger --restart or --maxiter"
+                         : "try a larger --maxiter, or another --method";
     case SPK_DIVERGED_DTOL:
         return cg ? "the residual grew past --dtol: A may not be SPD; try --method gmres"
                   : "the residual grew past --dtol: the method diverges on this matrix; try "
                     "--method gmres (its residual cannot grow)";
     case SPK_DIVERGED_STAGNATION:
-        return res->method == SPK_METHOD_GMRES ? "no progress: try a larger --restart, or a "
-                                                 "preconditioner"
-                                               : "no progress: try --method gmres, or a "
-                                                 "preconditioner";
+        return gm ? "no progress: try a larger --restart, or a preconditioner"
+                  : "no progress: try --method gmres, or a preconditioner";
     case SPK_DIVERGED_BREAKDOWN:
         return res->method == SPK_METHOD_BICGSTAB ? "try --method gmres (it does not break down "
                                                     "on a nonsingular A)"
                                                   : "A looks singular on the Krylov space: check "
                                                     "for zero rows or a missing boundary condition";
     case SPK_DIVERGED_INDEFINITE:
-        return "A (or M) is not SPD: try --method bicgstab or gmres";
+        return res->method == SPK_METHOD_MINRES
+                   ? "M is not SPD, as MINRES needs: try --precond none, or --method gmres"
+                   : "A (or M) is not SPD: try --method minres if A is symmetric, else "
+                     "bicgstab or gmres";
     case SPK_DIVERGED_TRUE_RESIDUAL_MISMATCH:
         return "rtol is below what the conditioning allows: try a larger --rtol";
     case SPK_DIVERGED_TIME_LIMIT:
@@ -971,10 +989,16 @@ static void read_amg_inputs(spk_context *ctx, cli *c, int64_t n)
         c->opt.amg.coords = node_major;
         c->opt.amg.coord_dim = (int)cols;
     }
-    if ((c->nullspace || c->coords || c->opt.amg.block_size > 1) &&
-        c->opt.precond != SPK_PRECOND_AMG && !c->quiet)
-        fprintf(stderr, "solve: warning: --block-size, --nullspace and --coords apply to "
-                "--precond amg only (the preconditioner is %s)\n", spk_precond_str(c->opt.precond));
+    if ((c->nullspace || c->coords) && c->opt.precond != SPK_PRECOND_AMG && !c->quiet)
+        fprintf(stderr, "solve: warning: --nullspace and --coords apply to --precond amg only "
+                "(the preconditioner is %s)\n", spk_precond_str(c->opt.precond));
+    if (c->opt.block_size > 1 && c->opt.precond != SPK_PRECOND_AMG &&
+        c->opt.precond != SPK_PRECOND_BJACOBI && !c->quiet)
+        fprintf(stderr, "solve: warning: --block-size applies to --precond amg and bjacobi "
+                "only (the preconditioner is %s)\n", spk_precond_str(c->opt.precond));
+    if (c->opt.poly_degree && c->opt.precond != SPK_PRECOND_CHEBYSHEV && !c->quiet)
+        fprintf(stderr, "solve: warning: --poly-degree applies to --precond chebyshev only (the "
+                "preconditioner is %s)\n", spk_precond_str(c->opt.precond));
 }
 
 /* A closed stdin, stdout or stderr would be taken by the next open(): the solution's file would
@@ -1121,8 +1145,9 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &old_term, NULL);
     if (st)
         die_status(ctx, st, "solving");
-    if (c.restart_given && r.res.method != SPK_METHOD_GMRES)
-        fprintf(stderr, "solve: warning: --restart applies to gmres only (the method was %s)\n",
+    if (c.restart_given && r.res.method != SPK_METHOD_GMRES && r.res.method != SPK_METHOD_FGMRES)
+        fprintf(stderr, "solve: warning: --restart applies to gmres and fgmres only (the method "
+                "was %s)\n",
                 spk_method_str(r.res.method));
     if (r.have_err) {
         for (int64_t i = 0; i < n; i++)

@@ -1,0 +1,328 @@
+/* kernels/cuda_loader.c -- the CUDA entry points of the shared library libspk.so, which holds
+ * no CUDA code: the first context that asks for a GPU (SPK_DEVICE_CUDA, or AUTO's probe)
+ * loads the CUDA backend libspk_cuda.so with dlopen, and each entry point then forwards to the
+ * backend's table (kernels/cuda_plugin.h). A program that never asks for a GPU never loads
+ * it, nor the CUDA runtime and cuBLAS it needs.
+ *
+ * Where it is looked for, in this order: the file SPK_CUDA_LIBRARY names (and only that one,
+ * when set); libspk_cuda.so in the directory libspk.so was loaded from (the install puts both
+ * in one libdir, the build tree too); libspk_cuda.so on the dynamic loader's search path
+ * (LD_LIBRARY_PATH, the program's run path, ld.so.cache). A backend of another spk version or
+ * table layout is refused. While none is loaded, every entry point answers as the CPU-only
+ * build's (kernels/cuda_stub.c, included below with its names prefixed stub_), with the
+ * reason it did not load: what was looked for, where, and the loader's message. */
+#define _GNU_SOURCE                      /* dladdr */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char loader_why[1024] = "the CUDA backend was not looked for";
+
+#define SPK_CUDA_STUB(name) stub_##name
+#define SPK_CUDA_STUB_SCOPE static __attribute__((unused))
+#define NO_CUDA loader_why
+#include "cuda_stub.c"
+
+#include "cuda_plugin.h"
+
+#define PLUGIN_FILE "libspk_cuda.so"
+
+static const spk_cuda_plugin *plugin_table;
+static pthread_once_t plugin_once = PTHREAD_ONCE_INIT;
+
+/* The table of a loaded backend, or NULL (with loader_why) when it is not this library's. */
+static const spk_cuda_plugin *plugin_check(void *h, const char *path)
+{
+    spk_cuda_plugin_entry_fn entry;
+    *(void **)&entry = dlsym(h, SPK_CUDA_PLUGIN_ENTRY);
+    const spk_cuda_plugin *p = entry ? entry() : NULL;
+    if (!p) {
+        snprintf(loader_why, sizeof loader_why, "%s is not an spk CUDA backend (no %s)", path,
+                 SPK_CUDA_PLUGIN_ENTRY);
+        return NULL;
+    }
+    /* every row has what the forwarding rows below call: update_device on all, the fused
+     * spmv_dot on CSR and ELL */
+    int shape_ok = p->backend[1] && p->backend[1]->spmv_dot && p->backend[2] &&
+                   p->backend[2]->spmv_dot;
+    for (int i = 0; i < 5; i++)
+        shape_ok = shape_ok && p->backend[i] && p->backend[i]->setup && p->backend[i]->spmv &&
+                   p->backend[i]->update && p->backend[i]->update_device;
+    if (p->abi != SPK_CUDA_PLUGIN_ABI || strcmp(p->version, SPK_VERSION_STRING) != 0 ||
+        p->context_size != sizeof(spk_context) || !shape_ok) {
+        snprintf(loader_why, sizeof loader_why, "%s is the CUDA backend of spk %s (table %d), "
+                 "not of this libspk %s (table %d): install the two from one build", path,
+                 p->version, p->abi, SPK_VERSION_STRING, SPK_CUDA_PLUGIN_ABI);
+        return NULL;
+    }
+    return p;
+}
+
+/* dlopen's message when it says more than that the file is not there */
+static const char *load_error(const char *err)
+{
+    return err && !strstr(err, "cannot open shared object file") ? err : NULL;
+}
+
+static void plugin_load(void)
+{
+    const char *env = getenv("SPK_CUDA_LIBRARY");
+    char beside[4096] = "";
+    const char *path = NULL;
+    void *h = NULL;
+    if (env && *env) {
+        path = env;
+        if (!(h = dlopen(env, RTLD_NOW | RTLD_LOCAL))) {
+            snprintf(loader_why, sizeof loader_why, "the CUDA backend SPK_CUDA_LIBRARY=%s did "
+                     "not load: %s", env, dlerror());
+            return;
+        }
+    } else {
+        Dl_info info;
+        int dir = 0;
+        if (dladdr((void *)&plugin_load, &info) && info.dli_fname &&
+            strrchr(info.dli_fname, '/')) {
+            dir = (int)(strrchr(info.dli_fname, '/') - info.dli_fname);
+            snprintf(beside, sizeof beside, "%.*s/%s", dir, info.dli_fname, PLUGIN_FILE);
+            path = beside;
+            if (!(h = dlopen(beside, RTLD_NOW | RTLD_LOCAL))) {
+                const char *e = load_error(dlerror());
+                if (e) {                 /* there, but it did not load (its CUDA libraries?) */
+                    snprintf(loader_why, sizeof loader_why, "the CUDA backend %s did not "
+                             "load: %s", beside, e);
+                    return;
+                }
+            }
+        }
+        if (!h) {
+            path = PLUGIN_FILE;
+            if (!(h = dlopen(PLUGIN_FILE, RTLD_NOW | RTLD_LOCAL))) {
+                const char *e = load_error(dlerror());
+                if (e)
+                    snprintf(loader_why, sizeof loader_why, "the CUDA backend %s did not "
+                             "load: %s", PLUGIN_FILE, e);
+                else
+                    snprintf(loader_why, sizeof loader_why, "no CUDA backend: %s is neither "
+                             "in %.*s nor on the library path (SPK_CUDA_LIBRARY may name it)",
+                             PLUGIN_FILE, dir ? dir : 1, dir ? info.dli_fname : ".");
+                return;
+            }
+        }
+    }
+    const spk_cuda_plugin *p = plugin_check(h, path);
+    if (!p) {
+        dlclose(h);
+        return;
+    }
+    plugin_table = p;                    /* kept loaded until the process ends */
+}
+
+/* The backend's table, loaded at the first call; NULL when there is none (loader_why). */
+static const spk_cuda_plugin *plugin(void)
+{
+    pthread_once(&plugin_once, plugin_load);
+    return plugin_table;
+}
+
+/* A call on a CUDA context: its creation loaded the backend. */
+static const spk_cuda_plugin *on_gpu(const spk_context *ctx)
+{
+    return ctx && ctx->device == SPK_DEVICE_CUDA ? plugin() : NULL;
+}
+
+/* ---- the context ---------------------------------------------------------------------- */
+
+int spk_has_cuda(void) { return plugin() != NULL; }
+
+int spk_cuda_probe(char *name, size_t name_len, char *why, size_t why_len)
+{
+    const spk_cuda_plugin *p = plugin();
+    return p ? p->probe(name, name_len, why, why_len)
+             : stub_spk_cuda_probe(name, name_len, why, why_len);
+}
+
+spk_status spk_cuda_init(spk_context *ctx)
+{
+    const spk_cuda_plugin *p = plugin();
+    return p ? p->init(ctx) : stub_spk_cuda_init(ctx);
+}
+
+void spk_cuda_fini(spk_context *ctx)
+{
+    if (ctx && ctx->cuda)                /* made by the backend's init: it is loaded */
+        plugin()->fini(ctx);
+}
+
+spk_status spk_cuda_download_bytes(spk_context *ctx, void *host, const void *dev, size_t bytes)
+{
+    const spk_cuda_plugin *p = on_gpu(ctx);
+    return p ? p->download_bytes(ctx, host, dev, bytes)
+             : stub_spk_cuda_download_bytes(ctx, host, dev, bytes);
+}
+
+void *spk_context_stream(const spk_context *ctx)
+{
+    const spk_cuda_plugin *p = on_gpu(ctx);
+    return p ? p->context_stream(ctx) : NULL;
+}
+
+/* ---- value updates on the device ------------------------------------------------------ */
+
+spk_status spk_matrix_dev_update(spk_context *ctx, spk_matrix *A, const double *val,
+                                 int val_on_device, spk_dev_upd *how)
+{
+    const spk_cuda_plugin *p = on_gpu(ctx);
+    return p ? p->matrix_dev_update(ctx, A, val, val_on_device, how)
+             : stub_spk_matrix_dev_update(ctx, A, val, val_on_device, how);
+}
+
+spk_status spk_matrix_dev_diagonal(spk_context *ctx, spk_matrix *A, double *d_diag, int *done)
+{
+    const spk_cuda_plugin *p = on_gpu(ctx);
+    return p ? p->matrix_dev_diagonal(ctx, A, d_diag, done)
+             : stub_spk_matrix_dev_diagonal(ctx, A, d_diag, done);
+}
+
+spk_status spk_matrix_dev_download(spk_context *ctx, spk_matrix *A)
+{
+    const spk_cuda_plugin *p = on_gpu(ctx);
+    return p ? p->matrix_dev_download(ctx, A) : stub_spk_matrix_dev_download(ctx, A);
+}
+
+void spk_matrix_dev_free(struct spk_matrix_dev *d)
+{
+    if (d)                               /* made on a CUDA context: the backend is loaded */
+        plugin()->matrix_dev_free(d);
+}
+
+/* ---- the SpMV rows: a setup runs on a CUDA context, so every call after it finds the
+ * backend loaded; its state is the backend's ------------------------------------------------ */
+
+#define BACKEND_ROW(idx, fmt, name_)                                                          \
+    static spk_status fwd_setup_##idx(spk_context *ctx, const spk_csr *A, void **state)        \
+    {                                                                                         \
+        const spk_cuda_plugin *p = on_gpu(ctx);                                               \
+        return p ? p->backend[idx]->setup(ctx, A, state)                                      \
+                 : stub_spk_backend_##name_##_cuda.setup(ctx, A, state);                      \
+    }                                                                                         \
+    static spk_status fwd_spmv_##idx(spk_context *ctx, const void *state, double alpha,       \
+                                     const double *x, double beta, double *y)                 \
+    {                                                                                         \
+        return plugin()->backend[idx]->spmv(ctx, state, alpha, x, beta, y);                   \
+    }                                                                                         \
+    static void fwd_destroy_##idx(void *state)                                                \
+    {                                                                                         \
+        if (state)                                                                            \
+            plugin()->backend[idx]->destroy(state);                                           \
+    }                                                                                         \
+    static spk_status fwd_update_##idx(spk_context *ctx, void *state, const spk_csr *A)       \
+    {                                                                                         \
+        return plugin()->backend[idx]->update(ctx, state, A);                                 \
+    }                                                                                         \
+    static spk_status fwd_update_device_##idx(spk_context *ctx, void *state, const spk_csr *A, \
+                                              const double *d_val)                            \
+    {                                                                                         \
+        return plugin()->backend[idx]->update_device(ctx, state, A, d_val);                   \
+    }
+
+BACKEND_ROW(0, SPK_FMT_COO, coo)
+BACKEND_ROW(1, SPK_FMT_CSR, csr)
+BACKEND_ROW(2, SPK_FMT_ELL, ell)
+BACKEND_ROW(3, SPK_FMT_HYB, hyb)
+BACKEND_ROW(4, SPK_FMT_JDS, jds)
+
+/* The fused y = A x, x'y of the rows that have one (CSR and ELL, checked at load); the
+ * others' spmv_dot stays NULL, and the methods take their spmv + dot path, as they do with the
+ * static library. */
+static spk_status fwd_spmv_dot_1(spk_context *ctx, const void *state, const double *x,
+                                 double *y, const struct spk_dot_sink *sink)
+{
+    return plugin()->backend[1]->spmv_dot(ctx, state, x, y, sink);
+}
+static spk_status fwd_spmv_dot_2(spk_context *ctx, const void *state, const double *x,
+                                 double *y, const struct spk_dot_sink *sink)
+{
+    return plugin()->backend[2]->spmv_dot(ctx, state, x, y, sink);
+}
+
+#define ROW(idx, fmt, name_, dot)                                                             \
+    {                                                                                         \
+        .name = #name_ "-cuda", .format = fmt, .device = SPK_DEVICE_CUDA,                     \
+        .setup = fwd_setup_##idx, .spmv = fwd_spmv_##idx, .destroy = fwd_destroy_##idx,       \
+        .update = fwd_update_##idx, .spmv_dot = dot, .update_device = fwd_update_device_##idx \
+    }
+
+const spk_spmv_backend spk_backend_coo_cuda = ROW(0, SPK_FMT_COO, coo, NULL);
+const spk_spmv_backend spk_backend_csr_cuda = ROW(1, SPK_FMT_CSR, csr, fwd_spmv_dot_1);
+const spk_spmv_backend spk_backend_ell_cuda = ROW(2, SPK_FMT_ELL, ell, fwd_spmv_dot_2);
+const spk_spmv_backend spk_backend_hyb_cuda = ROW(3, SPK_FMT_HYB, hyb, NULL);
+const spk_spmv_backend spk_backend_jds_cuda = ROW(4, SPK_FMT_JDS, jds, NULL);
+
+int spk_ell_cuda_state_rows(const void *state)
+{
+    return state && plugin() ? plugin()->ell_state_rows(state) : 0;
+}
+
+int spk_hyb_cuda_state_rows(const void *state)
+{
+    return state && plugin() ? plugin()->hyb_state_rows(state) : 0;
+}
+
+/* ---- the vector-ops and method-step tables: the backend's own ------------------------- */
+
+const spk_vec_ops *spk_vec_ops_cuda(void)
+{
+    const spk_cuda_plugin *p = plugin();
+    return p ? p->vec_ops() : stub_spk_vec_ops_cuda();
+}
+
+const struct spk_cg_ops *spk_cg_ops_cuda(void)
+{
+    const spk_cuda_plugin *p = plugin();
+    return p ? p->cg_ops() : NULL;
+}
+
+const struct spk_bicg_ops *spk_bicg_ops_cuda(void)
+{
+    const spk_cuda_plugin *p = plugin();
+    return p ? p->bicg_ops() : NULL;
+}
+
+const struct spk_gmres_ops *spk_gmres_ops_cuda(void)
+{
+    const spk_cuda_plugin *p = plugin();
+    return p ? p->gmres_ops() : NULL;
+}
+
+/* ---- the incomplete factorizations' exact solves: made on a CUDA context, so a state that
+ * exists was made by the loaded backend ------------------------------------------------------ */
+spk_status spk_ilu_sv_setup(spk_context *ctx, const spk_ilu_factors *F, spk_ilu_sv **sv)
+{
+    const spk_cuda_plugin *p = on_gpu(ctx);
+    return p ? p->ilu_sv_setup(ctx, F, sv) : stub_spk_ilu_sv_setup(ctx, F, sv);
+}
+
+spk_status spk_ilu_sv_update(spk_context *ctx, spk_ilu_sv *sv, const spk_ilu_factors *F)
+{
+    const spk_cuda_plugin *p = on_gpu(ctx);
+    return p ? p->ilu_sv_update(ctx, sv, F) : stub_spk_ilu_sv_update(ctx, sv, F);
+}
+
+spk_status spk_ilu_sv_apply(spk_context *ctx, spk_ilu_sv *sv, const double *r, double *y,
+                            double *z)
+{
+    const spk_cuda_plugin *p = on_gpu(ctx);
+    return p ? p->ilu_sv_apply(ctx, sv, r, y, z) : stub_spk_ilu_sv_apply(ctx, sv, r, y, z);
+}
+
+size_t spk_ilu_sv_bytes(const spk_ilu_sv *sv)
+{
+    return sv ? plugin()->ilu_sv_bytes(sv) : 0;
+}
+
+void spk_ilu_sv_free(spk_ilu_sv *sv)
+{
+    if (sv)
+        plugin()->ilu_sv_free(sv);
+}
