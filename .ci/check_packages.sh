@@ -24,7 +24,7 @@ dpkg -i "${debs[@]}"
 spk-solve -A inputs/bcsstk09.mtx --method cg --precond jacobi -q
 echo "spk-solve: converged (exit 0)"
 lib=$(dpkg -L libspk | grep 'libspk\.so\.[0-9.]*$' | sort | tail -1)
-if readelf -d "$lib" | grep NEEDED | grep -qiE 'cuda|cublas'; then
+if readelf -d "$lib" | grep NEEDED | grep -qiE 'cuda|cublas|cusparse'; then
   echo "check_packages: $lib needs a CUDA library"; exit 1
 fi
 if command -v pkg-config >/dev/null && command -v cc >/dev/null; then

@@ -3,7 +3,7 @@
 # into a temporary prefix, a small C program (a CG solve through the public header) is built
 # and run three ways: with `pkg-config --cflags --libs spk` (the shared library), against the
 # static library with `pkg-config --static` (the private libraries must be complete: OpenMP,
-# and the CUDA runtime, cuBLAS and libstdc++ in a CUDA build), and as a C-only CMake project
+# and the CUDA runtime, cuBLAS, cuSPARSE and libstdc++ in a CUDA build), and as a C-only CMake project
 # with find_package(spk) and spk::spk_static, then spk::spk. Each must print the converged solve.
 # The shared library needs no CUDA library; in a CUDA build its backend libspk_cuda.so lies
 # beside it, exporting its entry table alone; a program asking for the GPU with
