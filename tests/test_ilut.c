@@ -19,7 +19,8 @@ static int well_formed(const spk_ilu_factors *F)
     const int64_t n = F->n;
     for (int64_t i = 0; i < n; i++) {
         for (int64_t q = F->L.rowptr[i]; q < F->L.rowptr[i + 1]; q++)
-            if (F->L.colind[q] >= i || (q > F->L.rowptr[i] && F->L.colind[q] <= F->L.colind[q - 1]) ||
+            if (F->L.colind[q] >= i ||
+                (q > F->L.rowptr[i] && F->L.colind[q] <= F->L.colind[q - 1]) ||
                 !isfinite(F->L.val[q]))
                 return 0;
         int64_t u0 = F->U.rowptr[i];
@@ -164,7 +165,7 @@ static void test_exact(void)
     spk_csr_free(&A);
 }
 
-/* ---- real matrices with the default thresholds ------------------------------------------ */
+/* ---- real matrices, each with zero diagonal entries ------------------------------------ */
 
 static void test_real(const char *name, double fill, double max_err)
 {
@@ -182,7 +183,8 @@ static void test_real(const char *name, double fill, double max_err)
                 name, (long long)nz);
         T_CHECK(err < max_err, "%s: ||A(:,perm) - LU|| / ||A|| = %.3e", name, err);
         printf("%s, fill_factor %g: n %lld, nnz(A) %lld, nnz(L)+nnz(U) %lld (%.2fx), error "
-               "%.3e, %s, %lld zero pivots\n", name, fill, (long long)A.nrows, (long long)A.nnz, (long long)nz,
+               "%.3e, %s, %lld zero pivots\n", name, fill, (long long)A.nrows,
+               (long long)A.nnz, (long long)nz,
                (double)nz / (double)A.nnz, err, F.perm ? "pivoted" : "not pivoted",
                (long long)F.zero_pivots);
         st = spk_ilut_factor(ctx, &A, 1e-4, fill, &G);
