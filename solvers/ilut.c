@@ -53,8 +53,8 @@ typedef struct ilut_entry {
 } ilut_entry;
 
 /* The factorization's state: the work row, the permutation and the factors growing row by
- * row in one array: row i's L part (by final positions) from rs[i], its U part (by A's
- * columns, the diagonal apart in udiag) from us[i] to rs[i + 1]. */
+ * row in Ec, Ev: row i's L part (by final positions) from rs[i], its U part (by A's columns,
+ * the diagonal apart in udiag) from us[i] to rs[i + 1]. */
 typedef struct ilut_work {
     int64_t     n, cap;
     double      fill;    /* fill_factor                                                   */
@@ -265,8 +265,8 @@ static double choose_pivot(ilut_work *W, int64_t i, int64_t len, double norm)
     return W->w[d];
 }
 
-/* Row i's kept entries into E: those above the threshold, the heaviest `quota` of them when
- * there are more; L's sorted by position, U's by A's column (renumbered at the end). */
+/* Row i's kept entries into Ec, Ev: those above the threshold, the heaviest `quota` of them
+ * when there are more; L's sorted by position, U's by A's column (renumbered at the end). */
 static void store_row(ilut_work *W, int64_t i, int64_t len, double tol, int64_t quota)
 {
     int32_t d = W->perm[i];
