@@ -18,6 +18,7 @@ typedef struct spk_ilu_factors {
     int64_t  n;
     spk_csr  L, U;
     int32_t *perm;
+    int64_t  zero_pivots;   /* pivots that were zero and replaced by a small value (ILUT) */
 } spk_ilu_factors;
 
 void spk_ilu_factors_free(spk_ilu_factors *F);                               /* NULL-safe */
