@@ -29,7 +29,7 @@
  *
  * Cost: per row, O(f log f) for the f entries the work row reaches (heap and selection), the
  * updates being the kept lengths of the U rows it meets. Memory: the work row (n doubles and
- * 4 n int32), the fill bound's room (16 bytes an entry) while factoring, then the factors
+ * 4 n int32), the fill bound's room (12 bytes an entry) while factoring, then the factors
  * copied to their exact size. Deterministic: one thread, every choice broken by column. */
 #include "ilu.h"
 
@@ -53,8 +53,8 @@ typedef struct ilut_entry {
 } ilut_entry;
 
 /* The factorization's state: the work row, the permutation and the factors growing row by
- * row in one array: row i's L part (by final positions) from rs[i], its U part (by A's
- * columns, the diagonal apart in udiag) from us[i] to rs[i + 1]. */
+ * row in Ec, Ev: row i's L part (by final positions) from rs[i], its U part (by A's columns,
+ * the diagonal apart in udiag) from us[i] to rs[i + 1]. */
 typedef struct ilut_work {
     int64_t     n, cap;
     double      fill;    /* fill_factor                                                   */
@@ -66,7 +66,8 @@ typedef struct ilut_work {
     int32_t    *iperm;
     ilut_entry *cand;    /* one row's candidates for L and U                             */
     int64_t    *rs, *us; /* row starts, and where each row's U part starts               */
-    ilut_entry *E;       /* room for cap entries: the fill bound                         */
+    int32_t    *Ec;      /* room for cap entries (the fill bound): columns and values    */
+    double     *Ev;
     double     *udiag;
     int64_t     zero_pivots;
 } ilut_work;
@@ -82,7 +83,8 @@ static void work_free(ilut_work *W)
     spk_free(W->cand);
     spk_free(W->rs);
     spk_free(W->us);
-    spk_free(W->E);
+    spk_free(W->Ec);
+    spk_free(W->Ev);
     spk_free(W->udiag);
     memset(W, 0, sizeof *W);
 }
@@ -92,7 +94,7 @@ static spk_status work_alloc(spk_context *ctx, ilut_work *W, int64_t n, int64_t 
     const size_t un = (size_t)n;
     double bytes = (double)n * (sizeof(double) * 2 + sizeof(int32_t) * 6 + sizeof(ilut_entry) +
                                 sizeof(int64_t) * 2) +
-                   (double)cap * sizeof(ilut_entry);
+                   (double)cap * (sizeof(int32_t) + sizeof(double));
     spk_status st = spk_check_memory(ctx, bytes, "ILUT of %lld rows with room for %lld entries",
                                      (long long)n, (long long)cap);
     if (st)
@@ -109,10 +111,11 @@ static spk_status work_alloc(spk_context *ctx, ilut_work *W, int64_t n, int64_t 
     W->cand = spk_malloc(ctx, un + 1, sizeof *W->cand);
     W->rs = spk_calloc(ctx, un + 1, sizeof *W->rs);
     W->us = spk_calloc(ctx, un + 1, sizeof *W->us);
-    W->E = spk_malloc(ctx, (size_t)cap + 1, sizeof *W->E);
+    W->Ec = spk_malloc(ctx, (size_t)cap + 1, sizeof *W->Ec);
+    W->Ev = spk_malloc(ctx, (size_t)cap + 1, sizeof *W->Ev);
     W->udiag = spk_malloc(ctx, un + 1, sizeof *W->udiag);
     if (!W->w || !W->where || !W->list || !W->heap || !W->perm || !W->iperm || !W->cand ||
-        !W->rs || !W->us || !W->E || !W->udiag) {
+        !W->rs || !W->us || !W->Ec || !W->Ev || !W->udiag) {
         work_free(W);
         return spk_fail(ctx, SPK_ERR_NOMEM, "ILUT of %lld rows: out of memory (%.3g GB)",
                         (long long)n, bytes / 1e9);
@@ -172,6 +175,15 @@ static int by_column(const void *a, const void *b)
     return (x->c > y->c) - (x->c < y->c);
 }
 
+/* L's entries first, each part by column. */
+static int by_part_column(const void *a, const void *b)
+{
+    const ilut_entry *x = a, *y = b;
+    if (x->upper != y->upper)
+        return x->upper - y->upper;
+    return (x->c > y->c) - (x->c < y->c);
+}
+
 /* ---- one row ---------------------------------------------------------------------------- */
 
 /* Scatter row i of A into w; the columns at positions < i go on the heap. Returns the
@@ -210,7 +222,7 @@ static int64_t eliminate(ilut_work *W, int64_t i, int64_t len, int64_t nheap, do
         }
         W->w[c] = m;
         for (int64_t q = W->us[k]; q < W->rs[k + 1]; q++) {
-            int32_t cc = W->E[q].c;
+            int32_t cc = W->Ec[q];
             if (!W->where[cc]) {
                 W->where[cc] = 1;
                 W->w[cc] = 0.0;
@@ -218,7 +230,7 @@ static int64_t eliminate(ilut_work *W, int64_t i, int64_t len, int64_t nheap, do
                 if (W->iperm[cc] < i)
                     heap_push(W->heap, &nheap, cc, W->iperm);
             }
-            W->w[cc] -= m * W->E[q].v;
+            W->w[cc] -= m * W->Ev[q];
         }
     }
     return len;
@@ -253,8 +265,8 @@ static double choose_pivot(ilut_work *W, int64_t i, int64_t len, double norm)
     return W->w[d];
 }
 
-/* Row i's kept entries into E: those above the threshold, the heaviest `quota` of them when
- * there are more; L's sorted by position, U's by A's column (renumbered at the end). */
+/* Row i's kept entries into Ec, Ev: those above the threshold, the heaviest `quota` of them
+ * when there are more; L's sorted by position, U's by A's column (renumbered at the end). */
 static void store_row(ilut_work *W, int64_t i, int64_t len, double tol, int64_t quota)
 {
     int32_t d = W->perm[i];
@@ -277,15 +289,12 @@ static void store_row(ilut_work *W, int64_t i, int64_t len, double tol, int64_t 
         qsort(W->cand, (size_t)nc, sizeof *W->cand, by_weight);
         nc = quota;
     }
-    ilut_entry *e = W->E + W->rs[i];
-    for (int64_t t = 0; t < nc; t++)
-        if (!W->cand[t].upper)
-            e[nl++] = W->cand[t];
-    int64_t nu = nl;
-    for (int64_t t = 0; t < nc; t++)
-        if (W->cand[t].upper)
-            e[nu++] = W->cand[t];
-    qsort(e, (size_t)nl, sizeof *e, by_column);
+    qsort(W->cand, (size_t)nc, sizeof *W->cand, by_part_column);
+    for (int64_t t = 0, o = W->rs[i]; t < nc; t++, o++) {
+        W->Ec[o] = W->cand[t].c;
+        W->Ev[o] = W->cand[t].v;
+        nl += !W->cand[t].upper;
+    }
     W->us[i] = W->rs[i] + nl;
     W->rs[i + 1] = W->rs[i] + nc;
 }
@@ -345,15 +354,15 @@ static spk_status emit(spk_context *ctx, ilut_work *W, spk_ilu_factors *F)
     for (int64_t i = 0; i < n; i++) {
         int64_t o = F->L.rowptr[i];
         for (int64_t q = W->rs[i]; q < W->us[i]; q++, o++) {
-            F->L.colind[o] = W->E[q].c;
-            F->L.val[o] = W->E[q].v;
+            F->L.colind[o] = W->Ec[q];
+            F->L.val[o] = W->Ev[q];
         }
         F->L.rowptr[i + 1] = o;
         /* U's columns to their final positions: the diagonal first, then the rest sorted */
         int64_t len = W->rs[i + 1] - W->us[i];
-        ilut_entry *e = W->E + W->us[i];
+        ilut_entry *e = W->cand;
         for (int64_t t = 0; t < len; t++)
-            e[t].c = W->iperm[e[t].c];
+            e[t] = (ilut_entry){.c = W->iperm[W->Ec[W->us[i] + t]], .v = W->Ev[W->us[i] + t]};
         qsort(e, (size_t)len, sizeof *e, by_column);
         o = F->U.rowptr[i];
         F->U.colind[o] = (int32_t)i;

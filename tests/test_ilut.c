@@ -19,7 +19,8 @@ static int well_formed(const spk_ilu_factors *F)
     const int64_t n = F->n;
     for (int64_t i = 0; i < n; i++) {
         for (int64_t q = F->L.rowptr[i]; q < F->L.rowptr[i + 1]; q++)
-            if (F->L.colind[q] >= i || (q > F->L.rowptr[i] && F->L.colind[q] <= F->L.colind[q - 1]) ||
+            if (F->L.colind[q] >= i ||
+                (q > F->L.rowptr[i] && F->L.colind[q] <= F->L.colind[q - 1]) ||
                 !isfinite(F->L.val[q]))
                 return 0;
         int64_t u0 = F->U.rowptr[i];
@@ -164,13 +165,12 @@ static void test_exact(void)
     spk_csr_free(&A);
 }
 
-/* ---- real matrices with the default thresholds ------------------------------------------ */
+/* ---- real matrices, each with zero diagonal entries ------------------------------------ */
 
-static void test_real(const char *name, double max_err)
+static void test_real(const char *name, double fill, double max_err)
 {
     spk_csr A;
     spk_ilu_factors F, G;
-    const double fill = 10.0;
     t_read_csr(ctx, name, &A);
     spk_status st = spk_ilut_factor(ctx, &A, 1e-4, fill, &F);
     T_CHECK(st == SPK_OK, "%s: %s", name, spk_last_error(ctx));
@@ -178,11 +178,13 @@ static void test_real(const char *name, double max_err)
         double err = factor_error(&A, &F);
         int64_t nz = F.L.nnz + F.U.nnz;
         T_CHECK(well_formed(&F), "%s: factors malformed", name);
+        T_CHECK(F.perm != NULL, "%s: zero diagonal entries, yet no column moved", name);
         T_CHECK(nz <= fill * (double)A.nnz + (double)A.nrows, "%s: nnz(L) + nnz(U) = %lld",
                 name, (long long)nz);
         T_CHECK(err < max_err, "%s: ||A(:,perm) - LU|| / ||A|| = %.3e", name, err);
-        printf("%s: n %lld, nnz(A) %lld, nnz(L)+nnz(U) %lld (%.2fx), error %.3e, %s, %lld zero "
-               "pivots\n", name, (long long)A.nrows, (long long)A.nnz, (long long)nz,
+        printf("%s, fill_factor %g: n %lld, nnz(A) %lld, nnz(L)+nnz(U) %lld (%.2fx), error "
+               "%.3e, %s, %lld zero pivots\n", name, fill, (long long)A.nrows,
+               (long long)A.nnz, (long long)nz,
                (double)nz / (double)A.nnz, err, F.perm ? "pivoted" : "not pivoted",
                (long long)F.zero_pivots);
         st = spk_ilut_factor(ctx, &A, 1e-4, fill, &G);
@@ -262,9 +264,10 @@ int main(int argc, char **argv)
     (void)argv;
     ctx = t_context(SPK_DEVICE_CPU);
     test_exact();
-    test_real("west0479.mtx", 5e-2);
-    test_real("e05r0100.mtx", 1e-3);
-    test_real("cavity14.mtx", 1e-3);
+    test_real("west0479.mtx", 10.0, 5e-2);
+    test_real("e05r0100.mtx", 10.0, 1e-3);
+    test_real("cavity14.mtx", 10.0, 1e-3);
+    test_real("cavity14.mtx", 2.0, 1.0);           /* the fill bound binds: still within it */
     test_edges();
     spk_context_destroy(ctx);
     return t_done("test_ilut");
