@@ -60,7 +60,7 @@ if command -v compute-sanitizer >/dev/null; then
     "vec:test_vec --device gpu"
     "amg:test_amg --device gpu"
     "pc:test_pc --device gpu"
-    "ilu:test_ilu --device gpu"
+    "ilu:test_ilu --device gpu --quick"
     "robust_gpu:test_robust_gpu --device gpu --quick"
     "heat:heat --device gpu --n 16"
     "solve:solve -A poisson3d:30 --device gpu --format hyb --method cg --quiet"

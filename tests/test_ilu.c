@@ -492,15 +492,58 @@ static void test_describe(void)
     spk_matrix_destroy(A);
 }
 
+/* trisolve AUTO by device and size: exact on the CPU; on the GPU the sweeps from 32768 rows on
+ * for ILU(0) (a 40,000-row poisson2d), exact below (sherman1, test_describe) and for ILUT.
+ * Either way the solve converges to the true residual asked for. */
+static void test_auto_rule(void)
+{
+    spk_matrix *A = NULL;
+    T_CHECK(spk_matrix_generate(ctx, "poisson2d:200", &A) == SPK_OK, "%s", spk_last_error(ctx));
+    const int64_t n = 40000;
+    double *b = malloc((size_t)n * sizeof *b), *x = calloc((size_t)n, sizeof *x);
+    for (int64_t i = 0; i < n; i++)
+        b[i] = 1.0 + (double)(i % 7);
+    const spk_precond kinds[] = {SPK_PRECOND_ILU0, SPK_PRECOND_ILUT};
+    for (int k = 0; k < 2 && A; k++) {
+        spk_options opt;
+        spk_options_default(&opt);
+        opt.method = SPK_METHOD_GMRES;
+        opt.precond = kinds[k];
+        const char *want = dev == SPK_DEVICE_CUDA && k == 0 ? "trisolve jacobi, 5 sweeps"
+                                                            : "trisolve exact";
+        spk_solver *S = NULL;
+        T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_OK, "%s", spk_last_error(ctx));
+        char buf[512] = "";
+        spk_solver_precond_describe(S, buf, sizeof buf);
+        T_CHECK(strstr(buf, want) != NULL, "auto on poisson2d:200 (%s): want '%s': %s",
+                spk_precond_str(kinds[k]), want, buf);
+        spk_result res;
+        T_CHECK(spk_solver_solve(S, b, x, &res) == SPK_OK && res.reason > 0 &&
+                    res.true_rel <= 1e-8, "auto %s on poisson2d:200: %s after %lld, true %.2e",
+                spk_precond_str(kinds[k]), spk_reason_str(res.reason), (long long)res.iterations,
+                res.true_rel);
+        spk_result_free(&res);
+        spk_solver_destroy(S);
+    }
+    free(b), free(x);
+    spk_matrix_destroy(A);
+}
+
 int main(int argc, char **argv)
 {
     dev = t_device_from_args(argc, argv);
     ctx = t_context(dev);
+    /* --quick (the sanitizers' runs): the iteration-count comparisons left out */
+    int quick = 0;
+    for (int i = 1; i < argc; i++)
+        quick |= strcmp(argv[i], "--quick") == 0;
     if (dev == SPK_DEVICE_CPU)                      /* host code: once is enough */
         test_factors();
     test_apply();
     test_sweeps_symmetric();
-    test_counts();
+    if (!quick)
+        test_counts();
+    test_auto_rule();
     test_refusals();
     test_refresh();
     test_describe();
