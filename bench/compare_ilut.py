@@ -21,8 +21,9 @@ spk's side, either or both:
 
 The ratio is spk's count over SciPy's (left) one; the exit status is 1 when it passes
 --max-ratio (1.5) on a goal matrix (--matrices), 0 otherwise; --extra matrices are reported
-only. Matrices and right-hand sides are read from inputs/, else from --shared
-(default /work/shared/matrices); b = A * ones where a matrix has no right-hand side file.
+only. Matrices and right-hand sides are read from inputs/, else from the folder --shared names
+(a copy of the SuiteSparse files not shipped here, e.g. e20r0000); b = A * ones where a matrix
+has no right-hand side file.
 """
 import argparse
 import inspect
@@ -45,7 +46,7 @@ RESTART, RTOL, MAXCYCLES = 30, 1e-8, 1000
 
 
 def find(name, shared):
-    for d in (INPUTS, shared):
+    for d in (INPUTS, shared) if shared else (INPUTS,):
         p = os.path.join(d, name)
         if os.path.exists(p):
             return p
@@ -113,7 +114,8 @@ def main():
     ap.add_argument("--bench", help="spk's bench_ilut binary")
     ap.add_argument("--matrices", default="cavity14,e05r0100")
     ap.add_argument("--extra", default="", help="e.g. west0479,bayer10,e20r0000")
-    ap.add_argument("--shared", default="/work/shared/matrices")
+    ap.add_argument("--shared", default=None,
+                    help="a folder of the matrices not in inputs/ (e.g. e20r0000.mtx)")
     ap.add_argument("--max-ratio", type=float, default=1.5)
     args = ap.parse_args()
     goal = [m for m in args.matrices.split(",") if m]
@@ -124,7 +126,7 @@ def main():
     for name in goal + extra:
         path = find(name + ".mtx", args.shared)
         if not path:
-            print("%-10s not found in inputs/ or %s" % (name, args.shared))
+            print("%-10s not found in inputs/%s" % (name, " or " + args.shared if args.shared else ""))
             bad += name in goal
             continue
         rhs = find(RHS[name], args.shared) if name in RHS else None
