@@ -12,69 +12,7 @@
  * (seeded). --precond ic0 runs CG in place of GMRES (an SPD A). The solve reported is the
  * second of two (warm: no first-use cost in it). A table on stdout, one JSON object per case
  * in FILE. Exit 0, or 1 when a setup or solve failed or did not converge. */
-#include "spk.h"
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-typedef struct outcome {
-    double setup_s, refresh_s, solve_s;
-    int64_t its;
-    spk_reason reason;
-    double true_rel;
-} outcome;
-
-static int run_case(spk_context *ctx, spk_matrix *A, const double *b, int64_t n,
-                    const spk_options *opt, outcome *o)
-{
-    memset(o, 0, sizeof *o);
-    double *x = calloc((size_t)n + 1, sizeof *x);
-    spk_solver *S = NULL;
-    spk_result res;
-    const double t0 = now();
-    spk_status st = spk_solver_create(ctx, A, opt, &S);
-    o->setup_s = now() - t0;
-    for (int k = 0; k < 2 && !st; k++) {
-        st = spk_solver_solve(S, b, x, &res);
-        if (!st && k == 0)
-            spk_result_free(&res);
-    }
-    if (!st) {
-        o->solve_s = res.solve_s;
-        o->its = res.iterations;
-        o->reason = res.reason;
-        o->true_rel = res.true_rel;
-        spk_result_free(&res);
-        const int64_t *rp;
-        const int32_t *ci;
-        const double *va;
-        spk_matrix_csr(A, &rp, &ci, &va);
-        double *v = malloc((size_t)rp[n] * sizeof *v + 1);
-        memcpy(v, va, (size_t)rp[n] * sizeof *v);
-        st = spk_matrix_update_values(ctx, A, rp[n], v, 0);
-        const double t1 = now();
-        if (!st)
-            st = spk_solver_refresh(S);
-        o->refresh_s = now() - t1;
-        free(v);
-    }
-    spk_solver_destroy(S);
-    free(x);
-    if (st) {
-        fprintf(stderr, "bench_ilu: %s: %s\n", spk_status_str(st), spk_last_error(ctx));
-        return 1;
-    }
-    return o->reason > 0 ? 0 : 1;
-}
+#include "bench_case.h"
 
 int main(int argc, char **argv)
 {
@@ -100,12 +38,10 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    spk_context *ctx = NULL;
-    spk_status st = spk_context_create(&ctx, dev);
-    if (st) {
-        fprintf(stderr, "bench_ilu: %s\n", spk_last_error(ctx));
-        return st == SPK_ERR_CUDA || st == SPK_ERR_NOT_COMPILED ? 77 : 1;
-    }
+    int code = 0;
+    spk_context *ctx = bc_context("bench_ilu", dev, &code);
+    if (!ctx)
+        return code;
     const spk_method method = ilu == SPK_PRECOND_IC0 ? SPK_METHOD_CG : SPK_METHOD_GMRES;
     FILE *js = json_path ? fopen(json_path, "w") : NULL;
     printf("bench_ilu on %s (%s), %s, rtol %g, b = A x_rand; solve: the second of two\n",
@@ -115,24 +51,15 @@ int main(int argc, char **argv)
            "setup s", "refresh s", "solve s", "us / it", "total s");
     int status = 0;
     for (int c = first; c < argc; c++) {
-        spk_matrix *A = NULL;
-        st = spk_is_generator_spec(argv[c]) ? spk_matrix_generate(ctx, argv[c], &A)
-                                            : spk_matrix_read_mtx(ctx, argv[c], &A);
-        if (st) {
-            fprintf(stderr, "bench_ilu: %s: %s\n", argv[c], spk_last_error(ctx));
+        spk_matrix *A = bc_matrix("bench_ilu", ctx, argv[c]);
+        if (!A) {
             status = 1;
             continue;
         }
         spk_matrix_info in;
         spk_matrix_get_info(A, &in);
         const int64_t n = in.nrows;
-        double *xr = malloc((size_t)n * sizeof *xr + 1), *b = calloc((size_t)n + 1, sizeof *b);
-        uint64_t s = 88172645463325252ull;
-        for (int64_t i = 0; i < n; i++) {
-            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-            xr[i] = (double)(s >> 11) * 0x1.0p-53;
-        }
-        spk_matrix_spmv(ctx, A, 1.0, xr, 0.0, b);
+        double *b = bc_rhs(ctx, A, n);
         /* case 0: Jacobi; 1: exact; 2..6: 1..5 sweeps */
         for (int k = 0; k < 7; k++) {
             spk_options opt;
@@ -150,25 +77,15 @@ int main(int argc, char **argv)
                 snprintf(name, sizeof name, "%s exact", spk_precond_str(ilu));
             else
                 snprintf(name, sizeof name, "%s sweeps %d", spk_precond_str(ilu), k - 1);
-            outcome o;
-            status |= run_case(ctx, A, b, n, &opt, &o);
+            bc_outcome o;
+            status |= bc_run("bench_ilu", ctx, A, b, n, &opt, &o);
             const double per = o.its > 0 ? o.solve_s / (double)o.its : 0.0;
             printf("%-20s %9lld | %-14s %6lld %9.4f %9.4f %9.4f %10.2f %9.4f %s\n", argv[c],
                    (long long)n, name, (long long)o.its, o.setup_s, o.refresh_s, o.solve_s,
                    1e6 * per, o.setup_s + o.solve_s, o.reason > 0 ? "" : spk_reason_str(o.reason));
-            if (js) {
-                fprintf(js, "{\"matrix\": \"%s\", \"rows\": %lld, \"nnz\": %lld, \"precond\": "
-                        "\"%s\", \"device\": \"%s\", \"gpu\": \"%s\", \"iterations\": %lld, "
-                        "\"reason\": \"%s\", \"true_rel\": %.3e, \"setup_s\": %.6f, "
-                        "\"refresh_s\": %.6f, \"solve_s\": %.6f, \"per_iter_s\": %.9f}\n",
-                        argv[c], (long long)n, (long long)in.nnz, name,
-                        spk_device_str(spk_context_device(ctx)), spk_context_device_name(ctx),
-                        (long long)o.its, spk_reason_str(o.reason), o.true_rel, o.setup_s,
-                        o.refresh_s, o.solve_s, per);
-                fflush(js);
-            }
+            bc_json(js, ctx, argv[c], n, in.nnz, name, &o);
         }
-        free(xr), free(b);
+        free(b);
         spk_matrix_destroy(A);
     }
     if (js)
