@@ -294,14 +294,6 @@ static void test_rigid_modes(void)
 
 /* ---- the preconditioner through the API --------------------------------------------------- */
 
-static double *rand_vec(int64_t n, uint64_t seed)
-{
-    double *b = malloc((size_t)n * sizeof *b);
-    for (int64_t i = 0; i < n; i++)
-        b[i] = t_randu(&seed);
-    return b;
-}
-
 typedef struct run {
     int64_t its;
     spk_reason reason;
@@ -317,7 +309,7 @@ static run solve_with(spk_matrix *A, spk_precond pc, const spk_amg_options *amg,
     opt.precond = pc;
     if (amg)
         opt.amg = *amg;
-    double *b = rand_vec(n, seed), *x = calloc((size_t)n, sizeof *x);
+    double *b = t_rand_vec(n, seed), *x = calloc((size_t)n, sizeof *x);
     spk_result res;
     run r = {-1, SPK_REASON_NONE, INFINITY};
     spk_status st = spk_solve(ctx, A, b, x, &opt, &res);
@@ -334,21 +326,11 @@ static run solve_with(spk_matrix *A, spk_precond pc, const spk_amg_options *amg,
     return r;
 }
 
-static spk_matrix *gen_matrix(const char *spec)
-{
-    spk_matrix *A = NULL;
-    if (spk_matrix_generate(ctx, spec, &A) != SPK_OK) {
-        fprintf(stderr, "%s: %s\n", spec, spk_last_error(ctx));
-        exit(2);
-    }
-    return A;
-}
-
 static void test_counts(void)
 {
     /* PyAMG 5.4.1 with the same settings (bench/compare_pyamg.py) takes 15 on poisson3d:30
      * from this kind of b; Jacobi-CG some 110 */
-    spk_matrix *A = gen_matrix("poisson3d:30");
+    spk_matrix *A = t_matrix(ctx, "poisson3d:30");
     run a = solve_with(A, SPK_PRECOND_AMG, NULL, 1), j = solve_with(A, SPK_PRECOND_JACOBI, NULL, 1);
     T_CHECK(a.reason > 0 && a.true_rel < 1e-8 && a.its >= 10 && a.its <= 18,
             "poisson3d:30 AMG-CG: %lld iterations (%s), true rel %.2e", (long long)a.its,
@@ -368,7 +350,7 @@ static void test_counts(void)
 
     /* b = A * ones with B = ones: the error after the first smoothing is S ones = P c, in
      * P's range exactly, so one V-cycle solves it */
-    A = gen_matrix("poisson2d:50");
+    A = t_matrix(ctx, "poisson2d:50");
     const int64_t n = A->csr.nrows;
     double *b = calloc((size_t)n, sizeof *b), *x = calloc((size_t)n, sizeof *x);
     for (int64_t i = 0; i < n; i++)
@@ -387,7 +369,7 @@ static void test_counts(void)
     spk_matrix_destroy(A);
 
     /* nearly flat under refinement: 32 to 128 cells a side at most 1.5x */
-    spk_matrix *A1 = gen_matrix("poisson2d:32"), *A2 = gen_matrix("poisson2d:128");
+    spk_matrix *A1 = t_matrix(ctx, "poisson2d:32"), *A2 = t_matrix(ctx, "poisson2d:128");
     run r1 = solve_with(A1, SPK_PRECOND_AMG, NULL, 3), r2 = solve_with(A2, SPK_PRECOND_AMG, NULL, 3);
     T_CHECK(r1.reason > 0 && r2.reason > 0 && r2.its <= 1.5 * r1.its, "poisson2d 32 -> 128: %lld "
             "-> %lld iterations", (long long)r1.its, (long long)r2.its);
@@ -409,7 +391,7 @@ static void test_counts(void)
 /* M is symmetric: x' M^-1 y = y' M^-1 x, which CG needs (the same smoothing before and after). */
 static void test_symmetric(void)
 {
-    spk_matrix *A = gen_matrix("poisson3d:16");
+    spk_matrix *A = t_matrix(ctx, "poisson3d:16");
     const int64_t n = A->csr.nrows;
     for (int sm = 0; sm < 2; sm++) {
         spk_options opt;
@@ -426,7 +408,7 @@ static void test_symmetric(void)
         opt.method = SPK_METHOD_CG;
         T_CHECK(row && row->setup(ctx, A, &opt, &state) == SPK_OK, "%s", spk_last_error(ctx));
         const spk_vec_ops *ops = spk_vec_ops_for(dev);
-        double *u = rand_vec(n, 7), *v = rand_vec(n, 8), *Mu = malloc((size_t)n * sizeof *Mu),
+        double *u = t_rand_vec(n, 7), *v = t_rand_vec(n, 8), *Mu = malloc((size_t)n * sizeof *Mu),
                *Mv = malloc((size_t)n * sizeof *Mv);
         double *du, *dv, *dMu, *dMv;
         ops->alloc(ctx, n, &du), ops->alloc(ctx, n, &dv), ops->alloc(ctx, n, &dMu),
@@ -458,7 +440,7 @@ static void test_symmetric(void)
 /* A scalar problem run as blocks of 2 unknowns and a near-null space given as vectors. */
 static void test_nullspace(void)
 {
-    spk_matrix *A = gen_matrix("poisson2d:60");
+    spk_matrix *A = t_matrix(ctx, "poisson2d:60");
     const int64_t n = A->csr.nrows;
     spk_amg_options o;
     memset(&o, 0, sizeof o);
@@ -487,9 +469,9 @@ static void test_nullspace(void)
 
 static void test_option_errors(void)
 {
-    spk_matrix *A = gen_matrix("poisson2d:10");
+    spk_matrix *A = t_matrix(ctx, "poisson2d:10");
     const int64_t n = A->csr.nrows;
-    double *b = rand_vec(n, 1), *x = calloc((size_t)n, sizeof *x);
+    double *b = t_rand_vec(n, 1), *x = calloc((size_t)n, sizeof *x);
     static const double coords2[] = {0, 0};
     struct {
         const char *what, *msg;
@@ -522,7 +504,7 @@ static void test_option_errors(void)
  * the solve is that of the fresh solver too. */
 static void test_refresh(int rebuild)
 {
-    spk_matrix *A = gen_matrix("poisson3d:14");
+    spk_matrix *A = t_matrix(ctx, "poisson3d:14");
     const int64_t n = A->csr.nrows, nnz = A->csr.nnz;
     spk_options opt;
     spk_options_default(&opt);
@@ -532,7 +514,7 @@ static void test_refresh(int rebuild)
     opt.amg.rebuild = rebuild;
     spk_solver *S = NULL;
     T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_OK, "%s", spk_last_error(ctx));
-    double *b = rand_vec(n, 4), *x = calloc((size_t)n, sizeof *x),
+    double *b = t_rand_vec(n, 4), *x = calloc((size_t)n, sizeof *x),
            *val = malloc((size_t)nnz * sizeof *val);
     spk_result res;
     uint64_t before = 0;
@@ -580,7 +562,7 @@ static void test_refresh(int rebuild)
 /* The description --explain prints: the levels and their formats. */
 static void test_describe(void)
 {
-    spk_matrix *A = gen_matrix("poisson3d:20");
+    spk_matrix *A = t_matrix(ctx, "poisson3d:20");
     spk_options opt;
     spk_options_default(&opt);
     opt.precond = SPK_PRECOND_AMG;
@@ -623,7 +605,7 @@ static void test_nonsymmetric(void)
         spk_options_default(&opt);
         opt.method = m ? SPK_METHOD_GMRES : SPK_METHOD_BICGSTAB;
         opt.precond = SPK_PRECOND_AMG;
-        double *b = rand_vec(n, 2), *x = calloc((size_t)n, sizeof *x);
+        double *b = t_rand_vec(n, 2), *x = calloc((size_t)n, sizeof *x);
         spk_result res;
         T_CHECK(spk_solve(ctx, A, b, x, &opt, &res) == SPK_OK, "%s", spk_last_error(ctx));
         T_CHECK(res.reason > 0 && t_true_rel(A, b, x) < 1e-8 && res.iterations < 150,

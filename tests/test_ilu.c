@@ -16,16 +16,6 @@ static spk_device dev;
 static spk_context *ctx;
 static double ilut_drop, ilut_fill;          /* spk_ilu_options for iterations(); 0: default */
 
-static spk_matrix *read_input(const char *name)
-{
-    spk_matrix *A = NULL;
-    if (spk_matrix_read_mtx(ctx, t_input(name), &A) != SPK_OK) {
-        fprintf(stderr, "%s: %s\n", name, spk_last_error(ctx));
-        exit(2);
-    }
-    return A;
-}
-
 /* b = A * ones */
 static double *ones_rhs(const spk_matrix *A)
 {
@@ -219,7 +209,7 @@ static void test_apply(void)
 {
     const char *names[] = {"pores_1.mtx", "sherman1.mtx"};
     for (int m = 0; m < 2; m++) {
-        spk_matrix *A = read_input(names[m]);
+        spk_matrix *A = t_matrix(ctx, names[m]);
         const int64_t n = A->csr.nrows;
         const int sweeps = m == 0 ? (int)n : 60;   /* sherman1: 60 sweeps converge well */
         double *r = malloc((size_t)n * sizeof *r), *ze = malloc((size_t)n * sizeof *ze),
@@ -252,7 +242,7 @@ static void test_apply(void)
  * checked as r2' M^-1 r1 = r1' M^-1 r2. */
 static void test_sweeps_symmetric(void)
 {
-    spk_matrix *A = read_input("nos6.mtx");
+    spk_matrix *A = t_matrix(ctx, "nos6.mtx");
     const int64_t n = A->csr.nrows;
     double *r1 = malloc((size_t)n * sizeof *r1), *r2 = malloc((size_t)n * sizeof *r2),
            *z1 = malloc((size_t)n * sizeof *z1), *z2 = malloc((size_t)n * sizeof *z2);
@@ -279,7 +269,7 @@ static void test_counts(void)
 {
     const char *gm[] = {"sherman1.mtx", "orsirr_1.mtx", "pores_1.mtx"};
     for (int m = 0; m < 3; m++) {
-        spk_matrix *A = read_input(gm[m]);
+        spk_matrix *A = t_matrix(ctx, gm[m]);
         const int64_t jac = iterations(A, SPK_METHOD_GMRES, SPK_PRECOND_JACOBI, 0, 0);
         const int64_t ilu = iterations(A, SPK_METHOD_GMRES, SPK_PRECOND_ILU0, 0, 0);
         const spk_trisolve J = SPK_TRISOLVE_JACOBI;
@@ -300,7 +290,7 @@ static void test_counts(void)
     }
     const char *cg[] = {"nos5.mtx", "nos6.mtx", "1138_bus.mtx"};
     for (int m = 0; m < 3; m++) {
-        spk_matrix *A = read_input(cg[m]);
+        spk_matrix *A = t_matrix(ctx, cg[m]);
         const int64_t jac = iterations(A, SPK_METHOD_CG, SPK_PRECOND_JACOBI, 0, 0);
         const int64_t ic = iterations(A, SPK_METHOD_CG, SPK_PRECOND_IC0, 0, 0);
         const int64_t sw = iterations(A, SPK_METHOD_CG, SPK_PRECOND_IC0, SPK_TRISOLVE_JACOBI, 0);
@@ -312,7 +302,7 @@ static void test_counts(void)
         spk_matrix_destroy(A);
     }
     /* ILUT pivots where ILU(0) meets a zero diagonal: its column permutation is applied */
-    spk_matrix *W = read_input("west0479.mtx");
+    spk_matrix *W = t_matrix(ctx, "west0479.mtx");
     T_CHECK(iterations(W, SPK_METHOD_GMRES, SPK_PRECOND_ILU0, 0, 0) < 0,
             "west0479: ILU(0) refuses (%s)", spk_last_error(ctx));
     ilut_drop = 1e-8, ilut_fill = 50;
@@ -375,13 +365,13 @@ static void test_refusals(void)
     T_CHECK(st == SPK_ERR_UNSUPPORTED && strstr(spk_last_error(ctx), "symmetric"),
             "IC(0) nonsymmetric: %s", spk_last_error(ctx));
     /* bcsstk03 is SPD, yet IC(0) meets a negative pivot on it (it is no M-matrix) */
-    spk_matrix *B = read_input("bcsstk03.mtx");
+    spk_matrix *B = t_matrix(ctx, "bcsstk03.mtx");
     T_CHECK(iterations(B, SPK_METHOD_CG, SPK_PRECOND_IC0, 0, 0) < 0 &&
                 strstr(spk_last_error(ctx), "IC(0): non-positive pivot"),
             "bcsstk03: %s", spk_last_error(ctx));
     spk_matrix_destroy(B);
     /* an option out of range */
-    spk_matrix *A = read_input("pores_1.mtx");
+    spk_matrix *A = t_matrix(ctx, "pores_1.mtx");
     spk_options opt;
     spk_options_default(&opt);
     opt.precond = SPK_PRECOND_ILU0;
@@ -403,7 +393,7 @@ static void test_refusals(void)
 static void refresh_case(const char *name, spk_method m, spk_precond p, spk_trisolve ts)
 {
     const int in_place = p != SPK_PRECOND_ILUT;      /* ILUT's pattern follows the values */
-    spk_matrix *A = read_input(name);
+    spk_matrix *A = t_matrix(ctx, name);
     const int64_t n = A->csr.nrows, nnz = A->csr.nnz;
     spk_options opt;
     spk_options_default(&opt);
@@ -471,7 +461,7 @@ static void test_refresh(void)
 
 static void test_describe(void)
 {
-    spk_matrix *A = read_input("sherman1.mtx");
+    spk_matrix *A = t_matrix(ctx, "sherman1.mtx");
     const spk_trisolve ts[] = {SPK_TRISOLVE_AUTO, SPK_TRISOLVE_JACOBI};
     const char *want[] = {"trisolve exact", "trisolve jacobi, 3 sweeps"};
     for (int k = 0; k < 2; k++) {

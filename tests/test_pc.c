@@ -16,24 +16,6 @@
 static spk_device dev;
 static spk_context *ctx;
 
-static double *rand_vec(int64_t n, uint64_t seed)
-{
-    double *b = malloc((size_t)(n > 0 ? n : 1) * sizeof *b);
-    for (int64_t i = 0; i < n; i++)
-        b[i] = t_randu(&seed);
-    return b;
-}
-
-static spk_matrix *gen_matrix(const char *spec)
-{
-    spk_matrix *A = NULL;
-    if (spk_matrix_generate(ctx, spec, &A) != SPK_OK) {
-        fprintf(stderr, "%s: %s\n", spec, spk_last_error(ctx));
-        exit(2);
-    }
-    return A;
-}
-
 typedef struct run {
     int64_t    its;
     spk_reason reason;
@@ -50,7 +32,7 @@ static run solve_with(spk_matrix *A, spk_method m, spk_precond pc, int block_siz
     opt.precond = pc;
     opt.block_size = block_size;
     opt.poly_degree = degree;
-    double *b = rand_vec(n, seed), *x = calloc((size_t)n, sizeof *x);
+    double *b = t_rand_vec(n, seed), *x = calloc((size_t)n, sizeof *x);
     spk_result res;
     run r = {-1, SPK_REASON_NONE, INFINITY};
     const spk_status st = spk_solve(ctx, A, b, x, &opt, &res);
@@ -182,7 +164,7 @@ static void test_bjacobi_apply(void)
         opt.method = SPK_METHOD_BICGSTAB;
         opt.precond = SPK_PRECOND_BJACOBI;
         opt.block_size = d;
-        double *r = rand_vec(n, 7 + k), *z = malloc((size_t)n * sizeof *z),
+        double *r = t_rand_vec(n, 7 + k), *z = malloc((size_t)n * sizeof *z),
                *zr = malloc((size_t)n * sizeof *zr);
         const spk_status st = apply_row(A, &opt, r, z);
         T_CHECK(st == SPK_OK, "n %lld, d %d: %s", (long long)n, d, spk_last_error(ctx));
@@ -198,7 +180,7 @@ static void test_bjacobi_apply(void)
  * the nodes' own x-y-z coupling is strongest); d from amg.block_size when block_size is 0. */
 static void test_bjacobi_lame(void)
 {
-    spk_matrix *A = gen_matrix("lame3d:16:0.45");
+    spk_matrix *A = t_matrix(ctx, "lame3d:16:0.45");
     run j = solve_with(A, SPK_METHOD_CG, SPK_PRECOND_JACOBI, 0, 0, 3),
         b = solve_with(A, SPK_METHOD_CG, SPK_PRECOND_BJACOBI, 3, 0, 3);
     T_CHECK(j.reason > 0 && b.reason > 0 && b.true_rel < 1e-8 && b.its < j.its,
@@ -228,7 +210,7 @@ static void test_bjacobi_d1(void)
 {
     const char *specs[] = {"poisson3d:20", "lame3d:8"};
     for (int s = 0; s < 2; s++) {
-        spk_matrix *A = gen_matrix(specs[s]);
+        spk_matrix *A = t_matrix(ctx, specs[s]);
         run j = solve_with(A, SPK_METHOD_CG, SPK_PRECOND_JACOBI, 0, 0, 5),
             b = solve_with(A, SPK_METHOD_CG, SPK_PRECOND_BJACOBI, 1, 0, 5);
         const int64_t tol = dev == SPK_DEVICE_CPU ? 0 : 1 + j.its / 50;
@@ -267,7 +249,7 @@ static void expect_refusal(spk_matrix *A, spk_method m, spk_precond pc, int bs, 
     opt.precond = pc;
     opt.block_size = bs;
     opt.poly_degree = degree;
-    double *b = rand_vec(n, 1), *x = calloc((size_t)n, sizeof *x);
+    double *b = t_rand_vec(n, 1), *x = calloc((size_t)n, sizeof *x);
     spk_result res;
     const spk_status st = spk_solve(ctx, A, b, x, &opt, &res);
     int found = st == want;
@@ -336,7 +318,7 @@ static void test_refusals(void)
  * delta, against the apply's residual. */
 static void test_cheby_polynomial(void)
 {
-    spk_matrix *A = gen_matrix("poisson2d:12");
+    spk_matrix *A = t_matrix(ctx, "poisson2d:12");
     const spk_csr *C = &A->csr;
     const int64_t n = C->nrows;
     double *dinv = malloc((size_t)n * sizeof *dinv), *work = malloc((size_t)(4 * n) * sizeof *work);
@@ -351,7 +333,7 @@ static void test_cheby_polynomial(void)
         opt.method = SPK_METHOD_CG;
         opt.precond = SPK_PRECOND_CHEBYSHEV;
         opt.poly_degree = K;
-        double *b = rand_vec(n, 11), *z = malloc((size_t)n * sizeof *z);
+        double *b = t_rand_vec(n, 11), *z = malloc((size_t)n * sizeof *z);
         T_CHECK(apply_row(A, &opt, b, z) == SPK_OK, "degree %d: %s", K, spk_last_error(ctx));
         double *res = malloc((size_t)n * sizeof *res);          /* b - A z */
         memcpy(res, b, (size_t)n * sizeof *res);
@@ -389,14 +371,14 @@ static void test_cheby_polynomial(void)
 /* M symmetric and positive, as CG needs: v'M^-1 u = u'M^-1 v, u'M^-1 u > 0. */
 static void test_cheby_symmetric(void)
 {
-    spk_matrix *A = gen_matrix("poisson3d:12");
+    spk_matrix *A = t_matrix(ctx, "poisson3d:12");
     const int64_t n = A->csr.nrows;
     spk_options opt;
     spk_options_default(&opt);
     opt.method = SPK_METHOD_CG;
     opt.precond = SPK_PRECOND_CHEBYSHEV;
     opt.poly_degree = 4;
-    double *u = rand_vec(n, 7), *v = rand_vec(n, 8), *Mu = malloc((size_t)n * sizeof *Mu),
+    double *u = t_rand_vec(n, 7), *v = t_rand_vec(n, 8), *Mu = malloc((size_t)n * sizeof *Mu),
            *Mv = malloc((size_t)n * sizeof *Mv);
     T_CHECK(apply_row(A, &opt, u, Mu) == SPK_OK && apply_row(A, &opt, v, Mv) == SPK_OK, "%s",
             spk_last_error(ctx));
@@ -416,7 +398,7 @@ static void test_cheby_symmetric(void)
  * against 158); degree 1 is a multiple of Jacobi, which CG does not see. */
 static void test_cheby_counts(void)
 {
-    spk_matrix *A = gen_matrix("poisson3d:32");
+    spk_matrix *A = t_matrix(ctx, "poisson3d:32");
     run j = solve_with(A, SPK_METHOD_CG, SPK_PRECOND_JACOBI, 0, 0, 1),
         c = solve_with(A, SPK_METHOD_CG, SPK_PRECOND_CHEBYSHEV, 0, 0, 1),
         c5 = solve_with(A, SPK_METHOD_CG, SPK_PRECOND_CHEBYSHEV, 0, 5, 1),
@@ -453,7 +435,7 @@ static void test_cheby_counts(void)
  * values, and the second refresh allocates nothing. */
 static void refresh_case(const char *spec, spk_precond pc, int bs)
 {
-    spk_matrix *A = gen_matrix(spec);
+    spk_matrix *A = t_matrix(ctx, spec);
     const int64_t n = A->csr.nrows, nnz = A->csr.nnz;
     double *orig = malloc((size_t)nnz * sizeof *orig), *val = malloc((size_t)nnz * sizeof *val);
     memcpy(orig, A->csr.val, (size_t)nnz * sizeof *orig);
@@ -464,7 +446,7 @@ static void refresh_case(const char *spec, spk_precond pc, int bs)
     opt.block_size = bs;
     spk_solver *S = NULL;
     T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_OK, "%s", spk_last_error(ctx));
-    double *b = rand_vec(n, 4), *x = calloc((size_t)n, sizeof *x);
+    double *b = t_rand_vec(n, 4), *x = calloc((size_t)n, sizeof *x);
     uint64_t before = 0;
     for (int round = 0; round < 3 && S; round++) {
         if (round > 0) {

@@ -109,6 +109,26 @@ double t_rel_diff(const double *a, const double *b, int64_t n)
     return num / (den > 1e-300 ? den : 1e-300);
 }
 
+spk_matrix *t_matrix(spk_context *ctx, const char *what)
+{
+    spk_matrix *A = NULL;
+    spk_status st = spk_is_generator_spec(what) ? spk_matrix_generate(ctx, what, &A)
+                                                : spk_matrix_read_mtx(ctx, t_input(what), &A);
+    if (st != SPK_OK) {
+        fprintf(stderr, "t_matrix(%s): %s\n", what, spk_last_error(ctx));
+        exit(2);
+    }
+    return A;
+}
+
+double *t_rand_vec(int64_t n, uint64_t seed)
+{
+    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = t_randu(&seed);
+    return v;
+}
+
 void t_read_csr(spk_context *ctx, const char *name, spk_csr *out)
 {
     spk_mm_header h;

@@ -62,6 +62,10 @@ double t_true_rel(const spk_matrix *A, const double *b, const double *x);
  * 10): 1 if every failure was SPK_ERR_NOMEM leaving the CSR empty and a run succeeded. */
 int t_generate_under_failures(spk_context *ctx, const char *spec);
 /* Read a matrix from inputs/ into the canonical CSR (exit 2 on failure). */
+/* A generated (a generator spec) or read from inputs/ (a file name there); exit 2 on failure. */
+spk_matrix *t_matrix(spk_context *ctx, const char *what);
+/* n values uniform in [-1, 1) from `seed` (malloc'd, at least one element). */
+double *t_rand_vec(int64_t n, uint64_t seed);
 void t_read_csr(spk_context *ctx, const char *name, spk_csr *out);
 
 #endif
