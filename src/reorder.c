@@ -248,6 +248,11 @@ spk_status spk_reordering_create(spk_context *ctx, spk_matrix *A, spk_reorder ki
         return st;
     const spk_csr *a = &A->csr;
     const int64_t n = a->nrows;
+    /* B (CSR) and its map, the graph of A + A^T, six vectors of n: held together at the peak */
+    st = spk_check_memory(ctx, spk_csr_bytes(n, a->nnz) + 24.0 * (double)a->nnz + 48.0 * (double)n,
+                          "reordering %lld rows, %lld entries", (long long)n, (long long)a->nnz);
+    if (st)
+        return st;
     spk_reordering *R = spk_calloc(ctx, 1, sizeof *R);
     if (!R)
         return spk_fail(ctx, SPK_ERR_NOMEM, "reordering: out of memory");

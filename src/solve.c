@@ -134,6 +134,15 @@ static spk_status check_setup(spk_context *ctx, const char *fn, const spk_matrix
     if ((unsigned)opt->reorder > SPK_REORDER_RCM)
         return spk_fail(ctx, SPK_ERR_ARG, "%s: reorder = %d: none (0) or rcm (1)", fn,
                         (int)opt->reorder);
+    /* what the caller gives row by row, in A's order, that P A P^T would read in its own: a
+     * user M (its apply would see P r), blocks of interleaved unknowns (a permutation splits
+     * the nodes), the near-null space and the coordinates */
+    if (opt->reorder != SPK_REORDER_NONE &&
+        (opt->precond == SPK_PRECOND_USER || opt->block_size > 1 || opt->amg.block_size > 1 ||
+         opt->amg.nullspace || opt->amg.coords))
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: reorder with a user preconditioner, block_size > 1, "
+                        "an AMG near-null space or coordinates: those are given in A's order "
+                        "(reorder the system yourself, or use reorder = none)", fn);
     if (opt->precond == SPK_PRECOND_USER && (!opt->precond_user || !opt->precond_user->apply))
         return spk_fail(ctx, SPK_ERR_ARG, "%s: SPK_PRECOND_USER needs spk_options.precond_user "
                         "with an apply callback", fn);

@@ -386,6 +386,68 @@ static void test_bad_option(void)
     spk_matrix_destroy(A);
 }
 
+/* What is given in A's order row by row cannot go with a reorder: refused, with the reason. */
+static void test_refused(void)
+{
+    spk_matrix *A = NULL;
+    spk_matrix_generate(ctx, "poisson2d:6", &A);
+    double ones[36];
+    for (int i = 0; i < 36; i++)
+        ones[i] = 1.0;
+    spk_precond_user user = {.apply = NULL};
+    for (int c = 0; c < 3; c++) {
+        spk_options opt;
+        spk_options_default(&opt);
+        opt.reorder = SPK_REORDER_RCM;
+        if (c == 0) {
+            opt.precond = SPK_PRECOND_USER;
+            opt.precond_user = &user;
+        } else if (c == 1) {
+            opt.precond = SPK_PRECOND_BJACOBI;
+            opt.block_size = 2;
+        } else {
+            opt.precond = SPK_PRECOND_AMG;
+            opt.amg.nullspace = ones;
+            opt.amg.nullspace_cols = 1;
+        }
+        spk_solver *S = NULL;
+        const spk_status st = spk_solver_create(ctx, A, &opt, &S);
+        T_CHECK(st == SPK_ERR_ARG && !S && strstr(spk_last_error(ctx), "in A's order"),
+                "case %d: %s: %s", c, spk_status_str(st), spk_last_error(ctx));
+    }
+    spk_matrix_destroy(A);
+}
+
+/* Every allocation of a reordering solver's creation failing in turn: SPK_ERR_NOMEM (or the
+ * device's failure), no solver, and the next attempt succeeds. */
+static void test_alloc_failures(void)
+{
+    spk_matrix *A = scrambled("poisson2d:12", 19);
+    spk_options opt;
+    spk_options_default(&opt);
+    opt.reorder = SPK_REORDER_RCM;
+    int failed = 0, done = 0;
+    for (uint64_t k = 1; k <= 60 && !done; k++) {
+        const uint64_t at = spk_context_alloc_count(ctx) + k;
+        ctx->fail_alloc_at = at;
+        spk_solver *S = NULL;
+        const spk_status st = spk_solver_create(ctx, A, &opt, &S);
+        const int hit = spk_context_alloc_count(ctx) >= at;
+        ctx->fail_alloc_at = 0;
+        if (hit) {
+            failed++;
+            T_CHECK((st == SPK_ERR_NOMEM || st == SPK_ERR_CUDA) && !S, "allocation %llu: %s",
+                    (unsigned long long)k, spk_status_str(st));
+        } else {
+            done = 1;
+            T_CHECK(st == SPK_OK && S, "no allocation failed: %s", spk_last_error(ctx));
+        }
+        spk_solver_destroy(S);
+    }
+    T_CHECK(done && failed >= 10, "%d allocations failed in turn, then creation succeeded", failed);
+    spk_matrix_destroy(A);
+}
+
 int main(int argc, char **argv)
 {
     dev = t_device_from_args(argc, argv);
@@ -393,6 +455,8 @@ int main(int argc, char **argv)
     if (dev == SPK_DEVICE_CPU)                       /* host code: once is enough */
         test_rcm();
     test_bad_option();
+    test_refused();
+    test_alloc_failures();
     test_counts();
     test_x0();
     test_refresh();
