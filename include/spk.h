@@ -537,7 +537,8 @@ SPK_API spk_status spk_solver_solve_device(spk_solver *S, const double *d_b, dou
 /* After spk_matrix_update_values: refresh the preconditioner from A's new values in place
  * (Jacobi: the diagonal, from the device values after an update on the GPU, with no allocation
  * but, once, the device array of the diagonal's positions; a user preconditioner: its refresh
- * callback); the prepared layout was refilled by the update itself. Solving does this on its
+ * callback); the prepared layout was refilled by the update itself (with spk_options.reorder,
+ * the solver's P A P^T is refilled here first, through its map). Solving does this on its
  * own when needed; calling it says when the cost (and a bad-diagonal failure) happens.
  * SPK_ERR_ARG (NULL, destroyed solver), SPK_ERR_UNSUPPORTED (a zero diagonal, or a
  * non-positive one for CG and MINRES: every solve answers the same until an update makes the

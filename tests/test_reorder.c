@@ -448,6 +448,44 @@ static void test_alloc_failures(void)
     spk_matrix_destroy(A);
 }
 
+/* The operator the method runs on, and the SpMV timing of A beside it. */
+static void test_operator(void)
+{
+    spk_matrix *A = scrambled("poisson2d:50", 23);
+    spk_options opt;
+    spk_options_default(&opt);
+    spk_solver *S = NULL, *S0 = NULL;
+    T_CHECK(spk_solver_create(ctx, A, &opt, &S0) == SPK_OK && spk_solver_operator(S0) == A,
+            "without a reorder the operator is A");
+    opt.reorder = SPK_REORDER_RCM;
+    T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_OK, "%s", spk_last_error(ctx));
+    spk_matrix *B = spk_solver_operator(S);
+    T_CHECK(B && B != A, "with rcm the operator is the solver's own");
+    const int64_t *rp;
+    const int32_t *ci;
+    const double *va;
+    spk_csr b = {0};
+    if (B && spk_matrix_csr(B, &rp, &ci, &va) == SPK_OK) {
+        b = (spk_csr){.nrows = A->csr.nrows, .ncols = A->csr.ncols, .nnz = A->csr.nnz,
+                      .rowptr = (int64_t *)rp, .colind = (int32_t *)ci, .val = (double *)va};
+    }
+    int64_t bw, pr;
+    spk_csr_band(&b, &bw, &pr);
+    double *x = calloc((size_t)A->csr.nrows, sizeof *x), *rhs = rand_vec(A->csr.nrows, 8);
+    spk_result res;
+    T_CHECK(spk_solver_solve(S, rhs, x, &res) == SPK_OK && res.bandwidth_after == bw &&
+            res.profile_after == pr && bw <= 100 && res.bandwidth_before > 40 * 50,
+            "the result's bandwidth %lld -> %lld, the operator's %lld", (long long)res.bandwidth_before,
+            (long long)res.bandwidth_after, (long long)bw);
+    double ta = 0, tb = 0;
+    T_CHECK(spk_solver_spmv_seconds(S, 5, &ta, &tb) == SPK_OK && ta > 0 && tb > 0,
+            "spmv seconds: %g, %g: %s", ta, tb, spk_last_error(ctx));
+    T_CHECK(spk_solver_spmv_seconds(S, 0, &ta, &tb) == SPK_ERR_ARG, "reps = 0 is refused");
+    spk_solver_destroy(S), spk_solver_destroy(S0);
+    free(x), free(rhs);
+    spk_matrix_destroy(A);
+}
+
 int main(int argc, char **argv)
 {
     dev = t_device_from_args(argc, argv);
@@ -460,6 +498,7 @@ int main(int argc, char **argv)
     test_counts();
     test_x0();
     test_refresh();
+    test_operator();
     test_ilu();
     spk_context_destroy(ctx);
     return t_done("test_reorder");
