@@ -1,6 +1,7 @@
 /* src/reorder.c -- reverse Cuthill-McKee (Cuthill & McKee 1969; George & Liu, Computer Solution
- * of Large Sparse Positive Definite Systems, 1981, ch. 4), as scipy.sparse.csgraph's
- * reverse_cuthill_mckee orders: per connected component of the pattern of A + A^T, a
+ * of Large Sparse Positive Definite Systems, 1981, ch. 4), after scipy.sparse.csgraph's
+ * reverse_cuthill_mckee (which starts each component at a node of minimum degree; here George
+ * & Liu's pseudo-peripheral node, a deeper start): per connected component of A + A^T, a
  * breadth-first search from a pseudo-peripheral node (George & Liu's algorithm: a node of
  * minimum degree, then the minimum-degree node of the deepest level of its level structure
  * while that structure deepens), each node's unvisited neighbours appended in increasing
