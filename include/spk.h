@@ -413,6 +413,23 @@ typedef struct spk_ilu_options {
     double        fill_factor; /* ILUT: at most fill_factor nnz(A) entries in L + U; 0: 10        */
 } spk_ilu_options;
 
+/* A symmetric reordering made at setup (spk_options.reorder). With SPK_REORDER_RCM the solver
+ * computes a permutation P of A's rows and columns (reverse Cuthill-McKee on the pattern of
+ * A + A^T: bands the matrix, docs/solvers.md "Reordering") and runs the method and the
+ * preconditioner on its own copy B = P A P^T, prepared on the device as A would be (the same
+ * format choice). Invisible at the interface: b, x0 and x stay in the caller's order (P b in,
+ * P^T y out at each solve; the device entry point stages them through the host), and the norms
+ * of the result are those of A's system (a permutation keeps them). Costs: a second copy of A
+ * on the host and on the device plus an nnz map (8 bytes an entry) and three host vectors;
+ * each value update of A gathers B's values through the map. It helps where A is numbered
+ * badly (a mesh in the order its generator emitted it): the SpMV then reads x near each row,
+ * and ILU(0)/IC(0), whose dropped fill depends on the order, approximate better (the measured
+ * counts are in docs/solvers.md). Not worth it on a matrix already banded. */
+typedef enum spk_reorder {
+    SPK_REORDER_NONE = 0,      /* A as given (the default)                                     */
+    SPK_REORDER_RCM            /* reverse Cuthill-McKee                                        */
+} spk_reorder;
+
 /* The stopping tests, after PETSc's KSPConvergedDefault (docs/solvers.md), in this order:
  * ||r|| <= max(rtol ||b||, atol): converged; NaN/Inf; ||r|| > dtol max(||b||, ||r0||):
  * DIVERGED_DTOL; the smallest ||r|| so far not lowered by 0.1% for `stagnation` iterations:
@@ -439,6 +456,7 @@ typedef struct spk_options {
     spk_ilu_options ilu;       /* with precond = SPK_PRECOND_ILU0, IC0 or ILUT                 */
     int         block_size;    /* block-Jacobi's d (SPK_PRECOND_BJACOBI); 0: amg.block_size, else 1 */
     int         poly_degree;   /* SPK_PRECOND_CHEBYSHEV's degree; 0: 3                          */
+    spk_reorder reorder;       /* default SPK_REORDER_NONE (0: spk_options_default sets nothing) */
 } spk_options;
 SPK_API void spk_options_default(spk_options *opt);
 
@@ -476,6 +494,11 @@ typedef struct spk_result {
     char        format_reason[256]; /* why A ran in its format (spk_matrix_format_reason)       */
     char        reason_detail[256]; /* what lies behind a reason that is not convergence, and
                                        what to try; "" when there is nothing to add            */
+    spk_reorder reorder;       /* the ordering the method ran on                               */
+    /* with a reorder: A's bandwidth (max |i - j| over its entries) and profile (sum over rows
+     * of i - the first column <= i) before and after it; 0 without */
+    int64_t     bandwidth_before, bandwidth_after;
+    int64_t     profile_before, profile_after;
 } spk_result;
 SPK_API void spk_result_free(spk_result *res);
 
@@ -514,7 +537,8 @@ SPK_API spk_status spk_solver_solve_device(spk_solver *S, const double *d_b, dou
 /* After spk_matrix_update_values: refresh the preconditioner from A's new values in place
  * (Jacobi: the diagonal, from the device values after an update on the GPU, with no allocation
  * but, once, the device array of the diagonal's positions; a user preconditioner: its refresh
- * callback); the prepared layout was refilled by the update itself. Solving does this on its
+ * callback); the prepared layout was refilled by the update itself (with spk_options.reorder,
+ * the solver's P A P^T is refilled here first, through its map). Solving does this on its
  * own when needed; calling it says when the cost (and a bad-diagonal failure) happens.
  * SPK_ERR_ARG (NULL, destroyed solver), SPK_ERR_UNSUPPORTED (a zero diagonal, or a
  * non-positive one for CG and MINRES: every solve answers the same until an update makes the
@@ -523,6 +547,16 @@ SPK_API spk_status spk_solver_refresh(spk_solver *S);
 /* The method the solver runs (AUTO resolved) and the format A is prepared in. */
 SPK_API spk_method spk_solver_method(const spk_solver *S);
 SPK_API spk_format spk_solver_format(const spk_solver *S);
+/* The matrix the method and the preconditioner run on: A, or with spk_options.reorder the
+ * solver's own P A P^T (owned by the solver, valid while it lives; read it, do not update
+ * it). NULL for a NULL or destroyed solver. */
+SPK_API spk_matrix *spk_solver_operator(spk_solver *S);
+/* Seconds of one SpMV (y = A x, the mean of reps after one untimed, synchronised) on the
+ * context's device, of A and of spk_solver_operator(S): with a reorder, what the ordering
+ * does to the SpMV alone. A not prepared on the context is prepared in the solver's format
+ * (or auto's, if that format refuses A). Uses the solver's workspace: allocates only before
+ * the first solve. SPK_ERR_ARG (NULL, destroyed solver, reps < 1), SPK_ERR_CUDA. */
+SPK_API spk_status spk_solver_spmv_seconds(spk_solver *S, int reps, double *a_s, double *op_s);
 /* What the preconditioner is, as `solve --explain` prints it: for AMG the hierarchy (levels,
  * rows, nonzeros, each level's format, operator and grid complexity, smoother, setup time),
  * for the others one line. Writes at most len bytes, always terminated; returns the length the

@@ -6,6 +6,7 @@
  * loop of value updates and solves allocates nothing after its first pass. spk_solve is
  * create + solve + destroy. */
 #include "spk_internal.h"
+#include "reorder.h"
 #include "../solvers/solver.h"
 
 #include <math.h>
@@ -17,7 +18,9 @@ typedef spk_status (*method_fn)(spk_krylov *k, const double *b, double *x);
 struct spk_solver {
     uint32_t           magic;        /* SPK_SOLVER_MAGIC while alive                           */
     spk_context       *ctx;
-    spk_matrix        *A;            /* not owned                                              */
+    spk_matrix        *A;            /* the caller's, not owned                                */
+    spk_matrix        *M;            /* the matrix the method runs on: A, or R->B              */
+    spk_reordering    *R;            /* with opt.reorder: the permutation and B = P A P^T      */
     spk_options        opt;          /* the caller's options, copied                           */
     spk_method         method;       /* AUTO resolved at creation                              */
     int                method_auto;  /* AUTO chose it: CG or BiCGStab may hand over (auto_next) */
@@ -128,6 +131,18 @@ static spk_status check_setup(spk_context *ctx, const char *fn, const spk_matrix
     if ((unsigned)opt->method > SPK_METHOD_MINRES || (unsigned)opt->precond >= SPK_PRECOND_COUNT ||
         (unsigned)opt->format >= SPK_FMT_COUNT)
         return spk_fail(ctx, SPK_ERR_ARG, "%s: unknown method, preconditioner or format", fn);
+    if ((unsigned)opt->reorder > SPK_REORDER_RCM)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: reorder = %d: none (0) or rcm (1)", fn,
+                        (int)opt->reorder);
+    /* what the caller gives row by row, in A's order, that P A P^T would read in its own: a
+     * user M (its apply would see P r), blocks of interleaved unknowns (a permutation splits
+     * the nodes), the near-null space and the coordinates */
+    if (opt->reorder != SPK_REORDER_NONE &&
+        (opt->precond == SPK_PRECOND_USER || opt->block_size > 1 || opt->amg.block_size > 1 ||
+         opt->amg.nullspace || opt->amg.coords))
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: reorder with a user preconditioner, block_size > 1, "
+                        "an AMG near-null space or coordinates: those are given in A's order "
+                        "(reorder the system yourself, or use reorder = none)", fn);
     if (opt->precond == SPK_PRECOND_USER && (!opt->precond_user || !opt->precond_user->apply))
         return spk_fail(ctx, SPK_ERR_ARG, "%s: SPK_PRECOND_USER needs spk_options.precond_user "
                         "with an apply callback", fn);
@@ -194,11 +209,21 @@ spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options 
     S->k.n = n;
     S->k.maxiter = opt->maxiter > 0 ? opt->maxiter : (10 * n > 1000 ? 10 * n : 1000);
 
-    if ((st = spk_matrix_prepare(ctx, A, opt->format)))
+    /* the method's and the preconditioner's matrix: B = P A P^T with a reorder (A's
+     * statistics above hold for it: a symmetric permutation keeps symmetry, the diagonal and
+     * the row lengths), then prepared as A would be */
+    S->M = A;
+    if (opt->reorder != SPK_REORDER_NONE) {
+        if ((st = spk_reordering_create(ctx, A, opt->reorder, &S->R)))
+            goto fail;
+        S->M = S->R->B;
+    }
+    spk_matrix *M = S->M;
+    if ((st = spk_matrix_prepare(ctx, M, opt->format)))
         goto fail;
-    S->format = A->be->format;
+    S->format = M->be->format;
     S->opt.method = S->method;                       /* the row sees the method resolved */
-    S->a_scale = matrix_scale(spk_matrix_info_of(A), &S->a_fits);
+    S->a_scale = matrix_scale(spk_matrix_info_of(M), &S->a_fits);
     S->pc = spk_precond_find(S->opt.precond, ctx->device);
     if (!S->pc) {
         st = spk_fail(ctx, SPK_ERR_UNSUPPORTED, "preconditioner %s: none for the %s",
@@ -206,7 +231,7 @@ spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options 
         goto fail;
     }
     const double tp = spk_now();
-    if ((st = S->pc->setup(ctx, A, &S->opt, &S->pc_state)))
+    if ((st = S->pc->setup(ctx, M, &S->opt, &S->pc_state)))
         goto fail;
     S->precond_setup_s = spk_now() - tp;
     S->version = A->version;
@@ -225,6 +250,7 @@ void spk_solver_destroy(spk_solver *S)
     spk_krylov_free(&S->k);
     if (S->pc)
         S->pc->destroy(S->pc_state);
+    spk_reordering_destroy(S->R);
     S->magic = 0;
     spk_free(S);
 }
@@ -243,12 +269,16 @@ spk_status spk_solver_refresh(spk_solver *S)
         S->version = S->A->version;
         return SPK_OK;
     }
+    /* with a reorder, B's values follow A's first (through the map) */
+    spk_status st = S->R ? spk_reordering_refill(S->ctx, S->R, S->A) : SPK_OK;
+    if (st)
+        return st;
     /* the scale follows the new values where the host holds them (an update made on the
      * GPU keeps the scale it had: a power of two stays exact, only its range may narrow) */
-    if (!S->A->host_stale)
-        S->a_scale = matrix_scale(spk_matrix_info_of(S->A), &S->a_fits);
+    if (!S->M->host_stale)
+        S->a_scale = matrix_scale(spk_matrix_info_of(S->M), &S->a_fits);
     const double tp = spk_now();
-    spk_status st = S->pc->refresh ? S->pc->refresh(S->pc_state, S->A) : SPK_OK;
+    st = S->pc->refresh ? S->pc->refresh(S->pc_state, S->M) : SPK_OK;
     S->precond_setup_s += spk_now() - tp;
     if (!st)
         S->version = S->A->version;
@@ -279,6 +309,56 @@ spk_format spk_solver_format(const spk_solver *S)
     return S && S->magic == SPK_SOLVER_MAGIC ? S->format : SPK_FMT_AUTO;
 }
 
+spk_matrix *spk_solver_operator(spk_solver *S)
+{
+    return S && S->magic == SPK_SOLVER_MAGIC ? S->M : NULL;
+}
+
+/* Seconds of one SpMV of `M` (prepared on ctx), the mean of reps after one untimed. */
+static spk_status time_spmv(spk_solver *S, spk_matrix *M, int reps, const double *x, double *y,
+                            double *sec)
+{
+    spk_context *ctx = S->ctx;
+    spk_status st = M->be->spmv(ctx, M->state, 1.0, x, 0.0, y);
+    if (!st)
+        st = S->ops->sync(ctx);
+    const double t = spk_now();
+    for (int r = 0; !st && r < reps; r++)
+        st = M->be->spmv(ctx, M->state, 1.0, x, 0.0, y);
+    if (!st)
+        st = S->ops->sync(ctx);
+    *sec = (spk_now() - t) / reps;
+    return st;
+}
+
+spk_status spk_solver_spmv_seconds(spk_solver *S, int reps, double *a_s, double *op_s)
+{
+    if (!solver_ok(S) || reps < 1 || !a_s || !op_s)
+        return spk_fail(S ? S->ctx : NULL, SPK_ERR_ARG, "spk_solver_spmv_seconds: NULL argument, "
+                        "destroyed solver or reps = %d < 1", reps);
+    spk_context *ctx = S->ctx;
+    const int64_t n = S->k.n;
+    double *x, *y;
+    spk_status st = spk_krylov_vec(&S->k, SPK_WS_X, n, &x);
+    if (!st)
+        st = spk_krylov_vec(&S->k, SPK_WS_R, n, &y);
+    if (!st)
+        st = S->ops->fill(ctx, n, 1.0, x);
+    if (!st && S->A != S->M && (!S->A->be || S->A->ctx_prepared != ctx)) {
+        /* A in the operator's format where it takes it (DIA may refuse A's diagonals) */
+        st = spk_matrix_prepare(ctx, S->A, S->format);
+        if (st == SPK_ERR_UNSUPPORTED)
+            st = spk_matrix_prepare(ctx, S->A, SPK_FMT_AUTO);
+    }
+    if (!st)
+        st = time_spmv(S, S->A, reps, x, y, a_s);
+    if (!st)
+        st = spk_matrix_prepare(ctx, S->M, S->format);
+    if (!st)
+        st = time_spmv(S, S->M, reps, x, y, op_s);
+    return st;
+}
+
 /* ---- solve ----------------------------------------------------------------------------------- */
 
 /* Before the vectors: A prepared in the solver's format on its context (again, if an update on
@@ -292,8 +372,15 @@ static spk_status solver_ready(spk_solver *S, spk_result *res)
     res->precond = S->pc->kind;
     snprintf(res->method_reason, sizeof res->method_reason, "%s", S->method_reason);
     snprintf(res->precond_reason, sizeof res->precond_reason, "%s", S->precond_reason);
-    spk_status st = spk_matrix_prepare(S->ctx, S->A, S->format);
-    snprintf(res->format_reason, sizeof res->format_reason, "%s", S->A->format_reason);
+    if (S->R) {
+        res->reorder = S->R->kind;
+        res->bandwidth_before = S->R->band_before;
+        res->bandwidth_after = S->R->band_after;
+        res->profile_before = S->R->profile_before;
+        res->profile_after = S->R->profile_after;
+    }
+    spk_status st = spk_matrix_prepare(S->ctx, S->M, S->format);
+    snprintf(res->format_reason, sizeof res->format_reason, "%s", S->M->format_reason);
     if (!st && S->version != S->A->version)
         st = spk_solver_refresh(S);
     return st;
@@ -383,9 +470,9 @@ static spk_status run_scaled(spk_solver *S, method_fn fn, const double *d_b, dou
         !(st = ops->nrm2(ctx, n, d_x, &xn)) && isinf(xn))
         snprintf(res->reason_detail, sizeof res->reason_detail, "x does not fit in doubles: "
                  "the solution's entries pass 1.8e308 (A's entries %.1e to %.1e, ||b|| = %.1e)",
-                 S->A->info.val_absmin, S->A->info.val_absmax, bnorm);
+                 S->M->info.val_absmin, S->M->info.val_absmax, bnorm);
     if (!st && res->reason == SPK_DIVERGED_NANORINF && !S->a_fits) {
-        const spk_matrix_info *in = &S->A->info;
+        const spk_matrix_info *in = &S->M->info;
         snprintf(res->reason_detail, sizeof res->reason_detail, "the entries of A span %.1e "
                  "to %.1e: no power-of-two scaling keeps the methods' sums of squares in range "
                  "(equilibrate A's rows and columns)", in->val_absmin, in->val_absmax);
@@ -465,8 +552,8 @@ static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, int 
     const int64_t n = k->n;
     const spk_method m = S->method;
     method_fn fn = method_of(m);
-    k->be = S->A->be;
-    k->state = S->A->state;
+    k->be = S->M->be;
+    k->state = S->M->state;
     k->pc = S->pc;
     k->pc_state = S->pc_state;
     k->opt = &S->opt;
@@ -524,6 +611,31 @@ static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, int 
     return st;
 }
 
+/* With a reorder, B y = P b: b (and x0) permuted on the host into the reordering's vectors,
+ * uploaded into the workspace, and x = P^T y written back to the caller's host array x. */
+static spk_status solve_reordered(spk_solver *S, const double *b, double *x, spk_result *res,
+                                  double t0)
+{
+    spk_reordering *R = S->R;
+    const int64_t n = S->k.n;
+    double *d_b, *d_x;
+    spk_reorder_gather(R, b, R->hb);
+    if (S->opt.use_x0)
+        spk_reorder_gather(R, x, R->hx);
+    spk_status st = spk_krylov_vec(&S->k, SPK_WS_B, n, &d_b);
+    if (!st)
+        st = spk_krylov_vec(&S->k, SPK_WS_X, n, &d_x);
+    if (!st)
+        st = S->ops->upload(S->ctx, n, R->hb, d_b);
+    if (!st && S->opt.use_x0)
+        st = S->ops->upload(S->ctx, n, R->hx, d_x);
+    if (!st)
+        st = solver_run(S, d_b, d_x, !S->opt.use_x0, R->hx, res, t0);
+    if (!st)
+        spk_reorder_scatter(R, R->hx, x);
+    return st;
+}
+
 spk_status spk_solver_solve(spk_solver *S, const double *b, double *x, spk_result *res)
 {
     if (!solver_ok(S) || !res)
@@ -534,6 +646,8 @@ spk_status spk_solver_solve(spk_solver *S, const double *b, double *x, spk_resul
     spk_status st = check_host_vectors(S->ctx, "spk_solver_solve", n, b, x, S->opt.use_x0);
     if (st || (st = solver_ready(S, res)))
         return st;
+    if (S->R)
+        return solve_reordered(S, b, x, res, t0);
     double *d_b, *d_x;
     if ((st = spk_krylov_vec(&S->k, SPK_WS_B, n, &d_b)) ||
         (st = spk_krylov_vec(&S->k, SPK_WS_X, n, &d_x)) ||
@@ -563,7 +677,30 @@ spk_status spk_solver_solve_device(spk_solver *S, const double *d_b, double *d_x
             return spk_fail(S->ctx, SPK_ERR_ARG, "spk_solver_solve_device: ||x0|| = %g: the "
                             "initial guess holds NaN or Inf", xn);
     }
-    return solver_run(S, d_b, d_x, !S->opt.use_x0, NULL, res, t0);   /* a refused b: x kept */
+    if (!S->R)
+        return solver_run(S, d_b, d_x, !S->opt.use_x0, NULL, res, t0);   /* a refused b: x kept */
+    /* with a reorder, staged through the host: the vector table has no gather */
+    spk_reordering *R = S->R;
+    if ((st = S->ops->download(S->ctx, n, d_b, R->tmp)))
+        return st;
+    if (S->opt.use_x0 && (st = S->ops->download(S->ctx, n, d_x, R->hx)))
+        return st;
+    double *b_perm = R->hb;                          /* P b, beside R->hx's x0 until permuted */
+    spk_reorder_gather(R, R->tmp, b_perm);
+    if (S->opt.use_x0) {
+        memcpy(R->tmp, R->hx, (size_t)n * sizeof *R->tmp);
+        spk_reorder_gather(R, R->tmp, R->hx);
+    }
+    double *w_b, *w_x;
+    if ((st = spk_krylov_vec(&S->k, SPK_WS_B, n, &w_b)) ||
+        (st = spk_krylov_vec(&S->k, SPK_WS_X, n, &w_x)) ||
+        (st = S->ops->upload(S->ctx, n, b_perm, w_b)) ||
+        (S->opt.use_x0 && (st = S->ops->upload(S->ctx, n, R->hx, w_x))))
+        return st;
+    if ((st = solver_run(S, w_b, w_x, !S->opt.use_x0, R->hx, res, t0)))
+        return st;                                   /* a refused b: x kept */
+    spk_reorder_scatter(R, R->hx, R->tmp);
+    return S->ops->upload(S->ctx, n, R->tmp, d_x);
 }
 
 spk_status spk_solve(spk_context *ctx, spk_matrix *A, const double *b, double *x,

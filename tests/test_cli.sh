@@ -302,5 +302,23 @@ else
   echo "skip: compare_ilu.py (no SciPy for /usr/bin/python3)"
 fi
 
+# --- --reorder: the ordering, the bandwidths and the SpMV times in --json and --explain;
+# x in the caller's order (the error against ones); a bad value is a usage error -------------
+run "$SOLVE" -A "$IN/orsirr_1.mtx" --device cpu --reorder rcm --json
+check "--reorder rcm converges (rc=$rc: $err)" test "$rc" -eq 0
+check "... and --json gives rcm, the bandwidths (554 -> 122), the profiles and both SpMV times" \
+  python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['converged'] and r['reorder'] == 'rcm' and r['bandwidth_before'] == 554 and r['bandwidth_after'] == 122 and r['profile_before'] > 0 and r['profile_after'] > 0 and r['spmv_s_original'] > 0 and r['spmv_s_reordered'] > 0 and r['error_inf'] < 1e-3 and r['true_rel'] <= 1e-8 else 1)"
+run "$SOLVE" -A "$IN/orsirr_1.mtx" --device cpu --json
+check "without --reorder the JSON says none and gives no bandwidths" \
+  python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['reorder'] == 'none' and 'bandwidth_before' not in r else 1)"
+run "$SOLVE" -A "$IN/nos6.mtx" --device cpu --reorder rcm --explain
+check "--explain prints the bandwidth and the SpMV times (rc=$rc)" \
+  grep -q "reorder   rcm: bandwidth 30 -> 16" "$T/out"
+check "... and the SpMV of A beside P A P^T's" grep -q "spmv      A .* us, P A P^T .* us" "$T/out"
+run "$SOLVE" -A "$IN/nos6.mtx" --device cpu --reorder amd
+check "--reorder amd exits 2 (rc=$rc)" test "$rc" -eq 2
+check "... naming the values it takes" grep -q "reorder expects none|rcm" "$T/err"
+check "--help lists --reorder" sh -c "'$SOLVE' --help | grep -q -- '--reorder R         none|rcm (default none; rcm is opt-in)'"
+
 echo "test_cli: $pass passed, $fail failed"
 test "$fail" -eq 0
