@@ -89,6 +89,10 @@ static const char usage_text[] =
     "  --format F          auto|coo|csr|ell|hyb|jds|dia (default auto: from row-length\n"
     "                      statistics; dia: the CPU only)\n"
     "  --device D          auto|cpu|gpu (default auto: the GPU when one is usable)\n"
+    "  --precision P       double|mixed (default double). mixed: the method's SpMV on A's\n"
+    "                      values in fp32, iterative refinement in fp64 to the same rtol\n"
+    "                      against the fp64 A; double where a value does not fit fp32. The\n"
+    "                      CPU only so far (--device cpu)\n"
     "  --rtol X            relative tolerance: stop when ||r|| <= max(rtol ||b||, atol)\n"
     "                      (default 1e-8)\n"
     "  --atol X            absolute tolerance (default 0)\n"
@@ -317,6 +321,14 @@ static void parse_args(int argc, char **argv, cli *c)
             const char *v = need_arg(argc, argv, &i);
             if (spk_device_parse(v, &c->device))
                 die_usage("--device expects auto|cpu|gpu, got '%s'", v);
+        } else if (!strcmp(a, "--precision")) {
+            const char *v = need_arg(argc, argv, &i);
+            if (!strcmp(v, "double"))
+                c->opt.precision = SPK_PRECISION_DOUBLE;
+            else if (!strcmp(v, "mixed"))
+                c->opt.precision = SPK_PRECISION_MIXED;
+            else
+                die_usage("--precision expects double|mixed, got '%s'", v);
         } else if (!strcmp(a, "--rtol")) {
             c->opt.rtol = parse_double(a, need_arg(argc, argv, &i));
         } else if (!strcmp(a, "--atol")) {
@@ -800,6 +812,9 @@ static void print_json(const report *r)
     json_str(f, "method_reason", res->method_reason, 1);
     json_str(f, "precond", spk_precond_str(res->precond), 1);
     json_str(f, "precond_reason", res->precond_reason, 1);
+    json_str(f, "precision", spk_precision_str(res->precision), 1);
+    json_str(f, "precision_reason", res->precision_reason, 1);
+    fprintf(f, "  \"refinement_steps\": %lld,\n", (long long)res->refinement_steps);
     json_num(f, "rtol", r->c->opt.rtol, 1);
     json_num(f, "atol", r->c->opt.atol, 1);
     fprintf(f, "  \"restart\": %d,\n", r->c->opt.restart);
@@ -891,6 +906,9 @@ static void print_summary(spk_context *ctx, const report *r)
            res->method_reason[0] ? " (auto: " : "", res->method_reason, res->method_reason[0] ? ")" : "",
            spk_precond_str(res->precond), res->precond_reason[0] ? " (auto: " : "",
            res->precond_reason, res->precond_reason[0] ? ")" : "");
+    if (c->opt.precision == SPK_PRECISION_MIXED)
+        printf("precision %s\n", res->precision_reason[0] ? res->precision_reason
+                                                          : spk_precision_str(res->precision));
     printf("result    %s after %lld iterations\n", spk_reason_str(res->reason), (long long)res->iterations);
     printf("residual  recursive %.3e, true %.3e (relative to ||b|| = %.3e; rtol %.1e)\n", res->rel,
            res->true_rel, res->bnorm, c->opt.rtol);
