@@ -47,7 +47,8 @@ typedef struct spk_krylov {
     /* The inner solves of a mixed-precision solve (src/mixed.c) run on a result of their own
      * (their ||b|| is the outer residual's); `outer`, when not NULL, is the caller's result:
      * history rows, the monitor and the thread fitting see iteration it_base + it, the
-     * refinement step `step` as the cycle, and rel against outer->bnorm. */
+     * refinement step `step` as the cycle, and rel against outer->bnorm; an inner
+     * iteration 0 is not recorded again. */
     spk_result               *outer;
     int64_t                   it_base, step;
     const spk_options        *opt;

@@ -34,8 +34,8 @@ int spk_denominator_ok(double x, double scale)
 spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnorm)
 {
     spk_result *res = k->outer ? k->outer : k->res;
-    /* an inner solve after the first starts where the last one ended: its iteration 0 is
-     * that iteration again, already recorded */
+    /* an inner solve's iteration 0 is a residual already recorded: the refinement loop's
+     * first (src/mixed.c), or the last iteration of the step before */
     const int again = k->outer && it == 0 && k->it_base > 0;
     if (k->outer) {
         it += k->it_base;

@@ -52,6 +52,8 @@ spk_status spk_mixed_prepare(spk_context *ctx, spk_mixed *m, const spk_csr *A, d
     m->be = &spk_backend_csr32_cpu;
     m->why[0] = '\0';
     m->ok = mixed_values_fit(A, m->why, sizeof m->why);
+    /* a_scale != 1 needs max |a| outside [2^-128, 2^128], which the values check refuses
+     * already; kept so that a change of either range cannot let a scaled system through */
     if (m->ok && a_scale != 1.0) {
         snprintf(m->why, sizeof m->why, "mixed: fell back to double: the system runs scaled by "
                  "2^%d (A's magnitudes leave fp32's range)", ilogb(a_scale));
