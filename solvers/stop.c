@@ -36,7 +36,7 @@ spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnor
     spk_result *res = k->outer ? k->outer : k->res;
     /* an inner solve's iteration 0 is a residual already recorded: the refinement loop's
      * first (src/mixed.c), or the last iteration of the step before */
-    const int again = k->outer && it == 0 && k->it_base > 0;
+    const int again = k->outer && it == 0;
     if (k->outer) {
         it += k->it_base;
         cycle = k->step;

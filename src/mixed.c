@@ -113,6 +113,18 @@ static spk_status mixed_inner(mixed_run *w, const spk_spmv_backend *be, const vo
     return st;
 }
 
+/* r = b - A x with the fp64 A and *rn = ||r||: the only residual that decides convergence. */
+static spk_status fp64_residual(spk_krylov *k, const double *b, const double *x, double *r,
+                                double *rn)
+{
+    spk_status st = spk_apply_A(k, x, r);
+    if (!st)
+        st = k->ops->axpby(k->ctx, k->n, 1.0, b, -1.0, r);
+    if (!st)
+        st = k->ops->nrm2(k->ctx, k->n, r, rn);
+    return st;
+}
+
 /* The method in double from the current x on b, to the caller's tolerances: its reason and
  * residual are the solve's. A convergence it reports is checked, as the loop's own, on the
  * fp64 residual against the threshold itself (not the SPK_MISMATCH_FACTOR margin the double
@@ -129,9 +141,9 @@ static spk_status mixed_finish_double(mixed_run *w, const double *b, double *x, 
     res->rnorm = sub.rnorm;
     snprintf(res->reason_detail, sizeof res->reason_detail, "%s", sub.reason_detail);
     double rn = 0.0;
-    if (st || sub.reason <= 0 || (st = spk_apply_A(k, x, r)) ||
-        (st = k->ops->axpby(k->ctx, k->n, 1.0, b, -1.0, r)) ||
-        (st = k->ops->nrm2(k->ctx, k->n, r, &rn)))
+    if (st || sub.reason <= 0)
+        return st;
+    if ((st = fp64_residual(k, b, x, r, &rn)))
         return st;
     if (!(rn <= thr)) {
         res->reason = SPK_DIVERGED_TRUE_RESIDUAL_MISMATCH;
@@ -173,12 +185,11 @@ spk_status spk_mixed_solve(spk_krylov *k, const spk_mixed *m, spk_method_fn fn, 
     spk_status st = spk_krylov_vec(k, SPK_WS_MIX_R, n, &r);
     if (!st)
         st = spk_krylov_vec(k, SPK_WS_MIX_D, n, &d);
-    res->iterations = 0;
+    res->iterations = 0;                             /* a second method (auto) starts over */
+    res->refinement_steps = 0;
     res->precision_reason[0] = '\0';
     for (; !st; prev = rn) {
-        /* r = b - A x with the fp64 A: the only residual that decides convergence */
-        if ((st = spk_apply_A(k, x, r)) || (st = ops->axpby(ctx, n, 1.0, b, -1.0, r)) ||
-            (st = ops->nrm2(ctx, n, r, &rn)))
+        if ((st = fp64_residual(k, b, x, r, &rn)))
             break;
         res->rnorm = rn;
         if (w.steps == 0 && (st = spk_stop_record(k, 0, 0, rn)))
@@ -212,8 +223,9 @@ spk_status spk_mixed_solve(spk_krylov *k, const spk_mixed *m, spk_method_fn fn, 
         spk_result sub;
         memset(&sub, 0, sizeof sub);
         sub.bnorm = rn;
-        if ((st = ops->fill(ctx, n, 0.0, d)) ||
-            (st = mixed_inner(&w, m->be, m->state, &o, &sub, r, d)))
+        if ((st = ops->fill(ctx, n, 0.0, d)))
+            break;
+        if ((st = mixed_inner(&w, m->be, m->state, &o, &sub, r, d)))
             break;
         w.steps++;
         res->refinement_steps = w.steps;

@@ -310,7 +310,7 @@ static void test_tight(void)
         /* the history: every inner iteration, numbered on, the step as the cycle */
         int ordered = r.history_len > 1 && r.history[0].it == 0 && r.history[0].cycle == 0;
         for (int64_t h = 1; h < r.history_len; h++)
-            ordered &= r.history[h].it >= r.history[h - 1].it &&
+            ordered &= r.history[h].it > r.history[h - 1].it &&
                        r.history[h].cycle >= r.history[h - 1].cycle && r.history[h].cycle >= 1;
         T_CHECK(ordered && r.history[r.history_len - 1].it == r.iterations &&
                 r.history[r.history_len - 1].cycle >= r.refinement_steps,
@@ -328,6 +328,62 @@ static void test_tight(void)
         free(b);
         free(x);
     }
+}
+
+/* ---- the stops of an inner solve end the whole solve ------------------------------------ */
+typedef struct mon_state {
+    int64_t calls, last_it, stop_at;
+    int ordered;
+} mon_state;
+
+static int monitor(void *user, int64_t it, double rnorm, double rel, double seconds)
+{
+    (void)rnorm, (void)rel, (void)seconds;
+    mon_state *m = user;
+    m->ordered &= m->calls == 0 || it > m->last_it;
+    m->calls++;
+    m->last_it = it;
+    return m->stop_at > 0 && it >= m->stop_at;
+}
+
+static void test_stops(void)
+{
+    spk_matrix *A = t_matrix(ctx, "poisson3d:20");
+    const int64_t n = A->csr.nrows;
+    double *b = t_rand_vec(n, 3), *x = calloc((size_t)n, sizeof *x);
+    spk_options o;
+    spk_result r;
+    /* the iterations of every step, numbered on: the monitor sees them in order; five
+     * iterations into the second step it stops the solve */
+    set_opt(&o, SPK_METHOD_CG, SPK_PRECOND_JACOBI, 1e-12, SPK_PRECISION_MIXED);
+    o.history = 1;
+    T_CHECK(spk_solve(ctx, A, b, x, &o, &r) == SPK_OK && r.refinement_steps >= 2, "first run");
+    int64_t first_end = 0;
+    for (int64_t h = 0; h < r.history_len; h++)
+        if (r.history[h].cycle == 1)
+            first_end = r.history[h].it;
+    spk_result_free(&r);
+    mon_state m = {.ordered = 1, .stop_at = first_end + 5};
+    o.history = 0;
+    o.monitor = monitor;
+    o.monitor_user = &m;
+    T_CHECK(spk_solve(ctx, A, b, x, &o, &r) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(r.reason == SPK_DIVERGED_INTERRUPTED && r.iterations == first_end + 5 &&
+            r.refinement_steps == 2,
+            "the monitor's stop: %s after %lld iterations, %lld steps", spk_reason_str(r.reason),
+            (long long)r.iterations, (long long)r.refinement_steps);
+    T_CHECK(m.ordered, "the monitor saw the iterations in increasing order");
+    T_CHECK(fabs(r.true_rel - t_true_rel(A, b, x)) <= 0.1 * r.true_rel && r.true_rel > 1e-12,
+            "the reason is on the fp64 residual of the x returned: %.2e", r.true_rel);
+    /* maxiter bounds the sum of the inner iterations */
+    set_opt(&o, SPK_METHOD_CG, SPK_PRECOND_JACOBI, 1e-12, SPK_PRECISION_MIXED);
+    o.maxiter = 70;
+    T_CHECK(spk_solve(ctx, A, b, x, &o, &r) == SPK_OK && r.reason == SPK_DIVERGED_MAXIT &&
+            r.iterations == 70, "maxiter 70: %s after %lld", spk_reason_str(r.reason),
+            (long long)r.iterations);
+    spk_matrix_destroy(A);
+    free(b);
+    free(x);
 }
 
 /* ---- options ------------------------------------------------------------------------------ */
@@ -376,6 +432,7 @@ int main(int argc, char **argv)
         test_fallback();
         test_no_alloc();
         test_tight();
+        test_stops();
         test_options();
     } else {
         test_gpu_unsupported();
