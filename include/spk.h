@@ -516,7 +516,8 @@ SPK_API void spk_result_free(spk_result *res);
 /* Create a solver for A with options opt (NULL: spk_options_default). Prepares A and sets up
  * the preconditioner now. SPK_ERR_ARG (NULL, destroyed matrix, A not square, a bad option,
  * SPK_PRECOND_USER without precond_user or its apply), SPK_ERR_UNSUPPORTED (Jacobi with a zero
- * diagonal, or a non-positive one for CG and MINRES; ELL/DIA fill, DIA on the GPU),
+ * diagonal, or a non-positive one for CG and MINRES; ELL/DIA fill, DIA on the GPU; precision
+ * MIXED on a CUDA context),
  * SPK_ERR_NOMEM, SPK_ERR_CUDA. On failure *S is NULL. */
 SPK_API spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options *opt,
                                      spk_solver **S);
