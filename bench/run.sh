@@ -17,7 +17,9 @@
 # 3. With --cpu, also bench/cpu_cg_vs_scipy.py (CPU CG against SciPy's cg on poisson3d:64,
 #    once against SciPy's csr_matrix and once against its dia_matrix), results in
 #    bench/results/<date>-cpu-<host>-cg-vs-scipy-{csr,dia}.json, and bench_dia_cpu (DIA against
-#    CSR SpMV, the data of the CPU rule) in <date>-cpu-<host>-dia-vs-csr-spmv.txt; their tables
+#    CSR SpMV, the data of the CPU rule) in <date>-cpu-<host>-dia-vs-csr-spmv.txt, and
+#    bench_mixed (fp32 against fp64 CSR SpMV, CG in double and mixed) in
+#    <date>-cpu-<host>-mixed.txt; their tables
 #    are printed for the CPU sections, which are edited by hand (they record the machine and its
 #    load).
 #
@@ -99,6 +101,10 @@ if [ $CPU -eq 1 ]; then
     if [ -x "$BUILD/bench_dia_cpu" ]; then
         "$BUILD/bench_dia_cpu" | tee "$RESULTS/$DATE-cpu-$host-dia-vs-csr-spmv.txt" ||
             { echo "run.sh: bench_dia_cpu failed" >&2; status=1; }
+    fi
+    if [ -x "$BUILD/bench_mixed" ]; then
+        (cd "$ROOT" && "$BUILD/bench_mixed") | tee "$RESULTS/$DATE-cpu-$host-mixed.txt" ||
+            { echo "run.sh: bench_mixed failed" >&2; status=1; }
     fi
 fi
 

@@ -103,6 +103,16 @@ typedef enum spk_precond {
 } spk_precond;
 #define SPK_PRECOND_COUNT 10
 
+/* The precision of the Krylov method's matrix (docs/solvers.md, "Mixed precision"). MIXED:
+ * the SpMV inside the method reads A's values rounded to fp32 (8 bytes a CSR nonzero in place
+ * of 12); vectors, reductions and the preconditioner stay fp64, and an outer defect-correction
+ * loop with the fp64 A makes the answer meet rtol against the fp64 matrix. The CPU backend
+ * only so far: on a CUDA context MIXED answers SPK_ERR_UNSUPPORTED. */
+typedef enum spk_precision {
+    SPK_PRECISION_DOUBLE = 0,
+    SPK_PRECISION_MIXED
+} spk_precision;
+
 /* ---- reason: did the solve converge (after PETSc's KSPConvergedReason) ------------------- */
 typedef enum spk_reason {
     SPK_REASON_NONE = 0,                   /* not solved yet                                */
@@ -154,6 +164,7 @@ SPK_API const char *spk_format_str(spk_format fmt);     /* "csr" ...            
 SPK_API const char *spk_method_str(spk_method m);       /* "cg" ...                  */
 SPK_API const char *spk_device_str(spk_device d);       /* "cpu", "cuda", "auto"     */
 SPK_API const char *spk_precond_str(spk_precond p);     /* "none", "jacobi", "amg", "user" */
+SPK_API const char *spk_precision_str(spk_precision p); /* "double", "mixed"         */
 /* One line on what the preconditioner is and when it helps (for a --help text). Never NULL. */
 SPK_API const char *spk_precond_summary(spk_precond p);
 /* Parse the names above; SPK_ERR_ARG for an unknown name. spk_precond_parse does not take
@@ -457,6 +468,11 @@ typedef struct spk_options {
     int         block_size;    /* block-Jacobi's d (SPK_PRECOND_BJACOBI); 0: amg.block_size, else 1 */
     int         poly_degree;   /* SPK_PRECOND_CHEBYSHEV's degree; 0: 3                          */
     spk_reorder reorder;       /* default SPK_REORDER_NONE (0: spk_options_default sets nothing) */
+    /* default DOUBLE. MIXED: the method on A's values in fp32 inside iterative refinement
+     * in fp64; runs in double instead (spk_result.precision_reason says why) when a value
+     * does not fit fp32 (|a| > FLT_MAX, or a nonzero |a| < FLT_MIN) or the system runs
+     * scaled. SPK_ERR_UNSUPPORTED on a CUDA context. */
+    spk_precision precision;
 } spk_options;
 SPK_API void spk_options_default(spk_options *opt);
 
@@ -499,6 +515,11 @@ typedef struct spk_result {
      * of i - the first column <= i) before and after it; 0 without */
     int64_t     bandwidth_before, bandwidth_after;
     int64_t     profile_before, profile_after;
+    spk_precision precision;   /* the precision that ran: DOUBLE where MIXED fell back before
+                                  its first step                                             */
+    char        precision_reason[160]; /* with MIXED: the refinement steps, or why it fell back
+                                          to double (at the start, or part-way); "" otherwise */
+    int64_t     refinement_steps; /* outer steps of a MIXED solve (inner fp32 solves); 0 else  */
 } spk_result;
 SPK_API void spk_result_free(spk_result *res);
 
@@ -518,7 +539,8 @@ SPK_API void spk_result_free(spk_result *res);
 /* Create a solver for A with options opt (NULL: spk_options_default). Prepares A and sets up
  * the preconditioner now. SPK_ERR_ARG (NULL, destroyed matrix, A not square, a bad option,
  * SPK_PRECOND_USER without precond_user or its apply), SPK_ERR_UNSUPPORTED (Jacobi with a zero
- * diagonal, or a non-positive one for CG and MINRES; ELL/DIA fill, DIA on the GPU),
+ * diagonal, or a non-positive one for CG and MINRES; ELL/DIA fill, DIA on the GPU; precision
+ * MIXED on a CUDA context),
  * SPK_ERR_NOMEM, SPK_ERR_CUDA. On failure *S is NULL. */
 SPK_API spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options *opt,
                                      spk_solver **S);

@@ -116,6 +116,18 @@ extern const spk_spmv_backend spk_backend_csr_cpu, spk_backend_coo_cpu, spk_back
 extern const spk_spmv_backend spk_backend_csr_cuda, spk_backend_coo_cuda, spk_backend_ell_cuda,
     spk_backend_hyb_cuda, spk_backend_jds_cuda;
 
+/* CSR with fp32 values (kernels/csr32_cpu.c): the operator of a mixed-precision solve's inner
+ * method, used by src/mixed.c directly and kept out of the registry (no format choice or
+ * --format reaches it). setup copies rowptr and colind and rounds the values to float; update
+ * rounds them again. The layout: */
+typedef struct spk_csr32 {
+    int64_t  nrows, ncols, nnz;
+    int64_t *rowptr;
+    int32_t *colind;
+    float   *val;
+} spk_csr32;
+extern const spk_spmv_backend spk_backend_csr32_cpu;
+
 /* Rows per thread of the CUDA ELL layout in a state made by spk_backend_ell_cuda's or
  * spk_backend_hyb_cuda's setup (1 or 2), for tests; 0 in a build without CUDA. */
 int spk_ell_cuda_state_rows(const void *state);

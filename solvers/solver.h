@@ -13,15 +13,17 @@ extern "C" {
 #endif
 
 /* Workspace slots: the vectors of a solve, kept by the solver object between solves. The
- * caller (src/solve.c) owns the first six; a method numbers its own from SPK_WS_METHOD. */
+ * caller (src/solve.c, src/mixed.c) owns the first eight; a method numbers its own from SPK_WS_METHOD. */
 #define SPK_WS_B      0      /* b on the device (host-vector solves)                          */
 #define SPK_WS_X      1      /* x on the device (host-vector solves)                          */
 #define SPK_WS_R      2      /* b - A x for the true residual                                 */
 #define SPK_WS_BS     3      /* the scaled b of a system run scaled (spk_krylov.a_scale)      */
 #define SPK_WS_DINV   4      /* D^-1 / a_scale for the diagonal path of a scaled system        */
 #define SPK_WS_X0     5      /* the initial x, kept for a second method (--method auto)       */
-#define SPK_WS_METHOD 6      /* the method's first slot                                        */
-#define SPK_WS_MAX    15
+#define SPK_WS_MIX_R  6      /* a mixed solve's fp64 residual b - A x (src/mixed.c)           */
+#define SPK_WS_MIX_D  7      /* a mixed solve's correction d, from A32 d = r                  */
+#define SPK_WS_METHOD 8      /* the method's first slot                                        */
+#define SPK_WS_MAX    17
 
 typedef struct spk_krylov {
     spk_context              *ctx;
@@ -42,6 +44,13 @@ typedef struct spk_krylov {
      * stop queuing when it is set and end with the batches in flight. */
     spk_reason                host_stop;
     spk_threads               threads;   /* the CPU's thread count, fitted per solve          */
+    /* The inner solves of a mixed-precision solve (src/mixed.c) run on a result of their own
+     * (their ||b|| is the outer residual's); `outer`, when not NULL, is the caller's result:
+     * history rows, the monitor and the thread fitting see iteration it_base + it, the
+     * refinement step `step` as the cycle, and rel against outer->bnorm; an inner
+     * iteration 0 is not recorded again. */
+    spk_result               *outer;
+    int64_t                   it_base, step;
     const spk_options        *opt;
     spk_result               *res;     /* reason, iterations, rnorm, history                   */
     int64_t                   maxiter; /* resolved from opt                                   */

@@ -33,12 +33,19 @@ int spk_denominator_ok(double x, double scale)
 
 spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnorm)
 {
-    spk_result *res = k->res;
+    spk_result *res = k->outer ? k->outer : k->res;
+    /* an inner solve's iteration 0 is a residual already recorded: the refinement loop's
+     * first (src/mixed.c), or the last iteration of the step before */
+    const int again = k->outer && it == 0;
+    if (k->outer) {
+        it += k->it_base;
+        cycle = k->step;
+    }
     double rel = res->bnorm > 0 ? rnorm / res->bnorm : rnorm;
     rnorm /= k->b_scale;                             /* in the caller's units (exact) */
     const double now = spk_now(), t = now - k->t0;
     spk_threads_tick(&k->threads, it, now);
-    if (k->opt->history) {
+    if (k->opt->history && !again) {
         if (res->history_len == k->hist_cap) {
             int64_t cap = k->hist_cap ? 2 * k->hist_cap : 256;
             /* spk_malloc + copy rather than realloc: a counted allocation, so that failure
@@ -62,7 +69,8 @@ spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnor
     }
     const spk_options *opt = k->opt;
     const int64_t every = opt->monitor_every > 1 ? opt->monitor_every : 1;
-    if (opt->monitor && it % every == 0 && opt->monitor(opt->monitor_user, it, rnorm, rel, t))
+    if (opt->monitor && !again && it % every == 0 &&
+        opt->monitor(opt->monitor_user, it, rnorm, rel, t))
         k->host_stop = SPK_DIVERGED_INTERRUPTED;
     if (opt->max_time > 0 && t > opt->max_time && k->host_stop == SPK_REASON_NONE)
         k->host_stop = SPK_DIVERGED_TIME_LIMIT;

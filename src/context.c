@@ -306,6 +306,11 @@ const char *spk_method_str(spk_method m)
     return (unsigned)m < METHOD_COUNT ? method_names[m] : "unknown";
 }
 
+const char *spk_precision_str(spk_precision p)
+{
+    return p == SPK_PRECISION_DOUBLE ? "double" : p == SPK_PRECISION_MIXED ? "mixed" : "unknown";
+}
+
 const char *spk_device_str(spk_device d)
 {
     return (unsigned)d < 3 ? device_names[d] : "unknown";

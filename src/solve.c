@@ -8,6 +8,7 @@
 #include "spk_internal.h"
 #include "reorder.h"
 #include "../solvers/solver.h"
+#include "mixed.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@ struct spk_solver {
     double             a_scale;      /* the power of two the method scales A by (1 normally)   */
     int                a_fits;       /* 0: no power of two brings A's magnitudes into range    */
     spk_options        opt_run;      /* the options as the method sees them (atol scaled)      */
+    spk_mixed          mix;          /* precision MIXED: A32 and whether it runs (src/mixed.c) */
     double             pending_setup_s; /* creation time, reported by the first solve          */
     double             precond_setup_s; /* the preconditioner's share of it (or of a refresh)  */
 };
@@ -143,6 +145,13 @@ static spk_status check_setup(spk_context *ctx, const char *fn, const spk_matrix
         return spk_fail(ctx, SPK_ERR_ARG, "%s: reorder with a user preconditioner, block_size > 1, "
                         "an AMG near-null space or coordinates: those are given in A's order "
                         "(reorder the system yourself, or use reorder = none)", fn);
+    if ((unsigned)opt->precision > SPK_PRECISION_MIXED)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: precision = %d: double or mixed", fn,
+                        (int)opt->precision);
+    if (opt->precision == SPK_PRECISION_MIXED && ctx->device != SPK_DEVICE_CPU)
+        return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "%s: mixed precision runs on the CPU backend "
+                        "so far (this context is on the %s): use precision double, or a CPU "
+                        "context", fn, spk_device_str(ctx->device));
     if (opt->precond == SPK_PRECOND_USER && (!opt->precond_user || !opt->precond_user->apply))
         return spk_fail(ctx, SPK_ERR_ARG, "%s: SPK_PRECOND_USER needs spk_options.precond_user "
                         "with an apply callback", fn);
@@ -224,6 +233,9 @@ spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options 
     S->format = M->be->format;
     S->opt.method = S->method;                       /* the row sees the method resolved */
     S->a_scale = matrix_scale(spk_matrix_info_of(M), &S->a_fits);
+    if (opt->precision == SPK_PRECISION_MIXED &&
+        (st = spk_mixed_prepare(ctx, &S->mix, &M->csr, S->a_scale)))
+        goto fail;
     S->pc = spk_precond_find(S->opt.precond, ctx->device);
     if (!S->pc) {
         st = spk_fail(ctx, SPK_ERR_UNSUPPORTED, "preconditioner %s: none for the %s",
@@ -248,6 +260,7 @@ void spk_solver_destroy(spk_solver *S)
     if (!S || S->magic != SPK_SOLVER_MAGIC)
         return;
     spk_krylov_free(&S->k);
+    spk_mixed_free(&S->mix);
     if (S->pc)
         S->pc->destroy(S->pc_state);
     spk_reordering_destroy(S->R);
@@ -277,6 +290,12 @@ spk_status spk_solver_refresh(spk_solver *S)
      * GPU keeps the scale it had: a power of two stays exact, only its range may narrow) */
     if (!S->M->host_stale)
         S->a_scale = matrix_scale(spk_matrix_info_of(S->M), &S->a_fits);
+    /* mixed: the fp32 copy of the matrix the method runs on (a CPU context: its host values
+     * are current) */
+    if (S->opt.precision == SPK_PRECISION_MIXED)
+        st = spk_mixed_prepare(S->ctx, &S->mix, &S->M->csr, S->a_scale);
+    if (st)
+        return st;
     const double tp = spk_now();
     st = S->pc->refresh ? S->pc->refresh(S->pc_state, S->M) : SPK_OK;
     S->precond_setup_s += spk_now() - tp;
@@ -383,6 +402,9 @@ static spk_status solver_ready(spk_solver *S, spk_result *res)
     snprintf(res->format_reason, sizeof res->format_reason, "%s", S->M->format_reason);
     if (!st && S->version != S->A->version)
         st = spk_solver_refresh(S);
+    res->precision = S->opt.precision == SPK_PRECISION_MIXED && S->mix.ok ? SPK_PRECISION_MIXED
+                                                                         : SPK_PRECISION_DOUBLE;
+    snprintf(res->precision_reason, sizeof res->precision_reason, "%s", S->mix.why);
     return st;
 }
 
@@ -411,10 +433,18 @@ static spk_status true_residual(spk_krylov *k, const double *d_b, const double *
     return st;
 }
 
-static spk_status run_method(spk_krylov *k, method_fn fn, const double *d_b, double *d_x)
+/* The method, or with precision MIXED the refinement loop around it (src/mixed.c). */
+static spk_status call_method(spk_solver *S, method_fn fn, const double *d_b, double *d_x)
 {
-    spk_status st = fn(k, d_b, d_x);
-    return st ? st : true_residual(k, d_b, d_x);
+    if (S->opt.precision == SPK_PRECISION_MIXED && S->mix.ok)
+        return spk_mixed_solve(&S->k, &S->mix, fn, d_b, d_x);
+    return fn(&S->k, d_b, d_x);
+}
+
+static spk_status run_method(spk_solver *S, method_fn fn, const double *d_b, double *d_x)
+{
+    spk_status st = call_method(S, fn, d_b, d_x);
+    return st ? st : true_residual(&S->k, d_b, d_x);
 }
 
 /* run_method on the system scaled by powers of two where its magnitudes ask for it (see
@@ -432,7 +462,7 @@ static spk_status run_scaled(spk_solver *S, method_fn fn, const double *d_b, dou
     k->b_scale = vector_scale(bnorm);
     k->dinv_scaled = NULL;
     if (k->a_scale == 1.0 && k->b_scale == 1.0)
-        return run_method(k, fn, d_b, d_x);
+        return run_method(S, fn, d_b, d_x);
     const double xs = k->b_scale / k->a_scale;       /* y = xs x, exact */
     double *bs = NULL, *ds = NULL;
     spk_status st = spk_krylov_vec(k, SPK_WS_BS, n, &bs);
@@ -454,7 +484,7 @@ static spk_status run_scaled(spk_solver *S, method_fn fn, const double *d_b, dou
     S->opt_run.atol = S->opt.atol * k->b_scale;
     k->opt = &S->opt_run;
     res->bnorm = bnorm * k->b_scale;
-    st = fn(k, bs, d_x);
+    st = call_method(S, fn, bs, d_x);
     k->opt = &S->opt;
     res->bnorm = bnorm;
     res->rnorm /= k->b_scale;

@@ -319,6 +319,36 @@ run "$SOLVE" -A "$IN/nos6.mtx" --device cpu --reorder amd
 check "--reorder amd exits 2 (rc=$rc)" test "$rc" -eq 2
 check "... naming the values it takes" grep -q "reorder expects none|rcm" "$T/err"
 check "--help lists --reorder" sh -c "'$SOLVE' --help | grep -q -- '--reorder R         none|rcm (default none; rcm is opt-in)'"
+# --- --precision: mixed converges to the same rtol and says so; a bad value is usage; on a
+# machine without a GPU --device gpu fails as it does in double ------------------------------
+run "$SOLVE" -A "$IN/sherman1.mtx" --device cpu --method gmres --precision mixed --json
+check "--precision mixed converges (rc=$rc: $err)" test "$rc" -eq 0
+check "... --json says precision mixed" grep -q '"precision": "mixed"' "$T/out"
+check "... with the refinement steps in its reason" grep -q '"precision_reason": "mixed: [0-9]* refinement step' "$T/out"
+check "... and refinement_steps >= 1" grep -q '"refinement_steps": [1-9]' "$T/out"
+check "... converged" grep -q '"converged": true' "$T/out"
+if command -v python3 >/dev/null; then
+  check "... true_rel <= rtol in the JSON" python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r["true_rel"] <= r["rtol"] else 1)' "$T/out"
+fi
+run "$SOLVE" -A "$IN/bcsstk09.mtx" --device cpu --method cg --precision double --json
+check "--precision double: precision double, 0 steps" grep -q '"refinement_steps": 0' "$T/out"
+run "$SOLVE" -A "$IN/bcsstk09.mtx" --device cpu --method cg --precision mixed
+check "the summary has a precision line" grep -q "^precision mixed: [0-9]* refinement step" "$T/out"
+run "$SOLVE" -A "$IN/bcsstk09.mtx" --device cpu --precision single
+check "--precision single exits 2 (rc=$rc)" test "$rc" -eq 2
+check "... naming the values" grep -q "expects double|mixed, got 'single'" "$T/err"
+run "$SOLVE" --help
+check "--help lists --precision" grep -q -- "--precision P       double|mixed" "$T/out"
+run "$SOLVE" -A "$IN/bcsstk09.mtx" --device gpu
+rc_double=$rc
+err_double=$err
+run "$SOLVE" -A "$IN/bcsstk09.mtx" --device gpu --precision mixed
+if [ "$rc_double" -eq 3 ]; then
+  check "--precision mixed --device gpu without a GPU: the device error (rc=$rc)" test "$rc" -eq 3
+  check "... the same message as double" test "$err" = "$err_double"
+else
+  check "--precision mixed on the GPU is refused (rc=$rc)" grep -q "mixed precision runs on the CPU backend so far" "$T/err"
+fi
 
 echo "test_cli: $pass passed, $fail failed"
 test "$fail" -eq 0

@@ -93,6 +93,10 @@ static const char usage_text[] =
     "                      --explain and --json give the bandwidth and profile before and\n"
     "                      after, and the time of an SpMV with A and with P A P^T\n"
     "  --device D          auto|cpu|gpu (default auto: the GPU when one is usable)\n"
+    "  --precision P       double|mixed (default double). mixed: the method's SpMV on A's\n"
+    "                      values in fp32, iterative refinement in fp64 to the same rtol\n"
+    "                      against the fp64 A; double where a value does not fit fp32. The\n"
+    "                      CPU only so far (--device cpu)\n"
     "  --rtol X            relative tolerance: stop when ||r|| <= max(rtol ||b||, atol)\n"
     "                      (default 1e-8)\n"
     "  --atol X            absolute tolerance (default 0)\n"
@@ -329,6 +333,14 @@ static void parse_args(int argc, char **argv, cli *c)
             const char *v = need_arg(argc, argv, &i);
             if (spk_device_parse(v, &c->device))
                 die_usage("--device expects auto|cpu|gpu, got '%s'", v);
+        } else if (!strcmp(a, "--precision")) {
+            const char *v = need_arg(argc, argv, &i);
+            if (!strcmp(v, "double"))
+                c->opt.precision = SPK_PRECISION_DOUBLE;
+            else if (!strcmp(v, "mixed"))
+                c->opt.precision = SPK_PRECISION_MIXED;
+            else
+                die_usage("--precision expects double|mixed, got '%s'", v);
         } else if (!strcmp(a, "--rtol")) {
             c->opt.rtol = parse_double(a, need_arg(argc, argv, &i));
         } else if (!strcmp(a, "--atol")) {
@@ -824,6 +836,9 @@ static void print_json(const report *r)
             json_num(f, "spmv_s_reordered", r->spmv_s[1], 1);
         }
     }
+    json_str(f, "precision", spk_precision_str(res->precision), 1);
+    json_str(f, "precision_reason", res->precision_reason, 1);
+    fprintf(f, "  \"refinement_steps\": %lld,\n", (long long)res->refinement_steps);
     json_num(f, "rtol", r->c->opt.rtol, 1);
     json_num(f, "atol", r->c->opt.atol, 1);
     fprintf(f, "  \"restart\": %d,\n", r->c->opt.restart);
@@ -922,6 +937,9 @@ static void print_summary(spk_context *ctx, const report *r)
     if (res->reorder != SPK_REORDER_NONE && r->spmv_s[0] > 0)
         printf("spmv      A %.2f us, P A P^T %.2f us (mean of 50, %s)\n", 1e6 * r->spmv_s[0],
                1e6 * r->spmv_s[1], spk_device_str(res->device));
+    if (c->opt.precision == SPK_PRECISION_MIXED)
+        printf("precision %s\n", res->precision_reason[0] ? res->precision_reason
+                                                          : spk_precision_str(res->precision));
     printf("result    %s after %lld iterations\n", spk_reason_str(res->reason), (long long)res->iterations);
     printf("residual  recursive %.3e, true %.3e (relative to ||b|| = %.3e; rtol %.1e)\n", res->rel,
            res->true_rel, res->bnorm, c->opt.rtol);

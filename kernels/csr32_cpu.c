@@ -1,0 +1,91 @@
+/* kernels/csr32_cpu.c -- CSR SpMV with the values in fp32: the matrix of a mixed-precision
+ * solve's inner Krylov method (src/mixed.c, docs/solvers.md). One read of the matrix costs 8
+ * bytes per entry (4 value + 4 column) + 8 per row, against csr-cpu's 12 + 8: on a CPU whose
+ * SpMV is bound by memory bandwidth, about 2/3 of its time. Each product a_ij x_j is formed
+ * and summed in double, row by row in csr-cpu's order, so the only difference from csr-cpu is
+ * the rounding of each a_ij to float (a relative change of at most 2^-24). Not in the
+ * registry (kernels/backends.c): a layout of its own copy of the indices, never chosen as a
+ * format. */
+#include "formats.h"
+
+#include <string.h>
+
+static void csr32_free(spk_csr32 *f)
+{
+    if (!f)
+        return;
+    spk_free(f->rowptr);
+    spk_free(f->colind);
+    spk_free(f->val);
+    spk_free(f);
+}
+
+/* Round A's values to float; the caller has checked that each fits (src/mixed.c). */
+static void csr32_fill(const spk_csr *A, float *val)
+{
+#pragma omp parallel for schedule(static) if (A->nnz > 32768)
+    for (int64_t p = 0; p < A->nnz; p++)
+        val[p] = (float)A->val[p];
+}
+
+static spk_status csr32_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    *state = NULL;
+    spk_csr32 *f = spk_calloc(ctx, 1, sizeof *f);
+    if (!f)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "csr32-cpu: out of memory");
+    f->nrows = A->nrows;
+    f->ncols = A->ncols;
+    f->nnz = A->nnz;
+    f->rowptr = spk_malloc(ctx, (size_t)A->nrows + 1, sizeof *f->rowptr);
+    f->colind = spk_malloc(ctx, (size_t)(A->nnz > 0 ? A->nnz : 1), sizeof *f->colind);
+    f->val = spk_malloc(ctx, (size_t)(A->nnz > 0 ? A->nnz : 1), sizeof *f->val);
+    if (!f->rowptr || !f->colind || !f->val) {
+        csr32_free(f);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "csr32-cpu: %lld entries in fp32: out of memory",
+                        (long long)A->nnz);
+    }
+    memcpy(f->rowptr, A->rowptr, ((size_t)A->nrows + 1) * sizeof *f->rowptr);
+    if (A->nnz > 0)
+        memcpy(f->colind, A->colind, (size_t)A->nnz * sizeof *f->colind);
+    csr32_fill(A, f->val);
+    *state = f;
+    return SPK_OK;
+}
+
+/* y = alpha A32 x + beta y: csr-cpu's loop with (double)a_ij in place of a_ij. */
+static spk_status csr32_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
+                             double beta, double *y)
+{
+    (void)ctx;
+    const spk_csr32 *A = state;
+#pragma omp parallel for schedule(static) if (A->nnz > 32768)
+    for (int64_t i = 0; i < A->nrows; i++) {
+        double s = 0.0;
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+            s += (double)A->val[p] * x[A->colind[p]];
+        y[i] = beta == 0.0 ? alpha * s : alpha * s + beta * y[i];
+    }
+    return SPK_OK;
+}
+
+static void csr32_destroy(void *state) { csr32_free(state); }
+
+static spk_status csr32_update(spk_context *ctx, void *state, const spk_csr *A)
+{
+    spk_csr32 *f = state;
+    if (!f || f->nrows != A->nrows || f->nnz != A->nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "csr32-cpu update: the layout belongs to another matrix");
+    csr32_fill(A, f->val);
+    return SPK_OK;
+}
+
+const spk_spmv_backend spk_backend_csr32_cpu = {
+    .name = "csr32-cpu",
+    .format = SPK_FMT_CSR,
+    .device = SPK_DEVICE_CPU,
+    .setup = csr32_setup,
+    .spmv = csr32_spmv,
+    .destroy = csr32_destroy,
+    .update = csr32_update,
+};

@@ -1,0 +1,33 @@
+/* src/mixed.h -- mixed precision (docs/solvers.md, "Mixed precision"): A's values in fp32 for
+ * the Krylov method's SpMV, iterative refinement in fp64 around it. The solver object
+ * (src/solve.c) holds one spk_mixed and calls the refinement loop in place of the method. */
+#ifndef SPK_MIXED_H
+#define SPK_MIXED_H
+
+#include "../solvers/solver.h"
+
+typedef spk_status (*spk_method_fn)(spk_krylov *k, const double *b, double *x);
+
+typedef struct spk_mixed {
+    const spk_spmv_backend *be;    /* the fp32 operator's backend (csr32-cpu)                 */
+    void                   *state; /* A32; NULL until A's values first fit fp32              */
+    int                     ok;    /* 1: solves run mixed; 0: in double, for `why`            */
+    char                    why[160]; /* the fallback's reason ("" while ok)                  */
+} spk_mixed;
+
+/* Check A's values for fp32 and (re)fill A32 from them: at creation and after every value
+ * update. ok = 0 with the reason in `why` when an entry has |a| > FLT_MAX (it would be Inf),
+ * a nonzero has |a| < FLT_MIN (subnormal or zero in fp32: its relative error passes fp32's
+ * 2^-24), or a_scale != 1 (the system runs scaled: its magnitudes leave fp32's range). The
+ * first fitting check makes A32 (counted allocations); later ones refill it in place. */
+spk_status spk_mixed_prepare(spk_context *ctx, spk_mixed *m, const spk_csr *A, double a_scale);
+void spk_mixed_free(spk_mixed *m);                                            /* NULL-safe */
+
+/* The refinement loop, in place of fn(k, b, x): k holds A's fp64 backend, k->res the result
+ * (bnorm set) and x the initial guess. Sets reason, iterations (the inner ones, summed),
+ * rnorm (the last fp64 ||b - A x||), refinement_steps and precision_reason; the caller
+ * recomputes the true residual as for any method. */
+spk_status spk_mixed_solve(spk_krylov *k, const spk_mixed *m, spk_method_fn fn, const double *b,
+                           double *x);
+
+#endif /* SPK_MIXED_H */
