@@ -420,7 +420,8 @@ typedef enum spk_trisolve {
 typedef struct spk_ilu_options {
     spk_trisolve trisolve;
     int           sweeps;      /* Jacobi sweeps per triangular solve with SPK_TRISOLVE_JACOBI; 0: 5 */
-    double        drop_tol;    /* ILUT: entries below drop_tol times their row's norm dropped; 0: 1e-4 */
+    double        drop_tol;    /* ILUT: entries below drop_tol times their row's mean magnitude
+                                  (||a_i||_1 / nnz(a_i)) dropped; 0: 1e-4                     */
     double        fill_factor; /* ILUT: at most fill_factor nnz(A) entries in L + U; 0: 10        */
 } spk_ilu_options;
 
