@@ -87,8 +87,8 @@ static const spk_precond_ops *row_of(spk_precond kind)
 }
 
 /* AUTO is not a row: the solver resolves it to one (src/solve.c, choose_precond). */
-#define AUTO_SUMMARY "jacobi where the diagonal allows it (positive for CG, nonzero for the " \
-                     "others), else none"
+#define AUTO_SUMMARY "jacobi where the diagonal allows it (positive for CG and MINRES, " \
+                     "nonzero for the others), else none"
 
 const char *spk_precond_str(spk_precond p)
 {
