@@ -542,17 +542,13 @@ static void test_refresh(int rebuild)
         const int64_t its = res.iterations;
         spk_result_free(&res);
         /* a solver made afresh on the same values */
-        spk_matrix *F = NULL;
-        spk_matrix_from_csr(ctx, n, n, A->csr.rowptr, A->csr.colind, A->csr.val, 0, &F);
-        spk_result rf;
         double *xf = calloc((size_t)n, sizeof *xf);
-        T_CHECK(spk_solve(ctx, F, b, xf, &opt, &rf) == SPK_OK, "%s", spk_last_error(ctx));
-        T_CHECK(rf.iterations == its && t_rel_diff(x, xf, n) < 1e-9, "round %d%s: refreshed %lld "
+        const int64_t fresh = t_fresh_solve(ctx, A, b, &opt, xf);
+        T_CHECK(fresh == its && t_rel_diff(x, xf, n) < 1e-9, "round %d%s: refreshed %lld "
                 "iterations, fresh %lld, x differs by %.2g", round, rebuild ? " (rebuild)" : "",
                 (long long)its,
-                (long long)rf.iterations, t_rel_diff(x, xf, n));
+                (long long)fresh, t_rel_diff(x, xf, n));
         free(xf);
-        spk_matrix_destroy(F);
     }
     free(b), free(x), free(val);
     spk_solver_destroy(S);

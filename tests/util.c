@@ -121,6 +121,29 @@ spk_matrix *t_matrix(spk_context *ctx, const char *what)
     return A;
 }
 
+int64_t t_fresh_solve(spk_context *ctx, const spk_matrix *A, const double *b,
+                      const spk_options *opt, double *xf)
+{
+    spk_matrix_info in;
+    spk_matrix_get_info(A, &in);
+    const int64_t *rp;
+    const int32_t *ci;
+    const double *va;
+    spk_matrix_csr(A, &rp, &ci, &va);
+    spk_matrix *F = NULL;
+    spk_result rf;
+    int64_t its = -1;
+    if (spk_matrix_from_csr(ctx, in.nrows, in.ncols, rp, ci, va, 0, &F) == SPK_OK &&
+        spk_solve(ctx, F, b, xf, opt, &rf) == SPK_OK) {
+        its = rf.iterations;
+        spk_result_free(&rf);
+    } else {
+        fprintf(stderr, "t_fresh_solve: %s\n", spk_last_error(ctx));
+    }
+    spk_matrix_destroy(F);
+    return its;
+}
+
 double *t_rand_vec(int64_t n, uint64_t seed)
 {
     double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);

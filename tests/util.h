@@ -64,6 +64,11 @@ int t_generate_under_failures(spk_context *ctx, const char *spec);
 /* Read a matrix from inputs/ into the canonical CSR (exit 2 on failure). */
 /* A generated (a generator spec) or read from inputs/ (a file name there); exit 2 on failure. */
 spk_matrix *t_matrix(spk_context *ctx, const char *what);
+/* A solver made afresh on a copy of A's current values (what a refresh must reproduce): x
+ * into xf (n doubles, zeroed first unless opt->use_x0), its iterations returned; -1 (and a
+ * message on stderr) when the copy or the solve fails. */
+int64_t t_fresh_solve(spk_context *ctx, const spk_matrix *A, const double *b,
+                      const spk_options *opt, double *xf);
 /* n values uniform in [-1, 1) from `seed` (malloc'd, at least one element). */
 double *t_rand_vec(int64_t n, uint64_t seed);
 void t_read_csr(spk_context *ctx, const char *name, spk_csr *out);
