@@ -52,9 +52,10 @@ typedef enum spk_status {
     SPK_ERR_PARSE,         /* a file is malformed; the message names the file and line      */
     SPK_ERR_UNSUPPORTED,   /* valid input the library does not handle (complex, ELL/DIA fill)*/
     SPK_ERR_CUDA,          /* a CUDA / cuBLAS call failed, including out of device memory   */
-    SPK_ERR_NOT_COMPILED   /* the feature (CUDA) is not available: not built into this
+    SPK_ERR_NOT_COMPILED,  /* the feature (CUDA) is not available: not built into this
                               library, or the shared library's CUDA backend not found (the
                               message says where it was looked for)                          */
+    SPK_ERR_MPI            /* an MPI call failed (spk_mpi.h: distributed solves)             */
 } spk_status;
 
 typedef enum spk_device {

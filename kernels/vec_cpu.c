@@ -265,6 +265,93 @@ static const spk_vec_ops cpu_ops = {
 
 const spk_vec_ops *spk_vec_ops_cpu(void) { return &cpu_ops; }
 
+/* ---- the rows of a distributed vector: the local sums above, then one reduction each ---- */
+
+spk_status spk_comm_allreduce(spk_context *ctx, double *v, int n)
+{
+    return ctx->comm ? ctx->comm->allreduce(ctx, v, n) : SPK_OK;
+}
+
+static spk_status d_dot(spk_context *ctx, int64_t n, const double *x, const double *y, double *r)
+{
+    *r = sum_products(n, x, y);
+    return spk_comm_allreduce(ctx, r, 1);
+}
+
+/* The sum of squares over the ranks; outside its safe range (as v_nrm2), each rank's scaled
+ * norm, scaled again by the largest of them. A NaN anywhere makes the first sum NaN. */
+static spk_status d_nrm2(spk_context *ctx, int64_t n, const double *x, double *r)
+{
+    double s = sum_products(n, x, x);
+    spk_status st = spk_comm_allreduce(ctx, &s, 1);
+    if (st || isnan(s) || (isfinite(s) && s > 1e-290)) {
+        *r = sqrt(s);
+        return st;
+    }
+    double loc, m;
+    (void)v_nrm2(ctx, n, x, &loc);
+    m = loc;
+    if ((st = ctx->comm->allmax(ctx, &m, 1)))
+        return st;
+    if (!isfinite(m) || m == 0.0) {
+        *r = m;
+        return SPK_OK;
+    }
+    double t = (loc / m) * (loc / m);
+    st = spk_comm_allreduce(ctx, &t, 1);
+    *r = m * sqrt(t);
+    return st;
+}
+
+static spk_status d_dot2(spk_context *ctx, int64_t n, const double *x, const double *y,
+                         const double *z, double *r0, double *r1)
+{
+    double v[2];
+    spk_host_dot2(n, x, y, z, &v[0], &v[1]);
+    spk_status st = spk_comm_allreduce(ctx, v, 2);
+    *r0 = v[0];
+    *r1 = v[1];
+    return st;
+}
+
+/* A skipped sink (the iterations past the stop, the same on every rank) reduces nothing. */
+static spk_status d_dot_sink(spk_context *ctx, int64_t n, const double *x, const double *y,
+                             const spk_dot_sink *sink)
+{
+    if (sink->skip && *sink->skip)
+        return SPK_OK;
+    *sink->out = sum_products(n, x, y);
+    return spk_comm_allreduce(ctx, sink->out, 1);
+}
+
+static const spk_vec_ops dist_ops = {
+    .device = SPK_DEVICE_CPU,
+    .alloc = v_alloc,
+    .free = v_free,
+    .upload = v_copy,
+    .download = v_copy,
+    .copy = v_copy,
+    .fill = v_fill,
+    .dot = d_dot,
+    .nrm2 = d_nrm2,
+    .dot2 = d_dot2,
+    .axpy = v_axpy,
+    .axpby = v_axpby,
+    .scal = v_scal,
+    .pmul = v_pmul,
+    .pmul_axpby = v_pmul_axpby,
+    .invert = v_invert,
+    .gemv_n_sub = v_gemv_n_sub,
+    .sync = v_sync,
+    .dot_sink = d_dot_sink,
+    .fetch = v_fetch,
+    .fetch_wait = v_fetch_wait,
+    .put = v_put,
+    .distributed = 1,
+};
+
+const spk_vec_ops *spk_vec_ops_dist(void) { return &dist_ops; }
+
 const spk_vec_ops *spk_vec_ops_for(spk_device dev)
 {
     return dev == SPK_DEVICE_CUDA ? spk_vec_ops_cuda() : &cpu_ops;

@@ -150,7 +150,7 @@ spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x)
     const int64_t n = k->n;
     spk_result *res = k->res;
     const spk_pc_path path = spk_krylov_pc_path(k);
-    bicg w = {k, spk_bicg_ops_for(ops->device), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    bicg w = {k, spk_bicg_ops_of(ops), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
               spk_krylov_dinv(k), path == SPK_PC_GENERAL};
     double *sv = NULL;
     spk_status st;

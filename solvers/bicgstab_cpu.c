@@ -32,22 +32,25 @@ static spk_status b_update_p(spk_context *ctx, int64_t n, spk_bicg_scalars *S, c
     return SPK_OK;
 }
 
-static spk_status b_dots(spk_context *ctx, int64_t n, spk_bicg_scalars *S, int phase,
-                         const double *x, const double *y)
+/* dist: the rows of a distributed vector; the sums are summed over the ranks before the
+ * scalar step (the table spk_bicg_ops_of gives for spk_vec_ops_dist). */
+static spk_status dots_step(spk_context *ctx, int64_t n, spk_bicg_scalars *S, int phase,
+                            const double *x, const double *y, int dist)
 {
     if (S->state != SPK_BICG_RUN)
         return SPK_OK;
-    double xy, xx;
-    spk_host_dot2(n, x, y, x, &xy, &xx);
+    double v[2];
+    spk_host_dot2(n, x, y, x, &v[0], &v[1]);
+    spk_status st = dist ? spk_comm_allreduce(ctx, v, 2) : SPK_OK;
     if (phase == SPK_BICG_ALPHA)
-        spk_bicg_alpha(S, xy, xx);
+        spk_bicg_alpha(S, v[0], v[1]);
     else
-        spk_bicg_omega(S, xy, xx);
-    return SPK_OK;
+        spk_bicg_omega(S, v[0], v[1]);
+    return st;
 }
 
-static spk_status b_update_s(spk_context *ctx, int64_t n, spk_bicg_scalars *S, const double *v,
-                             double *r, const double *dinv, double *sh)
+static spk_status s_step(spk_context *ctx, int64_t n, spk_bicg_scalars *S, const double *v,
+                         double *r, const double *dinv, double *sh, int dist)
 {
     if (S->state != SPK_BICG_RUN)
         return SPK_OK;
@@ -76,14 +79,16 @@ static spk_status b_update_s(spk_context *ctx, int64_t n, spk_bicg_scalars *S, c
         }
         part[c] = ss;
     }
-    spk_bicg_half(S, spk_chunks_sum(part, nc));
-    return SPK_OK;
+    double ss = spk_chunks_sum(part, nc);
+    spk_status st = dist ? spk_comm_allreduce(ctx, &ss, 1) : SPK_OK;
+    spk_bicg_half(S, ss);
+    return st;
 }
 
 /* sh may be r (no preconditioner): every element is read before it is written. */
-static spk_status b_update_xr(spk_context *ctx, int64_t n, spk_bicg_scalars *S, double *x,
-                              const double *ph, const double *sh, const double *t,
-                              const double *r0, double *r)
+static spk_status xr_step(spk_context *ctx, int64_t n, spk_bicg_scalars *S, double *x,
+                          const double *ph, const double *sh, const double *t,
+                          const double *r0, double *r, int dist)
 {
     const double alpha = S->alpha, omega = S->omega;
     if (S->state == SPK_BICG_LAST) {
@@ -113,9 +118,31 @@ static spk_status b_update_xr(spk_context *ctx, int64_t n, spk_bicg_scalars *S, 
         part[0][c] = rho;
         part[1][c] = rr;
     }
-    spk_bicg_end(S, spk_chunks_sum(part[0], nc), spk_chunks_sum(part[1], nc));
-    return SPK_OK;
+    double v[2] = {spk_chunks_sum(part[0], nc), spk_chunks_sum(part[1], nc)};
+    spk_status st = dist ? spk_comm_allreduce(ctx, v, 2) : SPK_OK;
+    spk_bicg_end(S, v[0], v[1]);
+    return st;
 }
+
+#define BICG_STEPS(pre, dist)                                                                     \
+    static spk_status pre##_dots(spk_context *ctx, int64_t n, spk_bicg_scalars *S, int phase,     \
+                                 const double *x, const double *y)                                \
+    {                                                                                             \
+        return dots_step(ctx, n, S, phase, x, y, dist);                                           \
+    }                                                                                             \
+    static spk_status pre##_update_s(spk_context *ctx, int64_t n, spk_bicg_scalars *S,            \
+                                     const double *v, double *r, const double *dinv, double *sh)  \
+    {                                                                                             \
+        return s_step(ctx, n, S, v, r, dinv, sh, dist);                                           \
+    }                                                                                             \
+    static spk_status pre##_update_xr(spk_context *ctx, int64_t n, spk_bicg_scalars *S,           \
+                                      double *x, const double *ph, const double *sh,              \
+                                      const double *t, const double *r0, double *r)               \
+    {                                                                                             \
+        return xr_step(ctx, n, S, x, ph, sh, t, r0, r, dist);                                     \
+    }
+BICG_STEPS(b, 0)
+BICG_STEPS(d, 1)
 
 static const spk_bicg_ops cpu_bicg_ops = {
     .device = SPK_DEVICE_CPU,
@@ -125,7 +152,21 @@ static const spk_bicg_ops cpu_bicg_ops = {
     .update_xr = b_update_xr,
 };
 
+/* The same steps over the rows of a distributed vector (update_p reduces nothing). */
+static const spk_bicg_ops dist_bicg_ops = {
+    .device = SPK_DEVICE_CPU,
+    .update_p = b_update_p,
+    .dots = d_dots,
+    .update_s = d_update_s,
+    .update_xr = d_update_xr,
+};
+
 const spk_bicg_ops *spk_bicg_ops_cpu(void) { return &cpu_bicg_ops; }
+
+const spk_bicg_ops *spk_bicg_ops_of(const spk_vec_ops *ops)
+{
+    return ops->distributed ? &dist_bicg_ops : spk_bicg_ops_for(ops->device);
+}
 
 const spk_bicg_ops *spk_bicg_ops_for(spk_device dev)
 {

@@ -270,6 +270,8 @@ typedef struct spk_bicg_ops {
 const spk_bicg_ops *spk_bicg_ops_cpu(void);
 const spk_bicg_ops *spk_bicg_ops_cuda(void);   /* NULL in a build without CUDA */
 const spk_bicg_ops *spk_bicg_ops_for(spk_device dev);
+/* As spk_cg_ops_of: the distributed table's steps sum over the ranks. */
+const spk_bicg_ops *spk_bicg_ops_of(const spk_vec_ops *ops);
 
 #ifdef __cplusplus
 }

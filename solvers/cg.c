@@ -158,7 +158,7 @@ spk_status spk_cg(spk_krylov *k, const double *b, double *x)
     memset(&c, 0, sizeof c);                         /* h[] zero: counters at 0 */
     c.k = k;
     c.x = x;
-    c.co = spk_cg_ops_for(k->ops->device);
+    c.co = spk_cg_ops_of(k->ops);
     c.dinv = spk_krylov_dinv(k);
     if (!c.co)
         return spk_fail(k->ctx, SPK_ERR_NOT_COMPILED, "CG on the %s: not in this build",

@@ -319,7 +319,7 @@ static spk_status gm_run(spk_krylov *k, const double *b, double *x, int flexible
         return spk_fail(k->ctx, SPK_ERR_ARG, "%s restart = %d must be >= 1", name, m);
     if ((int64_t)m > k->n)
         m = (int)k->n;                               /* the Krylov space has at most n  */
-    gm w = {.k = k, .go = spk_gmres_ops_for(k->ops->device), .m = m};
+    gm w = {.k = k, .go = spk_gmres_ops_of(k->ops), .m = m};
     if (!w.go)
         return spk_fail(k->ctx, SPK_ERR_NOT_COMPILED, "%s on the %s: not in this build", name,
                         spk_device_str(k->ops->device));

@@ -69,11 +69,23 @@ spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnor
     }
     const spk_options *opt = k->opt;
     const int64_t every = opt->monitor_every > 1 ? opt->monitor_every : 1;
+    spk_reason want = SPK_REASON_NONE;
     if (opt->monitor && !again && it % every == 0 &&
         opt->monitor(opt->monitor_user, it, rnorm, rel, t))
-        k->host_stop = SPK_DIVERGED_INTERRUPTED;
-    if (opt->max_time > 0 && t > opt->max_time && k->host_stop == SPK_REASON_NONE)
-        k->host_stop = SPK_DIVERGED_TIME_LIMIT;
+        want = SPK_DIVERGED_INTERRUPTED;
+    if (opt->max_time > 0 && t > opt->max_time && want == SPK_REASON_NONE)
+        want = SPK_DIVERGED_TIME_LIMIT;
+    spk_comm *cm = k->ctx->comm;
+    if (k->ops->distributed && cm) {
+        /* over ranks: the request waits for the next reduction; every rank stops on the one
+         * they all saw (src/spk_internal.h, spk_comm) */
+        if (want != SPK_REASON_NONE && cm->stop_local == SPK_REASON_NONE)
+            cm->stop_local = want;
+        want = cm->stop_seen;
+    }
+    if (want == SPK_DIVERGED_INTERRUPTED ||
+        (want != SPK_REASON_NONE && k->host_stop == SPK_REASON_NONE))
+        k->host_stop = want;
     return SPK_OK;
 }
 

@@ -231,6 +231,8 @@ void spk_context_destroy(spk_context *ctx)
     if (!ctx)
         return;
     spk_cuda_fini(ctx);
+    if (ctx->comm)
+        ctx->comm->destroy(ctx->comm);
     free(ctx);
 }
 
@@ -265,6 +267,7 @@ const char *spk_status_str(spk_status st)
     case SPK_ERR_UNSUPPORTED: return "unsupported input";
     case SPK_ERR_CUDA: return "CUDA error";
     case SPK_ERR_NOT_COMPILED: return "not in this build or installation";
+    case SPK_ERR_MPI: return "MPI error";
     }
     return "unknown status";
 }

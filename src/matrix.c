@@ -213,6 +213,8 @@ void spk_matrix_destroy(spk_matrix *A)
     spk_free(A->gather_src);
     spk_free(A->stage);
     spk_matrix_dev_free(A->dev);
+    if (A->dist)
+        A->dist->destroy(A->dist);
     A->magic = 0;
     spk_free(A);
 }
@@ -326,6 +328,8 @@ spk_status spk_matrix_spmv(spk_context *ctx, spk_matrix *A, double alpha, const 
     if (st)
         return st;
     const spk_vec_ops *ops = spk_vec_ops_for(ctx->device);
+    if (A->dist)                                     /* the global operator, this rank's rows */
+        return A->dist->be->spmv(ctx, A->dist->state, alpha, x, beta, y);
     if (ops->device == SPK_DEVICE_CPU)
         return A->be->spmv(ctx, A->state, alpha, x, beta, y);
     /* Device temporaries for x and y, made at the first call and kept: a time loop that

@@ -177,8 +177,42 @@ static spk_status check_host_vectors(spk_context *ctx, const char *fn, int64_t n
 
 /* ---- create, refresh, destroy ---------------------------------------------------------------- */
 
+/* A distributed matrix: the options a distributed solve does not take yet, and the context
+ * its ranks share. */
+static spk_status check_dist(spk_context *ctx, const char *fn, const spk_matrix *A,
+                             const spk_options *opt)
+{
+    if (!A->dist)
+        return SPK_OK;
+    if (!ctx->comm)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: a distributed matrix needs the context it was "
+                        "made on (spk_context_create_mpi)", fn);
+    if (opt->reorder != SPK_REORDER_NONE || opt->precision != SPK_PRECISION_DOUBLE)
+        return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "%s: a distributed solve takes reorder none "
+                        "and precision double (reorder each rank's rows, or mixed precision, "
+                        "is not built for it)", fn);
+    return SPK_OK;
+}
+
+static spk_status solver_create(spk_context *ctx, spk_matrix *A, const spk_options *opt,
+                                spk_solver **out);
+
+/* Over ranks every rank must fail or none: a preconditioner that breaks down on one rank's
+ * block would leave the others waiting in the first reduction. */
 spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options *opt,
                              spk_solver **out)
+{
+    spk_status st = solver_create(ctx, A, opt, out);
+    if (ctx && ctx->comm && A && A->magic == SPK_MATRIX_MAGIC && A->dist &&
+        (st = ctx->comm->agree(ctx, st)) && out && *out) {
+        spk_solver_destroy(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+static spk_status solver_create(spk_context *ctx, spk_matrix *A, const spk_options *opt,
+                                spk_solver **out)
 {
     spk_options defaults;
     if (!opt) {
@@ -189,6 +223,8 @@ spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options 
         return spk_fail(ctx, SPK_ERR_ARG, "spk_solver_create: NULL argument");
     *out = NULL;
     spk_status st = check_setup(ctx, "spk_solver_create", A, opt);
+    if (!st)
+        st = check_dist(ctx, "spk_solver_create", A, opt);
     if (st)
         return st;
     const double t0 = spk_now();
@@ -200,7 +236,7 @@ spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options 
     S->ctx = ctx;
     S->A = A;
     S->opt = *opt;
-    S->ops = spk_vec_ops_for(ctx->device);
+    S->ops = A->dist ? spk_vec_ops_dist() : spk_vec_ops_for(ctx->device);
     S->method = opt->method;
     if (S->method == SPK_METHOD_AUTO || opt->precond == SPK_PRECOND_AUTO) {
         if ((st = spk_matrix_host_values(ctx, A)))  /* the statistics read the values */
@@ -216,7 +252,8 @@ spk_status spk_solver_create(spk_context *ctx, spk_matrix *A, const spk_options 
     S->k.ctx = ctx;
     S->k.ops = S->ops;
     S->k.n = n;
-    S->k.maxiter = opt->maxiter > 0 ? opt->maxiter : (10 * n > 1000 ? 10 * n : 1000);
+    const int64_t n_all = A->dist ? A->dist->n_global : n;     /* the default counts them all */
+    S->k.maxiter = opt->maxiter > 0 ? opt->maxiter : (10 * n_all > 1000 ? 10 * n_all : 1000);
 
     /* the method's and the preconditioner's matrix: B = P A P^T with a reorder (A's
      * statistics above hold for it: a symmetric permutation keeps symmetry, the diagonal and
@@ -582,8 +619,11 @@ static spk_status solver_run(spk_solver *S, const double *d_b, double *d_x, int 
     const int64_t n = k->n;
     const spk_method m = S->method;
     method_fn fn = method_of(m);
-    k->be = S->M->be;
-    k->state = S->M->state;
+    const spk_dist *dist = S->M->dist;              /* over ranks: the global operator  */
+    k->be = dist ? dist->be : S->M->be;
+    k->state = dist ? dist->state : S->M->state;
+    if (dist)
+        ctx->comm->stop_local = ctx->comm->stop_seen = SPK_REASON_NONE;
     k->pc = S->pc;
     k->pc_state = S->pc_state;
     k->opt = &S->opt;
@@ -674,6 +714,8 @@ spk_status spk_solver_solve(spk_solver *S, const double *b, double *x, spk_resul
     const double t0 = spk_now();
     const int64_t n = S->k.n;
     spk_status st = check_host_vectors(S->ctx, "spk_solver_solve", n, b, x, S->opt.use_x0);
+    if (S->A->dist)                                  /* a rank's bad b stops them all    */
+        st = S->ctx->comm->agree(S->ctx, st);
     if (st || (st = solver_ready(S, res)))
         return st;
     if (S->R)
@@ -746,7 +788,10 @@ spk_status spk_solve(spk_context *ctx, spk_matrix *A, const double *b, double *x
         return st;
     if (!res)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_solve: NULL argument or destroyed matrix");
-    if ((st = check_host_vectors(ctx, "spk_solve", A->csr.nrows, b, x, opt->use_x0)))
+    st = check_host_vectors(ctx, "spk_solve", A->csr.nrows, b, x, opt->use_x0);
+    if (A->dist && ctx->comm)
+        st = ctx->comm->agree(ctx, st);
+    if (st)
         return st;
     memset(res, 0, sizeof *res);
     res->device = ctx->device;

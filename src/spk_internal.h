@@ -58,7 +58,46 @@ struct spk_context {
                                      its own; spk_host_memory)                                 */
     unsigned   methods_run;       /* bit m: a solve with method m has run (spk_result.cold)     */
     void      *cuda;              /* spk_cuda_state (stream, cuBLAS handle, scratch) or NULL    */
+    struct spk_comm *comm;        /* the ranks of a distributed context (src/mpi.c), or NULL   */
 };
+
+/* ---- distributed solves: the hooks libspk_mpi (src/mpi.c) fills, so that libspk itself
+ * never links MPI. A context made by spk_context_create_mpi holds one spk_comm; a matrix made
+ * by spk_matrix_create_mpi (or scattered) holds one spk_dist. The methods see neither: a
+ * distributed solve runs them on the global operator (spk_dist.be) and on the vector table
+ * spk_vec_ops_dist(), whose reductions, and the fused steps chosen from it (cg, bicgstab,
+ * gmres), sum over the ranks through comm->allreduce. ---- */
+typedef struct spk_comm {
+    int        rank, size;
+    /* v[0 .. n) summed over the ranks in place: one MPI_Allreduce, that also carries
+     * stop_local and leaves in stop_seen the largest stop any rank asked for */
+    spk_status (*allreduce)(spk_context *ctx, double *v, int n);
+    /* v[0 .. n) the largest over the ranks, in place (the scaled norm's maximum) */
+    spk_status (*allmax)(spk_context *ctx, double *v, int n);
+    /* A status made collective: SPK_OK on every rank, or on every rank the status and the
+     * message of the lowest rank that failed ("rank 2: ..."). */
+    spk_status (*agree)(spk_context *ctx, spk_status st);
+    void       (*destroy)(struct spk_comm *comm);                      /* frees comm itself  */
+    /* A host stop (time limit, a monitor's stop) must end every rank's loop at the same
+     * iteration: a rank's own request waits in stop_local for the next reduction; the loops
+     * act only on stop_seen, which every rank learns from the same reduction. */
+    spk_reason stop_local, stop_seen;
+    /* counters (spk_mpi_stats): seconds in the halo exchange's waits and in the reductions */
+    double     halo_s, reduce_s;
+    int64_t    halo_exchanges, halo_bytes, reductions;
+} spk_comm;
+
+struct spk_spmv_backend;
+struct spk_vec_ops;
+/* The part of a distributed matrix that libspk reads: the matrix handle's csr is the rank's
+ * diagonal block (its rows and its columns, local numbering), which the preconditioners see,
+ * so each of them is block-Jacobi over the ranks; the method sees the global operator. */
+typedef struct spk_dist {
+    const struct spk_spmv_backend *be;     /* y = A x over the ranks (halo exchange)        */
+    void                          *state;
+    int64_t                        n_global, row_begin;
+    void (*destroy)(struct spk_dist *d);   /* frees d and what it holds                     */
+} spk_dist;
 
 /* ---- errors ------------------------------------------------------------------------------- */
 /* Record a failure on ctx (printf-style detail) and return st. NULL ctx is allowed. */
@@ -266,6 +305,7 @@ struct spk_matrix {
     int              dev_current;  /* dev's canonical values are the matrix's values           */
     int              host_stale;   /* csr.val predates them: spk_matrix_host_values downloads  */
     int              dev_off;      /* dev could not be made (device memory): host path only     */
+    spk_dist        *dist;         /* a distributed matrix (src/mpi.c), or NULL                 */
 };
 #define SPK_MATRIX_MAGIC 0x5350b4a7u
 
@@ -417,9 +457,17 @@ typedef struct spk_vec_ops {
     spk_status (*steps)(spk_context *ctx, void **graph, spk_status (*step)(void *), void *self,
                         int64_t count);
     void (*graph_free)(void *graph);                                          /* NULL-safe */
+    /* 1: the vectors are one rank's rows of a distributed vector and the reductions (dot,
+     * nrm2, dot2, dot_sink) sum over the ranks of ctx->comm (spk_vec_ops_dist) */
+    int distributed;
 } spk_vec_ops;
 
 const spk_vec_ops *spk_vec_ops_cpu(void);
+/* The CPU table over the rows of a distributed vector: its reductions are the CPU table's
+ * local sums, then one ctx->comm->allreduce each. */
+const spk_vec_ops *spk_vec_ops_dist(void);
+/* ctx->comm->allreduce; SPK_OK (v unchanged) for a context without ranks. */
+spk_status spk_comm_allreduce(spk_context *ctx, double *v, int n);
 const spk_vec_ops *spk_vec_ops_cuda(void);   /* a table answering NOT_COMPILED without CUDA */
 const spk_vec_ops *spk_vec_ops_for(spk_device dev);
 

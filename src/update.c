@@ -143,6 +143,9 @@ spk_status spk_matrix_update_values(spk_context *ctx, spk_matrix *A, int64_t nnz
                         "new matrix)", (long long)nnz, (long long)A->nnz_in);
     if (nnz > 0 && !val)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: val is NULL");
+    if (A->dist)
+        return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "spk_matrix_update_values: a distributed "
+                        "matrix takes no value update yet (make it again from the new values)");
     spk_status st;
     if (device_path(ctx, A)) {
         spk_dev_upd how;

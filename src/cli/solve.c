@@ -3,9 +3,18 @@
  *
  * Exit codes: 0 converged, 1 did not converge (reason printed), 2 bad usage or bad input,
  * 3 device or system failure, including output that could not be written (stdout, stderr,
- * -o, --history). */
+ * -o, --history).
+ *
+ * Built with MPI and started by a launcher (mpirun -n P solve ...), the solve is distributed:
+ * rank 0 reads A, b and x0 as a lone run would, the matrix and the vectors are scattered in
+ * blocks of rows, every rank runs the solve, x is gathered back, and rank 0 alone writes and
+ * prints (the other ranks' stdout and stderr go to /dev/null). Every rank exits with rank 0's
+ * code. Outside a launcher MPI is never initialised. */
 #define _XOPEN_SOURCE 700 /* realpath, beside the build's _POSIX_C_SOURCE */
 #include "spk.h"
+#ifdef SPK_CLI_MPI
+#include "spk_mpi.h"
+#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +33,46 @@
 #define EXIT_NOT_CONVERGED 1
 #define EXIT_USAGE 2
 #define EXIT_SYSTEM 3
+
+/* ---- MPI (SPK_CLI_MPI builds, under a launcher) ---- */
+static int mpi_on, mpi_rank, mpi_size;
+/* rank 0 between the start and the scatter: the other ranks wait in mpi_go for its verdict, so
+ * a failure there must tell them before it exits */
+static int mpi_wait_go;
+#ifdef SPK_CLI_MPI
+static void mpi_end(void)
+{
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin)
+        MPI_Finalize();
+}
+
+/* Rank 0's verdict on what it read: 0 go on, else the exit code every rank leaves with. */
+static int mpi_go(int code)
+{
+    MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    mpi_wait_go = 0;
+    return code;
+}
+
+/* The launchers' environment: Open MPI, MPICH's and Intel MPI's Hydra (PMI), PMIx. */
+static void mpi_start(int *argc, char ***argv)
+{
+    if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE") && !getenv("PMIX_RANK"))
+        return;
+    MPI_Init(argc, argv);
+    atexit(mpi_end);
+    mpi_on = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+    mpi_wait_go = mpi_rank == 0;
+    if (mpi_rank != 0) {                 /* rank 0 speaks for all */
+        if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
+            MPI_Abort(MPI_COMM_WORLD, EXIT_SYSTEM);
+    }
+}
+#endif
 
 typedef struct cli {
     const char *A, *b, *x0, *out, *history, *nullspace, *coords;
@@ -234,6 +283,10 @@ static void fail_exit(spk_context *ctx, int code, const char *status, const char
         printf("  \"exit\": %d\n}\n", code);
     }
     spk_context_destroy(ctx);
+#ifdef SPK_CLI_MPI
+    if (mpi_on && mpi_wait_go)
+        mpi_go(code);
+#endif
     exit(finish(code));
 }
 
@@ -798,6 +851,13 @@ typedef struct report {
     int64_t summed, both_triangles;    /* spk_matrix_input_counts */
     char error[16384];                 /* a failure after the solve (writing -o, --history) */
     const cli *c;
+    char precond_buf[4096];            /* precond_info's text                                  */
+    char device_buf[160];              /* device_name, kept past a distributed context        */
+    /* a distributed solve (mpirun): ranks, rows per rank, the halo of one product over all
+     * ranks (values and rank-to-rank links), rank 0's seconds in MPI during the solve */
+    int mpi_ranks;
+    int64_t mpi_rows_min, mpi_rows_max, mpi_halo_values, mpi_links, mpi_reductions;
+    double mpi_halo_s, mpi_reduce_s;
 } report;
 
 static void print_json(const report *r)
@@ -862,6 +922,14 @@ static void print_json(const report *r)
         json_str(f, "precond_info", r->precond_info, 1);
     json_num(f, "solve_s", res->solve_s, 1);
     json_num(f, "per_iter_s", res->per_iter_s, 1);
+    fprintf(f, "  \"ranks\": %d,\n", r->mpi_ranks ? r->mpi_ranks : 1);
+    if (r->mpi_ranks) {
+        fprintf(f, "  \"mpi\": {\"rows_min\": %lld, \"rows_max\": %lld, \"halo_values\": %lld, "
+                "\"links\": %lld, \"halo_s\": %.9g, \"reduce_s\": %.9g, \"reductions\": %lld},\n",
+                (long long)r->mpi_rows_min, (long long)r->mpi_rows_max,
+                (long long)r->mpi_halo_values, (long long)r->mpi_links, r->mpi_halo_s,
+                r->mpi_reduce_s, (long long)r->mpi_reductions);
+    }
     fprintf(f, "  \"cold\": %s%s\n", res->cold ? "true" : "false", res->history_len > 0 ? "," : "");
     if (res->history_len > 0) {
         fprintf(f, "  \"history\": [\n");
@@ -942,6 +1010,12 @@ static void print_summary(spk_context *ctx, const report *r)
     if (c->opt.precision == SPK_PRECISION_MIXED)
         printf("precision %s\n", res->precision_reason[0] ? res->precision_reason
                                                           : spk_precision_str(res->precision));
+    if (r->mpi_ranks)
+        printf("ranks     %d (MPI): %lld to %lld rows each; a product exchanges %lld values over "
+               "%lld links; rank 0 waited %.3f s in halo exchanges, %.3f s in %lld reductions\n",
+               r->mpi_ranks, (long long)r->mpi_rows_min, (long long)r->mpi_rows_max,
+               (long long)r->mpi_halo_values, (long long)r->mpi_links, r->mpi_halo_s,
+               r->mpi_reduce_s, (long long)r->mpi_reductions);
     printf("result    %s after %lld iterations\n", spk_reason_str(res->reason), (long long)res->iterations);
     printf("residual  recursive %.3e, true %.3e (relative to ||b|| = %.3e; rtol %.1e)\n", res->rel,
            res->true_rel, res->bnorm, c->opt.rtol);
@@ -1091,85 +1165,176 @@ static double *ones_rhs(spk_context *ctx, const spk_matrix *A, int64_t n)
     return b;
 }
 
+#ifdef SPK_CLI_MPI
+/* The distributed solve (all ranks): the context over the ranks, A scattered from rank 0 in
+ * blocks of rows (multiples of --block-size), b and x0 scattered, the solve, x gathered into
+ * rank 0's x. Failures are collective (every rank has the same status): each rank leaves. */
+static void solve_mpi(cli *c, report *r, spk_context *ctx0, spk_matrix *A, const double *b,
+                      double *x)
+{
+    int flags[2] = {c->opt.use_x0, r->have_err};
+    MPI_Bcast(flags, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    c->opt.use_x0 = flags[0];
+    r->have_err = flags[1];
+    spk_context *ctx = NULL;
+    spk_status st = spk_context_create_mpi(&ctx, MPI_COMM_WORLD,
+                                           c->device == SPK_DEVICE_AUTO ? SPK_DEVICE_CPU : c->device);
+    if (st)
+        die_status(ctx, st, "device");
+    spk_context_destroy(ctx0);
+    r->device_name = spk_context_device_name(ctx);
+    spk_matrix *D = NULL;
+    const int block = c->opt.block_size > 1 ? c->opt.block_size
+                      : c->opt.amg.block_size > 1 ? c->opt.amg.block_size : 1;
+    if ((st = spk_matrix_scatter_mpi(ctx, 0, A, block, &D)))
+        die_status(ctx, st, "distributing the matrix");
+    spk_mpi_matrix_info mi;
+    spk_matrix_info_mpi(D, &mi);
+    const int64_t m = mi.row_end - mi.row_begin;
+    double *bl = calloc((size_t)m + 1, sizeof *bl), *xl = calloc((size_t)m + 1, sizeof *xl);
+    if (!bl || !xl)
+        MPI_Abort(MPI_COMM_WORLD, EXIT_SYSTEM);
+    if ((st = spk_vector_scatter_mpi(ctx, D, 0, b, bl)) ||
+        (c->opt.use_x0 && (st = spk_vector_scatter_mpi(ctx, D, 0, x, xl))))
+        die_status(ctx, st, "distributing the vectors");
+    /* the rows per rank and the halo, as rank 0 reports them */
+    int64_t v[4] = {m, -m, mi.send_values, mi.neighbours};
+    MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, v + 2, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    r->mpi_ranks = mi.size;
+    r->mpi_rows_max = v[0];
+    r->mpi_rows_min = -v[1];
+    r->mpi_halo_values = v[2];
+    r->mpi_links = v[3];
+    spk_solver *S = NULL;
+    if ((st = spk_solver_create(ctx, D, &c->opt, &S)))
+        die_status(ctx, st, "setting up the solver");
+    spk_solver_precond_describe(S, r->precond_buf, sizeof r->precond_buf);
+    r->precond_info = r->precond_buf;
+    if (c->explain && !c->json && !c->quiet)
+        printf("preconditioner\n  %s (each rank's diagonal block: block-Jacobi over %d ranks)\n",
+               r->precond_buf, mi.size);
+    spk_mpi_stats_reset(ctx);
+    st = spk_solver_solve(S, bl, xl, &r->res);
+    spk_solver_destroy(S);
+    if (st)
+        die_status(ctx, st, "solving");
+    spk_mpi_stats ms;
+    spk_mpi_stats_get(ctx, &ms);
+    r->mpi_halo_s = ms.halo_s;
+    r->mpi_reduce_s = ms.reduce_s;
+    r->mpi_reductions = ms.reductions;
+    if ((st = spk_vector_gather_mpi(ctx, D, 0, xl, x)))
+        die_status(ctx, st, "gathering x");
+    free(bl);
+    free(xl);
+    spk_matrix_destroy(D);
+    /* the device name lives in ctx: kept until the end (a copy), the context freed here */
+    snprintf(r->device_buf, sizeof r->device_buf, "%s", r->device_name);
+    r->device_name = r->device_buf;
+    spk_context_destroy(ctx);
+}
+#endif
+
 int main(int argc, char **argv)
 {
     reserve_std_fds();
     const mode_t um = umask(0);
     umask(um);
     new_file_mode = 0666 & ~um;
+#ifdef SPK_CLI_MPI
+    mpi_start(&argc, &argv);
+#endif
     cli c;
     parse_args(argc, argv, &c);
     json_errors = c.json;
     catch_fatal_signals();
-    /* cheap checks first: an output that cannot be written fails before the matrix is read */
-    const char *outs[2] = {c.out, c.history}, *what[2] = {"-o", "--history"};
-    for (int i = 0; i < 2; i++) {
-        char why[PATH_MAX + 256];
-        if (outs[i] && out_check(outs[i], why, sizeof why) != 0)
-            fail_exit(NULL, EXIT_USAGE, spk_status_str(SPK_ERR_IO), "%s %s: %s", what[i],
-                      outs[i], why);
-    }
     report r;
     memset(&r, 0, sizeof r);
     r.c = &c;
     r.matrix = c.A;
-
+    const int root = !mpi_on || mpi_rank == 0;       /* reads, writes and prints            */
     spk_context *ctx = NULL;
-    spk_status st = spk_context_create(&ctx, c.device);
-    if (st)
-        die_status(ctx, st, "device");
-    r.device_name = spk_context_device_name(ctx);
-    if (c.device == SPK_DEVICE_AUTO && spk_context_device(ctx) == SPK_DEVICE_CPU)
-        snprintf(r.device_note, sizeof r.device_note, "auto: %s", spk_last_error(ctx));
-
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     spk_matrix *A = NULL;
-    /* a file wins over a generator spec of the same name: "poisson2d:3" can still be read */
-    struct stat sb;
-    const int generate = spk_is_generator_spec(c.A) && stat(c.A, &sb) != 0;
-    st = generate ? spk_matrix_generate(ctx, c.A, &A) : spk_matrix_read_mtx(ctx, c.A, &A);
-    if (st)
-        die_status(ctx, st, "reading the matrix");
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    r.read_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    spk_matrix_get_info(A, &r.info);
-    spk_matrix_input_counts(A, &r.summed, &r.both_triangles);
-    const int64_t n = r.info.nrows;
-    if (r.both_triangles > 0 && !c.quiet)
-        fprintf(stderr, "solve: note: %s lists %lld off-diagonal positions in both triangles of "
-                "its symmetric storage: each such a(i,j) is the sum of the two entries (a "
-                "symmetric file should list one triangle)\n", c.A, (long long)r.both_triangles);
+    double *b = NULL, *x = NULL;
+    int64_t n = 0;
+    spk_status st;
+    if (root) {
+        /* cheap checks first: an output that cannot be written fails before the matrix is read */
+        const char *outs[2] = {c.out, c.history}, *what[2] = {"-o", "--history"};
+        for (int i = 0; i < 2; i++) {
+            char why[PATH_MAX + 256];
+            if (outs[i] && out_check(outs[i], why, sizeof why) != 0)
+                fail_exit(NULL, EXIT_USAGE, spk_status_str(SPK_ERR_IO), "%s %s: %s", what[i],
+                          outs[i], why);
+        }
+        /* over ranks rank 0 reads on the CPU; the ranks' device is the distributed context's */
+        st = spk_context_create(&ctx, mpi_on ? SPK_DEVICE_CPU : c.device);
+        if (st)
+            die_status(ctx, st, "device");
+        r.device_name = spk_context_device_name(ctx);
+        if (c.device == SPK_DEVICE_AUTO && spk_context_device(ctx) == SPK_DEVICE_CPU)
+            snprintf(r.device_note, sizeof r.device_note, "auto: %s",
+                     mpi_on ? "the ranks run on the CPU backend" : spk_last_error(ctx));
 
-    if (r.info.nrows != r.info.ncols) {
-        spk_matrix_destroy(A);
-        fail_exit(ctx, EXIT_USAGE, spk_status_str(SPK_ERR_ARG), "%s is %lld x %lld: a square "
-                  "matrix is needed", c.A, (long long)r.info.nrows, (long long)r.info.ncols);
-    }
-    /* the format is chosen (and its reason kept) once, here; the solve finds A prepared */
-    if ((st = spk_matrix_prepare(ctx, A, c.opt.format)))
-        die_status(ctx, st, "preparing the matrix");
-    r.format_reason = spk_matrix_format_reason(A);
-    if (c.explain && !c.json && !c.quiet)
-        print_explain(ctx, &r);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        /* a file wins over a generator spec of the same name: "poisson2d:3" can still be read */
+        struct stat sb;
+        const int generate = spk_is_generator_spec(c.A) && stat(c.A, &sb) != 0;
+        st = generate ? spk_matrix_generate(ctx, c.A, &A) : spk_matrix_read_mtx(ctx, c.A, &A);
+        if (st)
+            die_status(ctx, st, "reading the matrix");
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        r.read_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        spk_matrix_get_info(A, &r.info);
+        spk_matrix_input_counts(A, &r.summed, &r.both_triangles);
+        n = r.info.nrows;
+        if (r.both_triangles > 0 && !c.quiet)
+            fprintf(stderr, "solve: note: %s lists %lld off-diagonal positions in both triangles of "
+                    "its symmetric storage: each such a(i,j) is the sum of the two entries (a "
+                    "symmetric file should list one triangle)\n", c.A, (long long)r.both_triangles);
 
-    double *b = NULL, *x = calloc((size_t)n + 1, sizeof *x);
-    if (c.b) {
-        b = read_vector(ctx, c.b, n, "right-hand side");
-    } else {
-        b = ones_rhs(ctx, A, n);
-        r.have_err = 1;
+        if (r.info.nrows != r.info.ncols) {
+            spk_matrix_destroy(A);
+            fail_exit(ctx, EXIT_USAGE, spk_status_str(SPK_ERR_ARG), "%s is %lld x %lld: a square "
+                      "matrix is needed", c.A, (long long)r.info.nrows, (long long)r.info.ncols);
+        }
+        /* the format is chosen (and its reason kept) once, here; the solve finds A prepared */
+        if ((st = spk_matrix_prepare(ctx, A, c.opt.format)))
+            die_status(ctx, st, "preparing the matrix");
+        r.format_reason = spk_matrix_format_reason(A);
+        if (c.explain && !c.json && !c.quiet)
+            print_explain(ctx, &r);
+
+        x = calloc((size_t)n + 1, sizeof *x);
+        if (c.b) {
+            b = read_vector(ctx, c.b, n, "right-hand side");
+        } else {
+            b = ones_rhs(ctx, A, n);
+            r.have_err = 1;
+        }
+        if (!b || !x)
+            fail_exit(ctx, EXIT_SYSTEM, spk_status_str(SPK_ERR_NOMEM), "out of memory for vectors "
+                      "of %lld entries", (long long)n);
+        if (c.x0) {
+            double *x0 = read_vector(ctx, c.x0, n, "initial guess");
+            memcpy(x, x0, (size_t)n * sizeof *x);
+            free(x0);
+            c.opt.use_x0 = 1;
+        }
+        read_amg_inputs(ctx, &c, n);
+        if (mpi_on && (c.opt.amg.nullspace || c.opt.amg.coords))
+            fail_exit(ctx, EXIT_USAGE, spk_status_str(SPK_ERR_UNSUPPORTED), "--nullspace and "
+                      "--coords are not distributed over ranks yet: run them on one rank");
     }
-    if (!b || !x)
-        fail_exit(ctx, EXIT_SYSTEM, spk_status_str(SPK_ERR_NOMEM), "out of memory for vectors "
-                  "of %lld entries", (long long)n);
-    if (c.x0) {
-        double *x0 = read_vector(ctx, c.x0, n, "initial guess");
-        memcpy(x, x0, (size_t)n * sizeof *x);
-        free(x0);
-        c.opt.use_x0 = 1;
+#ifdef SPK_CLI_MPI
+    if (mpi_on) {
+        const int go = mpi_go(0);
+        if (go)
+            exit(finish(go));                        /* rank 0 said why */
     }
-    read_amg_inputs(ctx, &c, n);
+#endif
     c.opt.history = c.history != NULL;
     monitor_state mon = {c.monitor && !c.quiet ? c.monitor_every : 0};
     c.opt.monitor = monitor_line;                /* every iteration: it also polls the signal */
@@ -1182,67 +1347,79 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    spk_solver *S = NULL;
-    if ((st = spk_solver_create(ctx, A, &c.opt, &S)))
-        die_status(ctx, st, "setting up the solver");
-    char pcinfo[4096];
-    spk_solver_precond_describe(S, pcinfo, sizeof pcinfo);
-    r.precond_info = pcinfo;
-    if (c.explain && !c.json && !c.quiet)
-        printf("preconditioner\n  %s\n", pcinfo);
-    st = spk_solver_solve(S, b, x, &r.res);
-    /* 50 SpMVs each: past the noise of one on a small matrix, a fraction of a solve */
-    if (!st && c.opt.reorder != SPK_REORDER_NONE && (c.explain || c.json) &&
-        (st = spk_solver_spmv_seconds(S, 50, &r.spmv_s[0], &r.spmv_s[1])))
-        die_status(ctx, st, "timing the SpMVs");
-    spk_solver_destroy(S);
+    if (mpi_on) {
+#ifdef SPK_CLI_MPI
+        solve_mpi(&c, &r, ctx, A, b, x);
+        ctx = NULL;                                  /* solve_mpi destroyed it */
+#endif
+    } else {
+        spk_solver *S = NULL;
+        if ((st = spk_solver_create(ctx, A, &c.opt, &S)))
+            die_status(ctx, st, "setting up the solver");
+        spk_solver_precond_describe(S, r.precond_buf, sizeof r.precond_buf);
+        r.precond_info = r.precond_buf;
+        if (c.explain && !c.json && !c.quiet)
+            printf("preconditioner\n  %s\n", r.precond_buf);
+        st = spk_solver_solve(S, b, x, &r.res);
+        /* 50 SpMVs each: past the noise of one on a small matrix, a fraction of a solve */
+        if (!st && c.opt.reorder != SPK_REORDER_NONE && (c.explain || c.json) &&
+            (st = spk_solver_spmv_seconds(S, 50, &r.spmv_s[0], &r.spmv_s[1])))
+            die_status(ctx, st, "timing the SpMVs");
+        spk_solver_destroy(S);
+        if (st)
+            die_status(ctx, st, "solving");
+    }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    if (st)
-        die_status(ctx, st, "solving");
-    r.format_reason = r.res.format_reason;   /* with --reorder, P A P^T's (auto may differ) */
-    if (c.restart_given && r.res.method != SPK_METHOD_GMRES && r.res.method != SPK_METHOD_FGMRES)
-        fprintf(stderr, "solve: warning: --restart applies to gmres and fgmres only (the method "
-                "was %s)\n",
-                spk_method_str(r.res.method));
-    if (r.have_err) {
-        for (int64_t i = 0; i < n; i++)
-            if (!(fabs(x[i] - 1.0) <= r.err_inf))
-                r.err_inf = fabs(x[i] - 1.0);
-    }
     const int converged = r.res.reason > 0;
     int code = converged ? EXIT_CONVERGED : EXIT_NOT_CONVERGED;
-    char why[2 * sizeof(((out_file *)0)->tmp) + 512];
-    if (c.history && write_history(c.history, &r.res, why, sizeof why) != 0) {
-        snprintf(r.error, sizeof r.error, "cannot write the history to %s: %s", c.history, why);
-        fprintf(stderr, "solve: %s\n", r.error);
-        code = EXIT_SYSTEM;
+    if (root) {
+        r.format_reason = r.res.format_reason;   /* with --reorder, P A P^T's (auto may differ) */
+        if (c.restart_given && r.res.method != SPK_METHOD_GMRES && r.res.method != SPK_METHOD_FGMRES)
+            fprintf(stderr, "solve: warning: --restart applies to gmres and fgmres only (the method "
+                    "was %s)\n",
+                    spk_method_str(r.res.method));
+        if (r.have_err) {
+            for (int64_t i = 0; i < n; i++)
+                if (!(fabs(x[i] - 1.0) <= r.err_inf))
+                    r.err_inf = fabs(x[i] - 1.0);
+        }
+        char why[2 * sizeof(((out_file *)0)->tmp) + 512];
+        if (c.history && write_history(c.history, &r.res, why, sizeof why) != 0) {
+            snprintf(r.error, sizeof r.error, "cannot write the history to %s: %s", c.history, why);
+            fprintf(stderr, "solve: %s\n", r.error);
+            code = EXIT_SYSTEM;
+        }
+        int64_t bad = -1;                    /* a NaN/Inf in x (a diverged solve): not written */
+        for (int64_t i = 0; c.out && bad < 0 && i < n; i++)
+            if (!isfinite(x[i]))
+                bad = i;
+        if (bad >= 0) {
+            fprintf(stderr, "solve: not writing the solution to %s: x(%lld) = %g\n", c.out,
+                    (long long)bad + 1, x[bad]);
+        } else if (c.out && write_solution(ctx, c.out, x, n, why, sizeof why) != 0) {
+            snprintf(r.error, sizeof r.error, "cannot write the solution to %s: %s", c.out, why);
+            fprintf(stderr, "solve: %s\n", r.error);
+            code = EXIT_SYSTEM;
+        }
+        if (c.json)
+            print_json(&r);
+        else if (!c.quiet)
+            print_summary(ctx, &r);
+        if (!converged) {
+            const char *h = hint(&r.res);
+            fprintf(stderr, "solve: did not converge: %s after %lld iterations (true relative residual "
+                    "%.3e)%s%s%s%s\n", spk_reason_str(r.res.reason), (long long)r.res.iterations,
+                    r.res.true_rel, r.res.reason_detail[0] ? ": " : "", r.res.reason_detail,
+                    h[0] ? "; " : "", h);
+        }
+        if (r.res.reason == SPK_DIVERGED_INTERRUPTED && stop_signal && code == EXIT_NOT_CONVERGED)
+            code = 128 + stop_signal;
     }
-    int64_t bad = -1;                    /* a NaN/Inf in x (a diverged solve): not written */
-    for (int64_t i = 0; c.out && bad < 0 && i < n; i++)
-        if (!isfinite(x[i]))
-            bad = i;
-    if (bad >= 0) {
-        fprintf(stderr, "solve: not writing the solution to %s: x(%lld) = %g\n", c.out,
-                (long long)bad + 1, x[bad]);
-    } else if (c.out && write_solution(ctx, c.out, x, n, why, sizeof why) != 0) {
-        snprintf(r.error, sizeof r.error, "cannot write the solution to %s: %s", c.out, why);
-        fprintf(stderr, "solve: %s\n", r.error);
-        code = EXIT_SYSTEM;
-    }
-    if (c.json)
-        print_json(&r);
-    else if (!c.quiet)
-        print_summary(ctx, &r);
-    if (!converged) {
-        const char *h = hint(&r.res);
-        fprintf(stderr, "solve: did not converge: %s after %lld iterations (true relative residual "
-                "%.3e)%s%s%s%s\n", spk_reason_str(r.res.reason), (long long)r.res.iterations,
-                r.res.true_rel, r.res.reason_detail[0] ? ": " : "", r.res.reason_detail,
-                h[0] ? "; " : "", h);
-    }
-    if (r.res.reason == SPK_DIVERGED_INTERRUPTED && stop_signal && code == EXIT_NOT_CONVERGED)
-        code = 128 + stop_signal;
+#ifdef SPK_CLI_MPI
+    if (mpi_on)                                      /* every rank leaves with rank 0's code */
+        MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+#endif
 
     spk_result_free(&r.res);
     free(b);
