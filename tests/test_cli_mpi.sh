@@ -1,2 +1,73 @@
 #!/usr/bin/env bash
-exit 77
+# tests/test_cli_mpi.sh SOLVE INPUTS MPIRUN -- `mpirun -n P solve ...` (a build with MPI):
+# for P = 1 to 4 the distributed solve takes the lone run's iterations within 2, writes its x
+# (to 1e-12 relative), history and JSON from rank 0, and every failure ends every rank with the
+# lone run's exit code and message, never a hang.
+set -u
+SOLVE=$1
+IN=$2
+MPIRUN=$3
+source "$(dirname "$0")/cli_lib.sh"
+export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+mp() { local np=$1; shift; timeout 300 "$MPIRUN" -n "$np" "$SOLVE" "$@"; }
+json_int() { sed -n "s/^  \"$1\": \([0-9-]*\),*$/\1/p" <<<"$out" | head -1; }
+# max |a - b| / max |b| over two array files (their value lines: one field each)
+rel_diff() {
+  awk 'FNR == 1 { f++ } /^[-0-9.]/ && NF == 1 { if (f == 1) a[FNR] = $1; else { d = $1 - a[FNR]; if (d < 0) d = -d;
+       if (d > m) m = d; v = $1 < 0 ? -$1 : $1; if (v > s) s = v } } END { print (s > 0 ? m / s : m) }' "$1" "$2"
+}
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+
+cases=("poisson3d:16 --method cg --precond jacobi"
+       "$IN/cage8.mtx --method bicgstab --precond jacobi"
+       "$IN/orsirr_1.mtx --method gmres --precond jacobi --maxiter 5000")
+for cs in "${cases[@]}"; do
+  # shellcheck disable=SC2086
+  run "$SOLVE" -A $cs --json -o "$T/x1.mtx"
+  check "lone run: $cs" test "$rc" = 0
+  one=$(json_int iterations)
+  for np in 1 2 3 4; do
+    # shellcheck disable=SC2086
+    run mp "$np" -A $cs --json -o "$T/xp.mtx" --history "$T/h.csv"
+    check "$np ranks: $cs: exit $rc" test "$rc" = 0
+    it=$(json_int iterations)
+    check "$np ranks: $cs: ranks in the JSON" test "$(json_int ranks)" = "$np"
+    check "$np ranks: $cs: $it iterations, $one alone" test $((it > one ? it - one : one - it)) -le 2
+    d=$(rel_diff "$T/x1.mtx" "$T/xp.mtx")
+    check "$np ranks: $cs: x within $d of the lone run's" le "$d" 1e-12
+    check "$np ranks: $cs: history of $((it + 1)) rows" test "$(($(wc -l <"$T/h.csv") - 1))" = $((it + 1))
+  done
+done
+
+# AMG as block-Jacobi over the ranks: converges, and says what it is
+run mp 3 -A poisson3d:16 --method cg --precond amg --explain
+check "block-Jacobi AMG on 3 ranks converges (exit $rc)" test "$rc" = 0
+check "--explain says block-Jacobi over the ranks" grep -q "block-Jacobi over 3 ranks" <<<"$out"
+check "the summary names the ranks" grep -q "^ranks     3 (MPI)" <<<"$out"
+
+# not converged: exit 1 on every rank
+run mp 2 -A poisson3d:16 --method cg --maxiter 3
+check "maxiter 3 on 2 ranks: exit 1 (got $rc)" test "$rc" = 1
+check "maxiter: said once" test "$(grep -c 'did not converge' <<<"$err")" = 1
+
+# failures: the lone run's code and message, from rank 0 alone
+run mp 2 -A "$T/none.mtx"
+check "a missing file on 2 ranks: exit 2 (got $rc)" test "$rc" = 2
+check "a missing file: the message names it" grep -q "none.mtx" <<<"$err"
+run mp 2 -A poisson3d:8 --device gpu
+check "--device gpu over ranks: exit 2 (got $rc)" test "$rc" = 2
+check "--device gpu over ranks: says the CPU backend" grep -q "CPU backend" <<<"$err"
+run mp 2 -A poisson3d:8 --reorder rcm
+check "--reorder over ranks: refused, exit 2 (got $rc)" test "$rc" = 2
+printf '%%%%MatrixMarket matrix array real general\n1 1\n1\n' >"$T/ns.mtx"
+run mp 2 -A poisson3d:4 --precond amg --nullspace "$T/ns.mtx"
+check "--nullspace over ranks: refused, exit 2 (got $rc)" test "$rc" = 2
+# a zero diagonal entry in the last rank's rows: Jacobi fails there, rank 0 says which rank
+printf '%%%%MatrixMarket matrix coordinate real general\n4 4 7\n1 1 4\n1 2 -1\n2 1 -1\n2 2 4\n3 3 4\n3 4 1\n4 3 1\n' >"$T/z.mtx"
+run mp 2 -A "$T/z.mtx" --method gmres --precond jacobi
+check "a zero diagonal on rank 1: exit 2 (got $rc)" test "$rc" = 2
+check "the message names rank 1" grep -q "rank 1" <<<"$err"
+
+echo "test_cli_mpi: $pass passed, $fail failed"
+[ "$fail" = 0 ]
