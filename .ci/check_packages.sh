@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # .ci/check_packages.sh [BUILD] -- the packages `cpack` makes from a build (default build/):
-# the .debs (libspk, libspk-dev, spk-solve, and libspk-cuda in a CUDA build) and the .tar.gz;
+# the .debs (libspk, libspk-dev, spk-solve, libspk-cuda in a CUDA build and libspk-mpi in an
+# MPI one) and the .tar.gz;
 # the .debs installed with dpkg -i, spk-solve run on a shipped matrix, a program built against
 # libspk-dev with pkg-config, the installed libspk.so checked to need no CUDA library, then
 # everything removed again with dpkg -r. Needs root (dpkg); a machine without dpkg skips.
@@ -13,6 +14,7 @@ command -v dpkg >/dev/null || { echo "check_packages: no dpkg here: skipped"; ex
 tar -tzf "$B"/spk-*.tar.gz | grep 'bin/spk-solve$' >/dev/null
 pkgs=(libspk spk-solve libspk-dev)
 [ -n "$(ls "$B"/libspk-cuda_*.deb 2>/dev/null)" ] && pkgs+=(libspk-cuda)
+[ -n "$(ls "$B"/libspk-mpi_*.deb 2>/dev/null)" ] && pkgs+=(libspk-mpi)
 debs=()
 for p in "${pkgs[@]}"; do debs+=("$(ls "$B/${p}_"*.deb)"); done
 for p in "${pkgs[@]}"; do
@@ -23,6 +25,12 @@ trap cleanup EXIT
 dpkg -i "${debs[@]}"
 spk-solve -A inputs/bcsstk09.mtx --method cg --precond jacobi -q
 echo "spk-solve: converged (exit 0)"
+if [[ " ${pkgs[*]} " == *" libspk-mpi "* ]] && command -v mpiexec >/dev/null; then
+  OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    OMPI_MCA_rmaps_base_oversubscribe=1 mpiexec -n 2 spk-solve -A inputs/bcsstk09.mtx \
+    --method cg --precond jacobi -q
+  echo "mpiexec -n 2 spk-solve: converged (exit 0)"
+fi
 lib=$(dpkg -L libspk | grep 'libspk\.so\.[0-9.]*$' | sort | tail -1)
 if readelf -d "$lib" | grep NEEDED | grep -qiE 'cuda|cublas|cusparse'; then
   echo "check_packages: $lib needs a CUDA library"; exit 1
