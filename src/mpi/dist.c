@@ -204,6 +204,9 @@ typedef struct dist_mat {
     int64_t      nloc, nghost;
     int64_t     *ghost;           /* global column of each ghost, ascending                    */
     spk_csr      off;             /* nloc x nghost: the off-diagonal block                     */
+    int32_t     *orow;            /* the rows of off holding entries (PETSc's compressed rows:
+                                     the product walks these alone, not every row offset)      */
+    int64_t      norow;
     int          nsend, nrecv;    /* neighbours sent to / received from                        */
     int          nreq;
     MPI_Request *req;             /* persistent: the receives, then the sends                  */
@@ -227,6 +230,7 @@ static void dist_destroy(spk_dist *d)
     free(D->starts);
     free(D->ghost);
     spk_csr_free(&D->off);
+    free(D->orow);
     free(D->send_idx);
     free(D->send_buf);
     free(D->ghost_val);
@@ -296,9 +300,11 @@ static spk_status dist_spmv(spk_context *ctx, const void *state, double alpha, c
         return st;
     const spk_csr *O = &D->off;
     const double *g = D->ghost_val;
-    const int64_t m = O->nrows;
+    const int32_t *orow = D->orow;
+    const int64_t m = D->norow;
 #pragma omp parallel for schedule(static) if (O->nnz > SPK_OMP_MIN_N)
-    for (int64_t i = 0; i < m; i++) {
+    for (int64_t k = 0; k < m; k++) {
+        const int32_t i = orow[k];
         double s = 0.0;
         for (int64_t p = O->rowptr[i]; p < O->rowptr[i + 1]; p++)
             s += O->val[p] * g[O->colind[p]];
@@ -611,6 +617,16 @@ static spk_status split_rows(spk_context *ctx, dist_mat *D, int64_t n, int64_t l
     oc.ncols = ng;
     if ((st = spk_csr_from_coo(ctx, &oc, &D->off)))
         goto done;
+    int64_t nr = 0;
+    for (int64_t i = 0; i < m; i++)
+        nr += D->off.rowptr[i + 1] > D->off.rowptr[i];
+    if (!(D->orow = malloc((size_t)(nr + 1) * sizeof *D->orow))) {
+        st = spk_fail(ctx, SPK_ERR_NOMEM, "off-diagonal rows: out of memory");
+        goto done;
+    }
+    for (int64_t i = 0; i < m; i++)
+        if (D->off.rowptr[i + 1] > D->off.rowptr[i])
+            D->orow[D->norow++] = (int32_t)i;
     st = spk_matrix_from_coo(ctx, m, m, nd, dr, dc, dv, 0, &D->A);
 done:
     free(dr);
