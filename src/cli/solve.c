@@ -170,6 +170,13 @@ static const char usage_text[] =
     "                      notes (-o, --history and --json are still written)\n"
     "  --help, -h, --version\n"
     "\n"
+#ifdef SPK_CLI_MPI
+    "Distributed (this build has MPI): mpirun -n P solve ... splits A into P blocks of rows\n"
+    "(multiples of --block-size) on CPU ranks; rank 0 reads and writes, the preconditioner is\n"
+    "built on each rank's diagonal block (block-Jacobi over the ranks); --device gpu,\n"
+    "--reorder, --precision mixed, --nullspace and --coords are refused there so far.\n"
+    "\n"
+#endif
     "Exit status: 0 converged, 1 not converged, 2 bad usage or input, 3 device or system\n"
     "failure (an output that could not be written included).\n";
 
