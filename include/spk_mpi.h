@@ -22,7 +22,10 @@
  * Every call below is collective over the context's ranks (each rank calls it, in the same
  * order), and a failure on one rank is reported on every rank ("rank 2: ..."), so that no
  * rank is left waiting. So far the ranks run on the CPU backend: a CUDA device is refused.
- * Reordering, mixed precision and value updates of a distributed matrix are refused too. */
+ * Reordering and mixed precision are refused too. spk_matrix_update_values takes, on each rank,
+ * the new values of the entries that rank gave spk_matrix_create_mpi, in that order (for a
+ * scattered matrix: the order of spk_matrix_csr's arrays of the root's matrix, row block by
+ * row block); it is collective, and solvers made from the matrix refresh at their next solve. */
 #ifndef SPK_MPI_H
 #define SPK_MPI_H
 

@@ -20,8 +20,9 @@
 extern "C" {
 #endif
 
-/* Raised whenever the table changes: a libspk_cuda.so of another layout is refused. */
-#define SPK_CUDA_PLUGIN_ABI 2
+/* Raised whenever the table or a structure it passes changes (3: spk_vec_ops.distributed and
+ * spk_matrix.dist): a libspk_cuda.so of another layout is refused. */
+#define SPK_CUDA_PLUGIN_ABI 3
 
 struct spk_cg_ops;
 struct spk_bicg_ops;

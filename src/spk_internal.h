@@ -97,7 +97,15 @@ typedef struct spk_dist {
     void                          *state;
     int64_t                        n_global, row_begin;
     void (*destroy)(struct spk_dist *d);   /* frees d and what it holds                     */
+    /* spk_matrix_update_values of the matrix A holding d (collective): the values of the
+     * rank's input entries split between the two blocks, the diagonal block's taken by
+     * spk_matrix_update_local, the whole matrix's statistics made again */
+    spk_status (*update)(spk_context *ctx, spk_matrix *A, int64_t nnz, const double *val,
+                         int val_on_device);
 } spk_dist;
+/* spk_matrix_update_values of a matrix's own arrays, never a distributed one's (src/update.c). */
+spk_status spk_matrix_update_local(spk_context *ctx, spk_matrix *A, int64_t nnz,
+                                   const double *val, int val_on_device);
 
 /* ---- errors ------------------------------------------------------------------------------- */
 /* Record a failure on ctx (printf-style detail) and return st. NULL ctx is allowed. */

@@ -137,15 +137,20 @@ spk_status spk_matrix_update_values(spk_context *ctx, spk_matrix *A, int64_t nnz
 {
     if (!ctx || !A || A->magic != SPK_MATRIX_MAGIC)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: NULL or destroyed matrix");
+    if (A->dist)                         /* the rank's rows: split, then the block's own below */
+        return A->dist->update(ctx, A, nnz, val, val_on_device);
+    return spk_matrix_update_local(ctx, A, nnz, val, val_on_device);
+}
+
+spk_status spk_matrix_update_local(spk_context *ctx, spk_matrix *A, int64_t nnz,
+                                   const double *val, int val_on_device)
+{
     if (nnz != A->nnz_in)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: %lld values given, but the "
                         "matrix was made from %lld entries (the pattern cannot change: make a "
                         "new matrix)", (long long)nnz, (long long)A->nnz_in);
     if (nnz > 0 && !val)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: val is NULL");
-    if (A->dist)
-        return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "spk_matrix_update_values: a distributed "
-                        "matrix takes no value update yet (make it again from the new values)");
     spk_status st;
     if (device_path(ctx, A)) {
         spk_dev_upd how;

@@ -176,6 +176,95 @@ static void test_block_jacobi(spk_context *ctx, spk_context *solo)
     spk_matrix_destroy(G);
 }
 
+/* A finite-element loop over ranks: the values change, the pattern stays; the solver made
+ * once refreshes (AMG's hierarchy on each block, Jacobi's diagonal) and must solve the new
+ * system as a solver made afresh on one rank does. */
+static void test_update(spk_context *ctx, spk_context *solo)
+{
+    spk_matrix *G = t_matrix(solo, "poisson3d:12"), *D = NULL;
+    const int64_t n = G->csr.nrows, lo = n * rank_ / size_, hi = n * (rank_ + 1) / size_;
+    const int64_t *rp = G->csr.rowptr, base = rp[lo], nz = rp[hi] - base;
+    int64_t *lrp = malloc((size_t)(hi - lo + 1) * sizeof *lrp);
+    int64_t *col = malloc((size_t)(nz + 1) * sizeof *col);
+    double *val = malloc((size_t)(nz + 1) * sizeof *val);
+    for (int64_t i = lo; i <= hi; i++)
+        lrp[i - lo] = rp[i] - base;
+    for (int64_t p = 0; p < nz; p++) {
+        col[p] = G->csr.colind[base + p];
+        val[p] = G->csr.val[base + p];
+    }
+    T_CHECK(spk_matrix_create_mpi(ctx, n, lo, hi, lrp, col, val, &D) == SPK_OK, "%s",
+            spk_last_error(ctx));
+    const spk_precond pcs[] = {SPK_PRECOND_JACOBI, SPK_PRECOND_AMG};
+    double *b = t_rand_vec(n, 9);
+    for (size_t k = 0; D && k < 2; k++) {
+        spk_options opt;
+        spk_options_default(&opt);
+        opt.method = SPK_METHOD_CG;
+        opt.precond = pcs[k];
+        spk_solver *S = NULL;
+        T_CHECK(spk_solver_create(ctx, D, &opt, &S) == SPK_OK, "%s", spk_last_error(ctx));
+        double *xl = calloc((size_t)(hi - lo) + 1, sizeof *xl);
+        for (int step = 1; S && step <= 2; step++) {
+            /* A + step * (a shift on the diagonal), the off-diagonal entries scaled: both
+             * blocks change; one rank's copy G the same way */
+            for (int64_t i = lo; i < hi; i++)
+                for (int64_t p = rp[i]; p < rp[i + 1]; p++) {
+                    const int32_t j = G->csr.colind[p];
+                    val[p - base] = j == i ? G->csr.val[p] + step : G->csr.val[p] * (1.0 + 0.1 * step);
+                }
+            spk_status st = spk_matrix_update_values(ctx, D, nz, val, 0);
+            T_CHECK(st == SPK_OK, "update: %s", spk_last_error(ctx));
+            spk_result r;
+            st = spk_solver_solve(S, b + lo, xl, &r);
+            T_CHECK(st == SPK_OK && r.reason > 0, "solve after update %d: %s", step,
+                    spk_reason_str(r.reason));
+            /* the one-rank reference: the whole matrix with the same new values */
+            spk_matrix *H = NULL;
+            double *hv = malloc((size_t)G->csr.nnz * sizeof *hv);
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t p = rp[i]; p < rp[i + 1]; p++)
+                    hv[p] = G->csr.colind[p] == i ? G->csr.val[p] + step
+                                                  : G->csr.val[p] * (1.0 + 0.1 * step);
+            spk_matrix_from_csr(solo, n, n, rp, G->csr.colind, hv, 0, &H);
+            double *x1 = calloc((size_t)n, sizeof *x1), *xg = calloc((size_t)n, sizeof *xg);
+            spk_result r1;
+            T_CHECK(spk_solve(solo, H, b, x1, &opt, &r1) == SPK_OK, "%s", spk_last_error(solo));
+            spk_vector_gather_mpi(ctx, D, 0, xl, xg);
+            MPI_Bcast(xg, (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+            T_CHECK(t_true_rel(H, b, xg) <= 10 * opt.rtol, "%s step %d: true residual %.3e of "
+                    "the updated system", spk_precond_str(pcs[k]), step, t_true_rel(H, b, xg));
+            T_CHECK(size_ > 1 || r.iterations == r1.iterations, "%s step %d: %lld iterations "
+                    "after the refresh, %lld afresh", spk_precond_str(pcs[k]), step,
+                    (long long)r.iterations, (long long)r1.iterations);
+            T_CHECK(pcs[k] != SPK_PRECOND_JACOBI || llabs(r.iterations - r1.iterations) <= 2,
+                    "jacobi step %d: %lld iterations, %lld on one rank", step,
+                    (long long)r.iterations, (long long)r1.iterations);
+            spk_result_free(&r);
+            spk_result_free(&r1);
+            free(x1);
+            free(xg);
+            free(hv);
+            spk_matrix_destroy(H);
+            memset(xl, 0, (size_t)(hi - lo) * sizeof *xl);
+        }
+        /* a NaN on one rank: refused on all, the matrix unchanged */
+        if (rank_ == size_ - 1 && nz > 0)
+            val[0] = NAN;
+        spk_status st = spk_matrix_update_values(ctx, D, nz, val, 0);
+        T_CHECK(st == SPK_ERR_ARG && same_everywhere((double)st), "NaN update: %s",
+                spk_status_str(st));
+        free(xl);
+        spk_solver_destroy(S);
+    }
+    free(b);
+    free(lrp);
+    free(col);
+    free(val);
+    spk_matrix_destroy(D);
+    spk_matrix_destroy(G);
+}
+
 static int stop_at_5(void *user, int64_t it, double rnorm, double rel, double seconds)
 {
     return rank_ == size_ - 1 && it >= 5;            /* one rank alone asks */
@@ -287,6 +376,7 @@ int main(int argc, char **argv)
         test_krylov(ctx, solo);
         test_block_jacobi(ctx, solo);
         test_agreement(ctx, solo);
+        test_update(ctx, solo);
     }
     spk_context_destroy(ctx);
     spk_context_destroy(solo);

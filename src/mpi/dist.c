@@ -204,6 +204,13 @@ typedef struct dist_mat {
     int64_t      nloc, nghost;
     int64_t     *ghost;           /* global column of each ghost, ascending                    */
     spk_csr      off;             /* nloc x nghost: the off-diagonal block                     */
+    /* value updates: input entry p of the rank's arrays went to the off-diagonal block when
+     * is_off[p]; off's entry q sums the off inputs og_src[og_ptr[q] .. og_ptr[q + 1]) (both
+     * NULL: the identity); dv, ov: the split values' scratch */
+    int64_t      nnz_in, nd_in, no_in;
+    uint8_t     *is_off;
+    int64_t     *og_ptr, *og_src;
+    double      *dv, *ov;
     int32_t     *orow;            /* the rows of off holding entries (PETSc's compressed rows:
                                      the product walks these alone, not every row offset)      */
     int64_t      norow;
@@ -230,6 +237,11 @@ static void dist_destroy(spk_dist *d)
     free(D->starts);
     free(D->ghost);
     spk_csr_free(&D->off);
+    free(D->is_off);
+    spk_free(D->og_ptr);
+    spk_free(D->og_src);
+    free(D->dv);
+    free(D->ov);
     free(D->orow);
     free(D->send_idx);
     free(D->send_buf);
@@ -580,9 +592,20 @@ static spk_status split_rows(spk_context *ctx, dist_mat *D, int64_t n, int64_t l
                       "memory", (long long)nnz);
         goto done;
     }
+    D->nnz_in = nnz;
+    D->nd_in = nd;
+    D->no_in = no;
+    D->is_off = malloc((size_t)nnz + 1);
+    D->dv = malloc((size_t)(nd + 1) * sizeof *D->dv);
+    D->ov = malloc((size_t)(no + 1) * sizeof *D->ov);
+    if (!D->is_off || !D->dv || !D->ov) {
+        st = spk_fail(ctx, SPK_ERR_NOMEM, "distributed matrix's update map: out of memory");
+        goto done;
+    }
     nd = no = 0;
     for (int64_t i = 0; i < m; i++)
         for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++) {
+            D->is_off[p] = !(colind[p] >= lo && colind[p] < hi);
             if (colind[p] >= lo && colind[p] < hi) {
                 dr[nd] = (int32_t)i;
                 dc[nd] = (int32_t)(colind[p] - lo);
@@ -615,7 +638,8 @@ static spk_status split_rows(spk_context *ctx, dist_mat *D, int64_t n, int64_t l
     for (int64_t p = 0; p < no; p++)
         oc.col[p] = (int32_t)find_i64(gs, ng, g[p]);
     oc.ncols = ng;
-    if ((st = spk_csr_from_coo(ctx, &oc, &D->off)))
+    if ((st = spk_csr_from_coo(ctx, &oc, &D->off)) ||
+        (st = spk_csr_source_map(ctx, &D->off, &oc, &D->og_ptr, &D->og_src)))
         goto done;
     int64_t nr = 0;
     for (int64_t i = 0; i < m; i++)
@@ -635,6 +659,56 @@ done:
     free(g);
     spk_coo_free(&oc);
     return st;
+}
+
+/* New values for the rank's input entries, in the order of the arrays the matrix was made
+ * from: the diagonal block's through its own update (its map, its layout refilled, its
+ * version bumped, so that solvers refresh), the off-diagonal block's through og_ptr / og_src
+ * (summed in input order, as assembly summed them), then the whole matrix's statistics. */
+static spk_status dist_update(spk_context *ctx, spk_matrix *A, int64_t nnz, const double *val,
+                              int val_on_device)
+{
+    dist_mat *D = (dist_mat *)(void *)A->dist;
+    spk_status st = SPK_OK;
+    if (!ctx->comm || ctx->comm != D->cm)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: a distributed matrix is "
+                        "updated on the context it was made on");
+    if (nnz != D->nnz_in)
+        st = spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: %lld values given, but this "
+                      "rank's rows were made from %lld entries (the pattern cannot change: make "
+                      "a new matrix)", (long long)nnz, (long long)D->nnz_in);
+    else if (nnz > 0 && !val)
+        st = spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: val is NULL");
+    for (int64_t p = 0; !st && p < nnz; p++)
+        if (!isfinite(val[p]))
+            st = spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: val[%lld] = %g (this "
+                          "rank's entry)", (long long)p, val[p]);
+    if ((st = D->cm->agree(ctx, st)))                /* refused on every rank: A unchanged */
+        return st;
+    int64_t nd = 0, no = 0;
+    for (int64_t p = 0; p < nnz; p++) {
+        if (D->is_off[p])
+            D->ov[no++] = val[p];
+        else
+            D->dv[nd++] = val[p];
+    }
+    st = spk_matrix_update_local(ctx, A, nd, D->dv, val_on_device);
+    double *a = D->off.val;
+    if (D->og_ptr) {
+        for (int64_t q = 0; q < D->off.nnz; q++) {
+            int64_t k = D->og_ptr[q];
+            double v = k < D->og_ptr[q + 1] ? D->ov[D->og_src[k]] : 0.0;
+            for (k++; k < D->og_ptr[q + 1]; k++)
+                v += D->ov[D->og_src[k]];
+            a[q] = v;
+        }
+    } else if (no > 0) {
+        memcpy(a, D->ov, (size_t)no * sizeof *a);
+    }
+    if ((st = D->cm->agree(ctx, st)))
+        return st;
+    (void)spk_matrix_info_of(A);                     /* the block's statistics, then the whole's */
+    return global_info(ctx, D);
 }
 
 spk_status spk_matrix_create_mpi(spk_context *ctx, int64_t n, int64_t lo, int64_t hi,
@@ -697,6 +771,7 @@ spk_status spk_matrix_create_mpi(spk_context *ctx, int64_t n, int64_t lo, int64_
     D->pub.n_global = n;
     D->pub.row_begin = lo;
     D->pub.destroy = dist_destroy;
+    D->pub.update = dist_update;
     D->A->dist = &D->pub;
     *out = D->A;
     return SPK_OK;
