@@ -317,8 +317,9 @@ static spk_status gm_run(spk_krylov *k, const double *b, double *x, int flexible
     int m = k->opt->restart;
     if (m < 1)
         return spk_fail(k->ctx, SPK_ERR_ARG, "%s restart = %d must be >= 1", name, m);
-    if ((int64_t)m > k->n)
-        m = (int)k->n;                               /* the Krylov space has at most n  */
+    const int64_t n_all = k->n_all > k->n ? k->n_all : k->n;  /* every rank alike */
+    if ((int64_t)m > n_all)
+        m = (int)n_all;                              /* the Krylov space has at most n  */
     gm w = {.k = k, .go = spk_gmres_ops_of(k->ops), .m = m};
     if (!w.go)
         return spk_fail(k->ctx, SPK_ERR_NOT_COMPILED, "%s on the %s: not in this build", name,

@@ -31,6 +31,8 @@ typedef struct spk_krylov {
     const spk_spmv_backend   *be;      /* A through its backend                               */
     const void               *state;
     int64_t                   n;
+    int64_t                   n_all;   /* the global n of a distributed solve (else n): what
+                                          bounds GMRES's Krylov space                         */
     const spk_precond_ops    *pc;      /* M through its row                                   */
     void                     *pc_state;
     /* A system whose magnitudes would over- or underflow the methods' sums of squares runs

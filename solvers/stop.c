@@ -51,9 +51,15 @@ spk_status spk_stop_record(spk_krylov *k, int64_t it, int64_t cycle, double rnor
             /* spk_malloc + copy rather than realloc: a counted allocation, so that failure
              * injection reaches it (amortised O(1) per entry either way) */
             spk_history_entry *h = spk_malloc(k->ctx, (size_t)cap, sizeof *h);
-            if (!h)
-                return spk_fail(k->ctx, SPK_ERR_NOMEM, "residual history of %lld entries: out of memory",
-                                (long long)cap);
+            spk_status st = h ? SPK_OK
+                              : spk_fail(k->ctx, SPK_ERR_NOMEM, "residual history of %lld "
+                                         "entries: out of memory", (long long)cap);
+            if (k->ops->distributed && k->ctx->comm)  /* every rank grows it at once */
+                st = k->ctx->comm->agree(k->ctx, st);
+            if (st) {
+                spk_free(h);
+                return st;
+            }
             if (res->history_len)
                 memcpy(h, res->history, (size_t)res->history_len * sizeof *h);
             spk_free(res->history);

@@ -18,6 +18,10 @@ spk_status spk_krylov_vec(spk_krylov *k, int slot, int64_t len, double **v)
     k->ws[slot] = NULL;
     k->ws_len[slot] = 0;
     spk_status st = k->ops->alloc(k->ctx, len, &k->ws[slot]);
+    /* over ranks every rank allocates here at once (the same slots at the same step of the
+     * same solve): one rank out of memory stops them all */
+    if (k->ops->distributed && k->ctx->comm)
+        st = k->ctx->comm->agree(k->ctx, st);
     if (st)
         return st;
     k->ws_len[slot] = len;
@@ -32,9 +36,13 @@ spk_status spk_krylov_host(spk_krylov *k, int64_t len, double **h)
         spk_free(k->hws);
         k->hws_len = 0;
         k->hws = spk_calloc(k->ctx, (size_t)(len > 0 ? len : 1), sizeof *k->hws);
-        if (!k->hws)
-            return spk_fail(k->ctx, SPK_ERR_NOMEM, "solver host workspace of %lld doubles: out of memory",
-                            (long long)len);
+        spk_status st = k->hws ? SPK_OK
+                               : spk_fail(k->ctx, SPK_ERR_NOMEM, "solver host workspace of %lld "
+                                          "doubles: out of memory", (long long)len);
+        if (k->ops->distributed && k->ctx->comm)
+            st = k->ctx->comm->agree(k->ctx, st);
+        if (st)
+            return st;
         k->hws_len = len;
     }
     *h = k->hws;

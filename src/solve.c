@@ -253,6 +253,7 @@ static spk_status solver_create(spk_context *ctx, spk_matrix *A, const spk_optio
     S->k.ops = S->ops;
     S->k.n = n;
     const int64_t n_all = A->dist ? A->dist->n_global : n;     /* the default counts them all */
+    S->k.n_all = n_all;
     S->k.maxiter = opt->maxiter > 0 ? opt->maxiter : (10 * n_all > 1000 ? 10 * n_all : 1000);
 
     /* the method's and the preconditioner's matrix: B = P A P^T with a reorder (A's
@@ -310,11 +311,21 @@ static int solver_ok(const spk_solver *S)
     return S && S->magic == SPK_SOLVER_MAGIC && S->A->magic == SPK_MATRIX_MAGIC;
 }
 
+static spk_status solver_refresh(spk_solver *S);
+
+/* Over ranks a refresh that fails on one rank's block (a zero pivot after the update) fails
+ * on every rank. */
 spk_status spk_solver_refresh(spk_solver *S)
 {
     if (!solver_ok(S))
         return spk_fail(S ? S->ctx : NULL, SPK_ERR_ARG,
                         "spk_solver_refresh: NULL or destroyed solver (or its matrix)");
+    spk_status st = solver_refresh(S);
+    return S->A->dist ? S->ctx->comm->agree(S->ctx, st) : st;
+}
+
+static spk_status solver_refresh(spk_solver *S)
+{
     if (S->version == S->A->version) {
         S->version = S->A->version;
         return SPK_OK;
@@ -438,7 +449,7 @@ static spk_status solver_ready(spk_solver *S, spk_result *res)
     spk_status st = spk_matrix_prepare(S->ctx, S->M, S->format);
     snprintf(res->format_reason, sizeof res->format_reason, "%s", S->M->format_reason);
     if (!st && S->version != S->A->version)
-        st = spk_solver_refresh(S);
+        st = solver_refresh(S);
     res->precision = S->opt.precision == SPK_PRECISION_MIXED && S->mix.ok ? SPK_PRECISION_MIXED
                                                                          : SPK_PRECISION_DOUBLE;
     snprintf(res->precision_reason, sizeof res->precision_reason, "%s", S->mix.why);
@@ -716,7 +727,12 @@ spk_status spk_solver_solve(spk_solver *S, const double *b, double *x, spk_resul
     spk_status st = check_host_vectors(S->ctx, "spk_solver_solve", n, b, x, S->opt.use_x0);
     if (S->A->dist)                                  /* a rank's bad b stops them all    */
         st = S->ctx->comm->agree(S->ctx, st);
-    if (st || (st = solver_ready(S, res)))
+    if (!st) {
+        st = solver_ready(S, res);
+        if (S->A->dist)                              /* and a rank's failed refresh      */
+            st = S->ctx->comm->agree(S->ctx, st);
+    }
+    if (st)
         return st;
     if (S->R)
         return solve_reordered(S, b, x, res, t0);
@@ -739,6 +755,8 @@ spk_status spk_solver_solve_device(spk_solver *S, const double *d_b, double *d_x
     if (n > 0 && (!d_b || !d_x))
         return spk_fail(S->ctx, SPK_ERR_ARG, "spk_solver_solve_device: d_b or d_x is NULL");
     spk_status st = solver_ready(S, res);
+    if (S->A->dist)
+        st = S->ctx->comm->agree(S->ctx, st);
     if (st)
         return st;
     if (S->opt.use_x0) {

@@ -95,6 +95,8 @@ static void test_krylov(spk_context *ctx, spk_context *solo)
         {"cage8.mtx", SPK_METHOD_GMRES, 1},
         {"orsirr_1.mtx", SPK_METHOD_GMRES, 0},
         {"orsirr_1.mtx", SPK_METHOD_GMRES, 1},
+        /* fewer rows on a rank than the restart: the cycle is still GMRES(30) of all 64 */
+        {"poisson2d:8", SPK_METHOD_GMRES, 1},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         spk_matrix *G = t_matrix(solo, cases[c].matrix), *D = NULL;
@@ -247,6 +249,19 @@ static void test_update(spk_context *ctx, spk_context *solo)
             free(hv);
             spk_matrix_destroy(H);
             memset(xl, 0, (size_t)(hi - lo) * sizeof *xl);
+        }
+        /* a negative diagonal entry on the last rank only: Jacobi's refresh fails there, and
+         * the solve fails on every rank (no rank left waiting in the first reduction) */
+        if (pcs[k] == SPK_PRECOND_JACOBI) {
+            for (int64_t p = rp[lo]; rank_ == size_ - 1 && p < rp[lo + 1]; p++)
+                if (G->csr.colind[p] == lo)
+                    val[p - base] = -1.0;
+            T_CHECK(spk_matrix_update_values(ctx, D, nz, val, 0) == SPK_OK, "%s",
+                    spk_last_error(ctx));
+            spk_result r;
+            spk_status st = spk_solver_solve(S, b + lo, xl, &r);
+            T_CHECK(st == SPK_ERR_UNSUPPORTED && same_everywhere((double)st), "a failed refresh "
+                    "on one rank: %s", spk_status_str(st));
         }
         /* a NaN on one rank: refused on all, the matrix unchanged */
         if (rank_ == size_ - 1 && nz > 0)

@@ -18,11 +18,14 @@
 
 /* ---- the ranks of a context -------------------------------------------------------------- */
 
+/* The values one reduction carries at most; a longer one (a CGS2 pass of GMRES with a restart
+ * past it) runs in pieces of this many, the same pieces on every rank. */
+#define SPK_REDUCE_CHUNK 64
+
 typedef struct mpi_comm {
     spk_comm pub;                 /* first: ctx->comm points here                              */
     MPI_Comm comm;
-    double  *buf;                 /* the reductions' payload: values, then two stop counts     */
-    int      buf_len;
+    double   buf[SPK_REDUCE_CHUNK + 2];   /* the payload: values, then the two stop counts     */
 } mpi_comm;
 
 static mpi_comm *comm_of(const spk_context *ctx) { return (mpi_comm *)(void *)ctx->comm; }
@@ -42,27 +45,25 @@ static spk_status mpi_fail(spk_context *ctx, int err, const char *what)
 static spk_status c_allreduce(spk_context *ctx, double *v, int n)
 {
     mpi_comm *m = comm_of(ctx);
-    if (n + 2 > m->buf_len) {
-        double *b = realloc(m->buf, (size_t)(n + 2) * sizeof *b);
-        if (!b)
-            return spk_fail(ctx, SPK_ERR_NOMEM, "MPI reduction buffer: out of memory");
-        m->buf = b;
-        m->buf_len = n + 2;
+    for (int lo = 0; lo < n || (n == 0 && lo == 0); lo += SPK_REDUCE_CHUNK) {
+        const int c = n - lo < SPK_REDUCE_CHUNK ? n - lo : SPK_REDUCE_CHUNK;
+        memcpy(m->buf, v + lo, (size_t)c * sizeof *v);
+        m->buf[c] = m->pub.stop_local == SPK_DIVERGED_INTERRUPTED;
+        m->buf[c + 1] = m->pub.stop_local == SPK_DIVERGED_TIME_LIMIT;
+        const double t = MPI_Wtime();
+        const int err = MPI_Allreduce(MPI_IN_PLACE, m->buf, c + 2, MPI_DOUBLE, MPI_SUM, m->comm);
+        m->pub.reduce_s += MPI_Wtime() - t;
+        m->pub.reductions++;
+        if (err != MPI_SUCCESS)
+            return mpi_fail(ctx, err, "reduction over the ranks");
+        memcpy(v + lo, m->buf, (size_t)c * sizeof *v);
+        if (m->buf[c] > 0)
+            m->pub.stop_seen = SPK_DIVERGED_INTERRUPTED;
+        else if (m->buf[c + 1] > 0 && m->pub.stop_seen == SPK_REASON_NONE)
+            m->pub.stop_seen = SPK_DIVERGED_TIME_LIMIT;
+        if (n == 0)
+            break;
     }
-    memcpy(m->buf, v, (size_t)n * sizeof *v);
-    m->buf[n] = m->pub.stop_local == SPK_DIVERGED_INTERRUPTED;
-    m->buf[n + 1] = m->pub.stop_local == SPK_DIVERGED_TIME_LIMIT;
-    const double t = MPI_Wtime();
-    const int err = MPI_Allreduce(MPI_IN_PLACE, m->buf, n + 2, MPI_DOUBLE, MPI_SUM, m->comm);
-    m->pub.reduce_s += MPI_Wtime() - t;
-    m->pub.reductions++;
-    if (err != MPI_SUCCESS)
-        return mpi_fail(ctx, err, "reduction over the ranks");
-    memcpy(v, m->buf, (size_t)n * sizeof *v);
-    if (m->buf[n] > 0)
-        m->pub.stop_seen = SPK_DIVERGED_INTERRUPTED;
-    else if (m->buf[n + 1] > 0 && m->pub.stop_seen == SPK_REASON_NONE)
-        m->pub.stop_seen = SPK_DIVERGED_TIME_LIMIT;
     return SPK_OK;
 }
 
@@ -104,7 +105,6 @@ static void c_destroy(spk_comm *c)
     MPI_Finalized(&fin);
     if (!fin)
         MPI_Comm_free(&m->comm);
-    free(m->buf);
     free(m);
 }
 
@@ -201,7 +201,7 @@ typedef struct dist_mat {
     MPI_Comm     comm;
     int          rank, size;
     int64_t     *starts;          /* size + 1: rank r owns rows [starts[r], starts[r + 1])     */
-    int64_t      nloc, nghost;
+    int64_t      nloc, nghost, nnz_global;
     int64_t     *ghost;           /* global column of each ghost, ascending                    */
     spk_csr      off;             /* nloc x nghost: the off-diagonal block                     */
     /* value updates: input entry p of the rank's arrays went to the off-diagonal block when
@@ -232,7 +232,8 @@ static void dist_destroy(spk_dist *d)
     int fin = 0;
     MPI_Finalized(&fin);
     for (int i = 0; D->ready && !fin && i < D->nreq; i++)
-        MPI_Request_free(&D->req[i]);
+        if (D->req[i] != MPI_REQUEST_NULL)
+            MPI_Request_free(&D->req[i]);
     free(D->req);
     free(D->starts);
     free(D->ghost);
@@ -264,6 +265,8 @@ static spk_status halo_ready(spk_context *ctx, dist_mat *D)
     D->req = calloc((size_t)(D->nreq > 0 ? D->nreq : 1), sizeof *D->req);
     if (!D->req)
         return spk_fail(ctx, SPK_ERR_NOMEM, "halo requests: out of memory");
+    for (int i = 0; i < D->nreq; i++)
+        D->req[i] = MPI_REQUEST_NULL;
     int err = MPI_SUCCESS;
     for (int i = 0; i < D->nrecv && err == MPI_SUCCESS; i++)
         err = MPI_Recv_init(D->ghost_val + D->recv_off[i], (int)(D->recv_off[i + 1] - D->recv_off[i]),
@@ -271,10 +274,8 @@ static spk_status halo_ready(spk_context *ctx, dist_mat *D)
     for (int i = 0; i < D->nsend && err == MPI_SUCCESS; i++)
         err = MPI_Send_init(D->send_buf + D->send_off[i], (int)(D->send_off[i + 1] - D->send_off[i]),
                             MPI_DOUBLE, D->send_rank[i], SPK_HALO_TAG, D->comm, &D->req[D->nrecv + i]);
-    if (err != MPI_SUCCESS)
-        return mpi_fail(ctx, err, "halo requests");
-    D->ready = 1;
-    return SPK_OK;
+    D->ready = 1;                                    /* dist_destroy frees the requests */
+    return err == MPI_SUCCESS ? SPK_OK : mpi_fail(ctx, err, "halo requests");
 }
 
 /* y = alpha A x + beta y over the ranks: pack and start the exchange, the diagonal block's
@@ -284,9 +285,7 @@ static spk_status dist_spmv(spk_context *ctx, const void *state, double alpha, c
 {
     dist_mat *D = (dist_mat *)(uintptr_t)state;
     spk_matrix *A = D->A;
-    spk_status st = halo_ready(ctx, D);
-    if (st)
-        return st;
+    spk_status st;
     if (!A->be || A->ctx_prepared != ctx)
         return spk_fail(ctx, SPK_ERR_MPI, "distributed SpMV: the diagonal block is not "
                         "prepared on this context");
@@ -694,7 +693,10 @@ static spk_status dist_update(spk_context *ctx, spk_matrix *A, int64_t nnz, cons
     }
     st = spk_matrix_update_local(ctx, A, nd, D->dv, val_on_device);
     double *a = D->off.val;
-    if (D->og_ptr) {
+    if (st) {
+        /* the diagonal block kept its values (or was refilled but its layout dropped): the
+         * ghost block keeps its own; the statistics below are made again on every rank */
+    } else if (D->og_ptr) {
         for (int64_t q = 0; q < D->off.nnz; q++) {
             int64_t k = D->og_ptr[q];
             double v = k < D->og_ptr[q + 1] ? D->ov[D->og_src[k]] : 0.0;
@@ -705,10 +707,10 @@ static spk_status dist_update(spk_context *ctx, spk_matrix *A, int64_t nnz, cons
     } else if (no > 0) {
         memcpy(a, D->ov, (size_t)no * sizeof *a);
     }
-    if ((st = D->cm->agree(ctx, st)))
-        return st;
+    st = D->cm->agree(ctx, st);
     (void)spk_matrix_info_of(A);                     /* the block's statistics, then the whole's */
-    return global_info(ctx, D);
+    const spk_status si = global_info(ctx, D);       /* on every rank, whatever happened */
+    return st ? st : si;
 }
 
 spk_status spk_matrix_create_mpi(spk_context *ctx, int64_t n, int64_t lo, int64_t hi,
@@ -761,7 +763,14 @@ spk_status spk_matrix_create_mpi(spk_context *ctx, int64_t n, int64_t lo, int64_
     D->nloc = hi - lo;
     if (!st)
         st = split_rows(ctx, D, n, lo, hi, rowptr, colind, val);
-    if ((st = mc->pub.agree(ctx, st)) || (st = make_plan(ctx, D)) || (st = global_info(ctx, D))) {
+    if (!(st = mc->pub.agree(ctx, st)) && !(st = make_plan(ctx, D)) &&
+        !(st = mc->pub.agree(ctx, halo_ready(ctx, D)))) {
+        int64_t nz[1] = {D->A->csr.nnz + D->off.nnz};
+        MPI_Allreduce(MPI_IN_PLACE, nz, 1, MPI_INT64_T, MPI_SUM, D->comm);
+        D->nnz_global = nz[0];
+        st = global_info(ctx, D);
+    }
+    if (st) {
         spk_matrix_destroy(D->A);                    /* D->A->dist is not set yet */
         dist_destroy(&D->pub);
         return st;
@@ -799,8 +808,7 @@ spk_status spk_matrix_info_mpi(const spk_matrix *A, spk_mpi_matrix_info *info)
     info->neighbours = D->nrecv > D->nsend ? D->nrecv : D->nsend;
     info->rank = D->rank;
     info->size = D->size;
-    int64_t nz = info->nnz_diag + info->nnz_offdiag;
-    MPI_Allreduce(&nz, &info->nnz_global, 1, MPI_INT64_T, MPI_SUM, D->comm);
+    info->nnz_global = D->nnz_global;
     return SPK_OK;
 }
 
