@@ -19,7 +19,8 @@
 #    bench/results/<date>-cpu-<host>-cg-vs-scipy-{csr,dia}.json, and bench_dia_cpu (DIA against
 #    CSR SpMV, the data of the CPU rule) in <date>-cpu-<host>-dia-vs-csr-spmv.txt, and
 #    bench_mixed (fp32 against fp64 CSR SpMV, CG in double and mixed) in
-#    <date>-cpu-<host>-mixed.txt; their tables
+#    <date>-cpu-<host>-mixed.txt, and bench_mpi (distributed CG on 1 and 2 ranks, a build with
+#    MPI) in <date>-cpu-<host>-mpi.{txt,json}; their tables
 #    are printed for the CPU sections, which are edited by hand (they record the machine and its
 #    load).
 #
@@ -105,6 +106,15 @@ if [ $CPU -eq 1 ]; then
     if [ -x "$BUILD/bench_mixed" ]; then
         (cd "$ROOT" && "$BUILD/bench_mixed") | tee "$RESULTS/$DATE-cpu-$host-mixed.txt" ||
             { echo "run.sh: bench_mixed failed" >&2; status=1; }
+    fi
+    # the distributed CG on 1 and 2 CPU ranks of one core each (a build with MPI)
+    if [ -x "$BUILD/bench_mpi" ] && command -v mpiexec >/dev/null; then
+        for np in 1 2; do
+            OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+                mpiexec -n "$np" --bind-to core "$BUILD/bench_mpi" \
+                --json "$RESULTS/$DATE-cpu-$host-mpi.json" poisson3d:100 ||
+                { echo "run.sh: bench_mpi on $np ranks failed" >&2; status=1; }
+        done | tee "$RESULTS/$DATE-cpu-$host-mpi.txt"
     fi
 fi
 
