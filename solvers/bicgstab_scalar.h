@@ -270,7 +270,8 @@ typedef struct spk_bicg_ops {
 const spk_bicg_ops *spk_bicg_ops_cpu(void);
 const spk_bicg_ops *spk_bicg_ops_cuda(void);   /* NULL in a build without CUDA */
 const spk_bicg_ops *spk_bicg_ops_for(spk_device dev);
-/* As spk_cg_ops_of: the distributed table's steps sum over the ranks. */
+/* The steps for the vectors of `ops`: its device's, or with a distributed table the CPU steps
+ * whose sums are summed over the ranks (solvers/bicgstab_cpu.c). */
 const spk_bicg_ops *spk_bicg_ops_of(const spk_vec_ops *ops);
 
 #ifdef __cplusplus

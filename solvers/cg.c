@@ -25,7 +25,11 @@
  * delivered batch by batch.
  *
  * The stopping test is on the recursive residual r (unpreconditioned), as SciPy and PETSc do;
- * the caller recomputes the true residual at the end. */
+ * the caller recomputes the true residual at the end.
+ *
+ * Over MPI ranks (a distributed vector table) CG runs in its single-reduction form,
+ * solvers/cg_single.c: there a reduction is a message round over the ranks, and this loop's
+ * p'q and r'r would be two in a row. */
 #include "solver.h"
 
 #include "cg_scalar.h"
@@ -153,12 +157,14 @@ static spk_status cg_workspace(cg_run *c)
 
 spk_status spk_cg(spk_krylov *k, const double *b, double *x)
 {
+    if (k->ops->distributed)                         /* over ranks: one reduction a step */
+        return spk_cg_single(k, b, x);
     spk_result *res = k->res;
     cg_run c;
     memset(&c, 0, sizeof c);                         /* h[] zero: counters at 0 */
     c.k = k;
     c.x = x;
-    c.co = spk_cg_ops_of(k->ops);
+    c.co = spk_cg_ops_for(k->ops->device);
     c.dinv = spk_krylov_dinv(k);
     if (!c.co)
         return spk_fail(k->ctx, SPK_ERR_NOT_COMPILED, "CG on the %s: not in this build",

@@ -5,10 +5,8 @@
  * bits whatever the thread count. */
 #include "cg_scalar.h"
 
-/* dist: the rows of a distributed vector; the sums are summed over the ranks before the
- * scalar step (spk_cg_ops_dist). */
-static spk_status r_step(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *q,
-                         double *r, const double *dinv, int dist)
+static spk_status h_r(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *q,
+                      double *r, const double *dinv)
 {
     if (S->state != SPK_CG_RUN)
         return SPK_OK;
@@ -43,14 +41,13 @@ static spk_status r_step(spk_context *ctx, int64_t n, spk_cg_scalars *S, const d
         part[0][c] = s_rr;
         part[1][c] = s_rz;
     }
-    double v[2] = {spk_chunks_sum(part[0], nc), dinv ? spk_chunks_sum(part[1], nc) : 0.0};
-    spk_status st = dist ? spk_comm_allreduce(ctx, v, dinv ? 2 : 1) : SPK_OK;
-    spk_cg_after_r(S, ok, alpha, v[0], dinv ? v[1] : v[0]);
-    return st;
+    const double rr = spk_chunks_sum(part[0], nc);
+    spk_cg_after_r(S, ok, alpha, rr, dinv ? spk_chunks_sum(part[1], nc) : rr);
+    return SPK_OK;
 }
 
-static spk_status rz_step(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *r,
-                          const double *z, int dist)
+static spk_status h_rz(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *r,
+                       const double *z)
 {
     if (S->state != SPK_CG_RUN)
         return SPK_OK;
@@ -59,34 +56,8 @@ static spk_status rz_step(spk_context *ctx, int64_t n, spk_cg_scalars *S, const 
 #pragma omp parallel for schedule(static) if (nc > 1)
     for (int c = 0; c < nc; c++)
         part[c] = spk_dot_chunk(r, z, spk_chunk_lo(n, nc, c), spk_chunk_lo(n, nc, c + 1), nc > 1);
-    double rz = spk_chunks_sum(part, nc);
-    spk_status st = dist ? spk_comm_allreduce(ctx, &rz, 1) : SPK_OK;
-    spk_cg_after_rz(S, rz);
-    return st;
-}
-
-static spk_status h_r(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *q,
-                      double *r, const double *dinv)
-{
-    return r_step(ctx, n, S, q, r, dinv, 0);
-}
-
-static spk_status h_rz(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *r,
-                       const double *z)
-{
-    return rz_step(ctx, n, S, r, z, 0);
-}
-
-static spk_status d_r(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *q,
-                      double *r, const double *dinv)
-{
-    return r_step(ctx, n, S, q, r, dinv, 1);
-}
-
-static spk_status d_rz(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *r,
-                       const double *z)
-{
-    return rz_step(ctx, n, S, r, z, 1);
+    spk_cg_after_rz(S, spk_chunks_sum(part, nc));
+    return SPK_OK;
 }
 
 static spk_status h_xp(spk_context *ctx, int64_t n, spk_cg_scalars *S, double *x, double *p,
@@ -120,20 +91,7 @@ static const spk_cg_ops cpu_cg_ops = {
     .xp = h_xp,
 };
 
-/* The same steps over the rows of a distributed vector: x and p need no reduction. */
-static const spk_cg_ops dist_cg_ops = {
-    .device = SPK_DEVICE_CPU,
-    .r = d_r,
-    .rz = d_rz,
-    .xp = h_xp,
-};
-
 const spk_cg_ops *spk_cg_ops_cpu(void) { return &cpu_cg_ops; }
-
-const spk_cg_ops *spk_cg_ops_of(const spk_vec_ops *ops)
-{
-    return ops->distributed ? &dist_cg_ops : spk_cg_ops_for(ops->device);
-}
 
 const spk_cg_ops *spk_cg_ops_for(spk_device dev)
 {

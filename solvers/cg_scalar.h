@@ -157,9 +157,6 @@ typedef struct spk_cg_ops {
 const spk_cg_ops *spk_cg_ops_cpu(void);
 const spk_cg_ops *spk_cg_ops_cuda(void);      /* NULL in a build without CUDA */
 const spk_cg_ops *spk_cg_ops_for(spk_device dev);
-/* The steps for the vectors of `ops`: its device's, or with a distributed table the CPU steps
- * whose sums are summed over the ranks (solvers/cg_cpu.c). */
-const spk_cg_ops *spk_cg_ops_of(const spk_vec_ops *ops);
 
 #ifdef __cplusplus
 }

@@ -22,7 +22,8 @@ typedef struct spk_gmres_ops {
 const spk_gmres_ops *spk_gmres_ops_cpu(void);
 const spk_gmres_ops *spk_gmres_ops_cuda(void);   /* NULL in a build without CUDA */
 const spk_gmres_ops *spk_gmres_ops_for(spk_device dev);
-/* As spk_cg_ops_of: the distributed table's CGS2 sums over the ranks. */
+/* The CGS2 for the vectors of `ops`: its device's, or with a distributed table the CPU one whose
+ * sums are summed over the ranks (solvers/gmres_cpu.c). */
 const spk_gmres_ops *spk_gmres_ops_of(const spk_vec_ops *ops);
 
 #ifdef __cplusplus

@@ -84,6 +84,8 @@ spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x);
 spk_status spk_gmres(spk_krylov *k, const double *b, double *x);
 spk_status spk_fgmres(spk_krylov *k, const double *b, double *x);   /* solvers/gmres.c */
 spk_status spk_minres(spk_krylov *k, const double *b, double *x);
+/* CG with one reduction per iteration (solvers/cg_single.c): spk_cg's form over ranks. */
+spk_status spk_cg_single(spk_krylov *k, const double *b, double *x);
 
 /* solvers/stop.c: the stopping test and the per-iteration record. */
 /* max(rtol * bnorm, atol) */
