@@ -23,17 +23,61 @@ static spk_reason nonpositive(double v)
     return isnan(v) || isinf(v) ? SPK_DIVERGED_NANORINF : SPK_DIVERGED_INDEFINITE;
 }
 
-/* u = M^-1 r (u is r for M = I), w = A u, and the three sums over the ranks. */
-static spk_status cg1_sums(spk_krylov *k, const double *r, double *u, double *w, double v[3])
+/* One pass over the vectors, the host loops of a distributed (CPU) solve. step 0 (the start)
+ * only forms u and the sums from r. Otherwise, with upd, the directions of the last step first (p = u + beta p, s = w + beta s: u and w are read before r
+ * moves, so u may be r), then x += alpha p, r -= alpha s, u = dinv .* r on the diagonal path,
+ * and the local sums r'u (not on the general path: u is not made yet) and r'r, over chunks
+ * fixed by n as every host sum is (src/spk_internal.h). */
+static void cg1_pass(int64_t n, int step, int upd, double alpha, double beta, double *x, double *r,
+                     double *p, double *s, double *u, const double *w, const double *dinv,
+                     int ru, double *sums)
 {
-    spk_status st = k->pc->identity ? SPK_OK : spk_precond_apply(k, r, u);
+    double part[2][SPK_CHUNKS];
+    const int nc = spk_chunks(n);
+#pragma omp parallel for schedule(static) if (nc > 1)
+    for (int c = 0; c < nc; c++) {
+        const int64_t lo = spk_chunk_lo(n, nc, c), hi = spk_chunk_lo(n, nc, c + 1);
+        double s_ru = 0.0, s_rr = 0.0;
+#pragma omp simd reduction(+ : s_ru, s_rr) if (nc > 1)
+        for (int64_t i = lo; i < hi; i++) {
+            double ri = r[i];
+            if (step) {
+                double pi = p[i], si = s[i];
+                if (upd) {
+                    pi = u[i] + beta * pi;
+                    si = w[i] + beta * si;
+                    p[i] = pi;
+                    s[i] = si;
+                }
+                x[i] += alpha * pi;
+                ri -= alpha * si;
+                r[i] = ri;
+            }
+            const double ui = dinv ? dinv[i] * ri : ri;
+            if (dinv)
+                u[i] = ui;
+            s_ru += ri * ui;
+            s_rr += ri * ri;
+        }
+        part[0][c] = s_ru;
+        part[1][c] = s_rr;
+    }
+    sums[0] = ru ? spk_chunks_sum(part[0], nc) : 0.0;
+    sums[2] = spk_chunks_sum(part[1], nc);
+}
+
+/* After the pass: u = M^-1 r on the general path (and r'u), w = A u, u'w, and the three sums
+ * over the ranks in one reduction. */
+static spk_status cg1_finish(spk_krylov *k, const double *r, double *u, double *w, double v[3])
+{
+    spk_status st = SPK_OK;
+    if (spk_krylov_pc_path(k) == SPK_PC_GENERAL) {
+        if ((st = spk_precond_apply(k, r, u)) ||
+            (st = spk_vec_ops_cpu()->dot(k->ctx, k->n, r, u, &v[0])))
+            return st;
+    }
     const double *uu = k->pc->identity ? r : u;
-    if (!st)
-        st = spk_apply_A(k, uu, w);
-    if (st)
-        return st;
-    spk_host_dot2(k->n, uu, r, w, &v[0], &v[1]);     /* u'r, u'w: the fixed-order sums */
-    if ((st = spk_vec_ops_cpu()->dot(k->ctx, k->n, r, r, &v[2])))
+    if ((st = spk_apply_A(k, uu, w)) || (st = spk_vec_ops_cpu()->dot(k->ctx, k->n, uu, w, &v[1])))
         return st;
     return spk_comm_allreduce(k->ctx, v, 3);
 }
@@ -56,8 +100,13 @@ spk_status spk_cg_single(spk_krylov *k, const double *b, double *x)
         st = spk_krylov_vec(k, SPK_WS_METHOD + 4, n, &u);
     if (!st && !(st = spk_apply_A(k, x, r)))
         st = ops->axpby(ctx, n, 1.0, b, -1.0, r);
+    const double *dinv = spk_krylov_dinv(k);          /* the diagonal path, else NULL   */
+    const int ru = spk_krylov_pc_path(k) != SPK_PC_GENERAL;
     double v[3];
-    if (st || (st = cg1_sums(k, r, u, w, v)))
+    if (st)
+        return st;
+    cg1_pass(n, 0, 0, 0.0, 0.0, x, r, p, s, u ? u : r, w, dinv, ru, v);
+    if ((st = cg1_finish(k, r, u, w, v)))
         return st;
     const double *uu = u ? u : r;
     double gamma = v[0], delta = v[1];
@@ -78,9 +127,10 @@ spk_status spk_cg_single(spk_krylov *k, const double *b, double *x)
     int64_t best_it = 0;
     if ((st = ops->copy(ctx, n, uu, p)) || (st = ops->copy(ctx, n, w, s)))
         return st;
+    double beta = 0.0;
     for (int64_t it = 1; it <= k->maxiter; it++) {
-        if ((st = ops->axpy(ctx, n, alpha, p, x)) || (st = ops->axpy(ctx, n, -alpha, s, r)) ||
-            (st = cg1_sums(k, r, u, w, v)))
+        cg1_pass(n, 1, it > 1, alpha, beta, x, r, p, s, u ? u : r, w, dinv, ru, v);
+        if ((st = cg1_finish(k, r, u, w, v)))
             return st;
         const double rnorm = sqrt(v[2]);
         res->iterations = it;
@@ -104,7 +154,7 @@ spk_status spk_cg_single(spk_krylov *k, const double *b, double *x)
         delta = v[1];
         if (why == SPK_REASON_NONE && !(gamma_new > 0))
             why = nonpositive(gamma_new);
-        const double beta = gamma_new / gamma;
+        beta = gamma_new / gamma;
         const double denom = delta - beta * gamma_new / alpha;
         if (why == SPK_REASON_NONE && !(denom > 0))
             why = nonpositive(denom);                /* p'A p <= 0 */
@@ -113,9 +163,7 @@ spk_status spk_cg_single(spk_krylov *k, const double *b, double *x)
             return SPK_OK;
         }
         alpha = gamma_new / denom;
-        gamma = gamma_new;
-        if ((st = ops->axpby(ctx, n, 1.0, uu, beta, p)) || (st = ops->axpby(ctx, n, 1.0, w, beta, s)))
-            return st;
+        gamma = gamma_new;                           /* p and s: the next pass's first step */
     }
     res->reason = SPK_DIVERGED_MAXIT;
     return SPK_OK;

@@ -20,6 +20,7 @@ rel_diff() {
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
 
 cases=("poisson3d:16 --method cg --precond jacobi"
+       "poisson3d:16 --method cg --precond none"
        "$IN/cage8.mtx --method bicgstab --precond jacobi"
        "$IN/orsirr_1.mtx --method gmres --precond jacobi --maxiter 5000")
 for cs in "${cases[@]}"; do
