@@ -95,6 +95,8 @@ static void test_krylov(spk_context *ctx, spk_context *solo)
         {"cage8.mtx", SPK_METHOD_GMRES, 1},
         {"orsirr_1.mtx", SPK_METHOD_GMRES, 0},
         {"orsirr_1.mtx", SPK_METHOD_GMRES, 1},
+        {"poisson3d:20", SPK_METHOD_MINRES, 1},
+        {"cage8.mtx", SPK_METHOD_FGMRES, 0},
         /* fewer rows on a rank than the restart: the cycle is still GMRES(30) of all 64 */
         {"poisson2d:8", SPK_METHOD_GMRES, 1},
     };
