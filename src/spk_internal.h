@@ -95,7 +95,7 @@ struct spk_vec_ops;
 typedef struct spk_dist {
     const struct spk_spmv_backend *be;     /* y = A x over the ranks (halo exchange)        */
     void                          *state;
-    int64_t                        n_global, row_begin;
+    int64_t                        n_global;    /* the rows of all ranks           */
     void (*destroy)(struct spk_dist *d);   /* frees d and what it holds                     */
     /* spk_matrix_update_values of the matrix A holding d (collective): the values of the
      * rank's input entries split between the two blocks, the diagonal block's taken by

@@ -221,7 +221,6 @@ typedef struct dist_mat {
     int64_t      nsend_vals;
     double      *send_buf, *ghost_val;
     int          ready;           /* the requests are made (at the first product)              */
-    int         *peer;            /* 2 * size scratch: counts and ranks of the plan            */
     int64_t     *recv_off, *send_off;
     int         *recv_rank, *send_rank;
 } dist_mat;
@@ -778,7 +777,6 @@ spk_status spk_matrix_create_mpi(spk_context *ctx, int64_t n, int64_t lo, int64_
     D->pub.be = &dist_backend;
     D->pub.state = D;
     D->pub.n_global = n;
-    D->pub.row_begin = lo;
     D->pub.destroy = dist_destroy;
     D->pub.update = dist_update;
     D->A->dist = &D->pub;
