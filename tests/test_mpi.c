@@ -57,24 +57,33 @@ static int64_t compare(spk_context *ctx, spk_context *solo, spk_matrix *G, spk_m
     return rd.iterations;
 }
 
+/* Rows [lo, hi) of G as the arrays spk_matrix_create_mpi takes (offsets from 0, global 64-bit
+ * columns), each row's entries reversed when `reverse` (the library must sort them). */
+static void slice_rows(const spk_matrix *G, int64_t lo, int64_t hi, int reverse, int64_t **lrp,
+                       int64_t **col, double **val)
+{
+    const int64_t *rp = G->csr.rowptr, base = rp[lo], nz = rp[hi] - base;
+    *lrp = malloc((size_t)(hi - lo + 1) * sizeof **lrp);
+    *col = malloc((size_t)(nz + 1) * sizeof **col);
+    *val = malloc((size_t)(nz + 1) * sizeof **val);
+    for (int64_t i = lo; i <= hi; i++)
+        (*lrp)[i - lo] = rp[i] - base;
+    for (int64_t i = lo; i < hi; i++)
+        for (int64_t p = rp[i]; p < rp[i + 1]; p++) {
+            const int64_t q = reverse ? rp[i + 1] - 1 - (p - rp[i]) : p;
+            (*col)[p - base] = G->csr.colind[q];
+            (*val)[p - base] = G->csr.val[q];
+        }
+}
+
 /* The rows of G this rank holds in equal blocks, made with spk_matrix_create_mpi (global
  * column indices), the path a finite-element code takes. */
 static spk_status create_rows(spk_context *ctx, const spk_matrix *G, spk_matrix **D)
 {
     const int64_t n = G->csr.nrows, lo = n * rank_ / size_, hi = n * (rank_ + 1) / size_;
-    const int64_t *rp = G->csr.rowptr, base = rp[lo], nz = rp[hi] - base;
-    int64_t *lrp = malloc((size_t)(hi - lo + 1) * sizeof *lrp);
-    int64_t *col = malloc((size_t)(nz + 1) * sizeof *col);
-    for (int64_t i = lo; i <= hi; i++)
-        lrp[i - lo] = rp[i] - base;
-    /* the entries of each row reversed: the library must sort them */
-    for (int64_t i = lo; i < hi; i++)
-        for (int64_t p = rp[i]; p < rp[i + 1]; p++)
-            col[p - base] = G->csr.colind[rp[i + 1] - 1 - (p - rp[i])];
-    double *val = malloc((size_t)(nz + 1) * sizeof *val);
-    for (int64_t i = lo; i < hi; i++)
-        for (int64_t p = rp[i]; p < rp[i + 1]; p++)
-            val[p - base] = G->csr.val[rp[i + 1] - 1 - (p - rp[i])];
+    int64_t *lrp, *col;
+    double *val;
+    slice_rows(G, lo, hi, 1, &lrp, &col, &val);
     spk_status st = spk_matrix_create_mpi(ctx, n, lo, hi, lrp, col, val, D);
     free(lrp);
     free(col);
@@ -191,15 +200,9 @@ static void test_update(spk_context *ctx, spk_context *solo)
     spk_matrix *G = t_matrix(solo, "poisson3d:12"), *D = NULL;
     const int64_t n = G->csr.nrows, lo = n * rank_ / size_, hi = n * (rank_ + 1) / size_;
     const int64_t *rp = G->csr.rowptr, base = rp[lo], nz = rp[hi] - base;
-    int64_t *lrp = malloc((size_t)(hi - lo + 1) * sizeof *lrp);
-    int64_t *col = malloc((size_t)(nz + 1) * sizeof *col);
-    double *val = malloc((size_t)(nz + 1) * sizeof *val);
-    for (int64_t i = lo; i <= hi; i++)
-        lrp[i - lo] = rp[i] - base;
-    for (int64_t p = 0; p < nz; p++) {
-        col[p] = G->csr.colind[base + p];
-        val[p] = G->csr.val[base + p];
-    }
+    int64_t *lrp, *col;
+    double *val;
+    slice_rows(G, lo, hi, 0, &lrp, &col, &val);
     T_CHECK(spk_matrix_create_mpi(ctx, n, lo, hi, lrp, col, val, &D) == SPK_OK, "%s",
             spk_last_error(ctx));
     const spk_precond pcs[] = {SPK_PRECOND_JACOBI, SPK_PRECOND_AMG};
