@@ -10,12 +10,13 @@ cd "$(dirname "$0")/.."
 LOG=${1:-gpu-logs}
 mkdir -p "$LOG"
 B=build-gpu
+. .ci/gpu_mpi.sh   # an MPI for the distributed tests, where the machine has one or a wheel came
 status=0
 step() { echo "=== $*"; }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$LOG/gpu.txt"
 step build
-cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$LOG/build.log" 2>&1 &&
+cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 ${CMAKE_EXTRA:-} >"$LOG/build.log" 2>&1 &&
   cmake --build $B -j 16 --target solve heat spk_cuda $( (echo test_robust_gpu; cd $B && cmake --build . --target help | grep -oE "test_[a-z_]+" | grep -v util) | sort -u) >>"$LOG/build.log" 2>&1 || { tail -50 "$LOG/build.log"; exit 1; }
 
 step "ctest -L gpu"

@@ -18,7 +18,7 @@ max(1000, 10 n) iterations. For each matrix the table gives the reference's iter
 positive diagonal). Exit status 1 when spk takes more than 1.2x the reference's iterations
 where the reference converged, or refuses a factorization the reference makes; 0 otherwise.
 
-    /usr/bin/python3 bench/compare_ilu.py --solve build/solve [--ratio 1.2] [FILE...]
+    /usr/bin/python3 bench/compare_ilu.py --solve build/solve [--ratio 1.2] [--device gpu] [FILE...]
 
 With no FILE: every square matrix of inputs/ (right-hand sides left out).
 """
@@ -151,9 +151,9 @@ def ref_cg(A, b, M, maxiter):
     return (count[0] if info == 0 else None), np.linalg.norm(b - A @ x) / np.linalg.norm(b)
 
 
-def run_spk(solve, path, method, precond, maxiter):
+def run_spk(solve, path, method, precond, maxiter, device):
     cmd = [solve, "-A", path, "--method", method, "--precond", precond, "--rtol", "1e-8",
-           "--maxiter", str(maxiter), "--device", "cpu", "--json"]
+           "--maxiter", str(maxiter), "--device", device, "--json"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     d = json.loads(p.stdout) if p.stdout.strip().startswith("{") else {"error": p.stderr.strip()}
     if "error" in d:
@@ -163,7 +163,7 @@ def run_spk(solve, path, method, precond, maxiter):
     return (d["iterations"] if conv else None), "%s %d" % (d["reason"], d["iterations"])
 
 
-def compare(solve, path, label, factor, ref_solve, method, precond, ratio):
+def compare(solve, path, label, factor, ref_solve, method, precond, ratio, device):
     """One row of the table; returns (row, ok)."""
     A = read_matrix(path)
     n = A.shape[0]
@@ -174,7 +174,7 @@ def compare(solve, path, label, factor, ref_solve, method, precond, ratio):
         ref_txt = "%d" % ref_its if ref_its is not None else "no conv. (rel %.1e)" % ref_rel
     except Refused as e:
         ref_its, ref_txt = None, "refused (%s)" % e
-    spk_its, spk_txt = run_spk(solve, path, method, precond, maxiter)
+    spk_its, spk_txt = run_spk(solve, path, method, precond, maxiter, device)
     ok, verdict = True, ""
     if ref_its is not None:
         if spk_its is None:
@@ -201,6 +201,8 @@ def main():
     ap.add_argument("files", nargs="*")
     ap.add_argument("--solve", required=True, help="path of spk's solve command")
     ap.add_argument("--ratio", type=float, default=1.2)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "gpu"],
+                    help="the device spk solves on (default cpu)")
     a = ap.parse_args()
     here = os.path.dirname(os.path.abspath(__file__))
     files = a.files or sorted(f for f in glob.glob(os.path.join(here, "..", "inputs", "*.mtx"))
@@ -217,11 +219,12 @@ def main():
         if A.shape[0] != A.shape[1]:
             continue
         row, ok = compare(a.solve, path, "ilu0 + gmres(30)", ilu0, ref_gmres, "gmres", "ilu0",
-                          a.ratio)
+                          a.ratio, a.device)
         print(row, flush=True)
         all_ok &= ok
         if abs(A - A.T).max() == 0 and np.all(A.diagonal() > 0):
-            row, ok = compare(a.solve, path, "ic0 + cg", ic0, ref_cg, "cg", "ic0", a.ratio)
+            row, ok = compare(a.solve, path, "ic0 + cg", ic0, ref_cg, "cg", "ic0", a.ratio,
+                              a.device)
             print(row, flush=True)
             all_ok &= ok
     return 0 if all_ok else 1
