@@ -4,6 +4,7 @@
 # in .whl/ (pip download mpich, manylinux; its compiler wrappers are relocatable) is unpacked
 # into /tmp/spk-mpich and handed to CMake. Sets CMAKE_EXTRA (the MPI hints, or nothing) and
 # SPK_MPIEXEC (the launcher, or nothing).
+CMAKE_EXTRA=${CMAKE_EXTRA:-}
 SPK_MPIEXEC=$(command -v mpiexec || true)
 if ! command -v mpicc >/dev/null; then
   whl=$(ls .whl/mpich-*.whl 2>/dev/null | head -1)

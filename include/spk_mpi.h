@@ -38,9 +38,13 @@ extern "C" {
 #endif
 
 /* A context whose distributed matrices span the ranks of comm (duplicated: the library's
- * messages never meet the caller's). device: SPK_DEVICE_CPU or AUTO (the CPU);
- * SPK_DEVICE_CUDA answers SPK_ERR_UNSUPPORTED. Non-distributed matrices work on it as on any
- * context (each rank alone). Destroy with spk_context_destroy (collective). */
+ * messages never meet the caller's). device: SPK_DEVICE_CPU; SPK_DEVICE_CUDA, one GPU per
+ * rank: GPU (node-local rank mod the GPUs the process sees), ranks of a node sharing GPUs when
+ * they outnumber them; SPK_DEVICE_AUTO: the GPUs when every rank has one, else the CPU. The
+ * halo of a product on GPU ranks is staged through host buffers, or passed as device buffers
+ * where the MPI library says it is CUDA-aware (spk_mpi_matrix_info.halo). Non-distributed
+ * matrices work on it as on any context (each rank alone). Collective: a rank's failure
+ * fails every rank. Destroy with spk_context_destroy (collective), after its matrices. */
 SPK_API spk_status spk_context_create_mpi(spk_context **ctx, MPI_Comm comm, spk_device device);
 
 /* This rank's rows [row_begin, row_end) of an n x n matrix, in 0-based CSR with GLOBAL column
@@ -60,6 +64,15 @@ SPK_API spk_status spk_matrix_create_mpi(spk_context *ctx, int64_t n, int64_t ro
 SPK_API spk_status spk_matrix_scatter_mpi(spk_context *ctx, int root, const spk_matrix *A_root,
                                           int block, spk_matrix **A);
 
+/* How a product's halo travels: host vectors (CPU ranks); device vectors gathered into a
+ * device buffer, copied to the host, sent, received and copied back (GPU ranks, an MPI that
+ * is not CUDA-aware); device buffers handed to a CUDA-aware MPI. */
+typedef enum spk_mpi_halo {
+    SPK_MPI_HALO_HOST = 0,
+    SPK_MPI_HALO_STAGED = 1,
+    SPK_MPI_HALO_DEVICE = 2
+} spk_mpi_halo;
+
 /* What a distributed matrix holds on this rank. */
 typedef struct spk_mpi_matrix_info {
     int64_t n_global, nnz_global;
@@ -69,6 +82,7 @@ typedef struct spk_mpi_matrix_info {
     int64_t send_values;                /* values this rank sends per product                  */
     int     neighbours;                 /* ranks it exchanges with                             */
     int     rank, size;
+    int     halo;                       /* how the halo travels: spk_mpi_halo                  */
 } spk_mpi_matrix_info;
 /* SPK_ERR_ARG for NULL, a destroyed or a non-distributed matrix. Not collective. */
 SPK_API spk_status spk_matrix_info_mpi(const spk_matrix *A, spk_mpi_matrix_info *info);

@@ -142,6 +142,13 @@ int spk_cuda_probe(char *name, size_t name_len, char *why, size_t why_len)
              : stub_spk_cuda_probe(name, name_len, why, why_len);
 }
 
+int spk_cuda_select(int local_rank, int *ordinal, char *why, size_t why_len)
+{
+    const spk_cuda_plugin *p = plugin();
+    return p ? p->select(local_rank, ordinal, why, why_len)
+             : stub_spk_cuda_select(local_rank, ordinal, why, why_len);
+}
+
 spk_status spk_cuda_init(spk_context *ctx)
 {
     const spk_cuda_plugin *p = plugin();

@@ -36,6 +36,7 @@ __attribute__((visibility("default"))) const spk_cuda_plugin *spk_cuda_plugin_en
         spk_ilu_sv_apply,
         spk_ilu_sv_bytes,
         spk_ilu_sv_free,
+        spk_cuda_select,
     };
     return &plugin;
 }

@@ -20,9 +20,9 @@
 extern "C" {
 #endif
 
-/* Raised whenever the table or a structure it passes changes (3: spk_vec_ops.distributed and
- * spk_matrix.dist): a libspk_cuda.so of another layout is refused. */
-#define SPK_CUDA_PLUGIN_ABI 3
+/* Raised whenever the table or a structure it passes changes (4: select, and the context's
+ * tuning.mpi_composed): a libspk_cuda.so of another layout is refused. */
+#define SPK_CUDA_PLUGIN_ABI 4
 
 struct spk_cg_ops;
 struct spk_bicg_ops;
@@ -58,6 +58,8 @@ typedef struct spk_cuda_plugin {
                                 double *z);
     size_t      (*ilu_sv_bytes)(const spk_ilu_sv *sv);
     void        (*ilu_sv_free)(spk_ilu_sv *sv);
+    /* one GPU per node-local MPI rank (spk_cuda_select) */
+    int         (*select)(int local_rank, int *ordinal, char *why, size_t why_len);
 } spk_cuda_plugin;
 
 /* libspk_cuda.so's one exported symbol. */

@@ -28,6 +28,17 @@ SPK_CUDA_STUB(spk_cuda_probe)(char *name, size_t name_len, char *why, size_t why
     return 0;
 }
 
+SPK_CUDA_STUB_SCOPE int
+SPK_CUDA_STUB(spk_cuda_select)(int local_rank, int *ordinal, char *why, size_t why_len)
+{
+    (void)local_rank;
+    if (ordinal)
+        *ordinal = -1;
+    if (why && why_len)
+        snprintf(why, why_len, "%s", NO_CUDA);
+    return 0;
+}
+
 SPK_CUDA_STUB_SCOPE spk_status SPK_CUDA_STUB(spk_cuda_init)(spk_context *ctx)
 {
     return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "%s", NO_CUDA);

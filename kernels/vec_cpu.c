@@ -17,6 +17,7 @@
 #include "../src/spk_internal.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 static spk_status v_alloc(spk_context *ctx, int64_t n, double **v)
@@ -347,10 +348,98 @@ static const spk_vec_ops dist_ops = {
     .fetch = v_fetch,
     .fetch_wait = v_fetch_wait,
     .put = v_put,
-    .distributed = 1,
+    .distributed = SPK_DIST_HOST,
 };
 
-const spk_vec_ops *spk_vec_ops_dist(void) { return &dist_ops; }
+/* ---- the composed steps' tables: a device's own table, its reductions summed over the
+ * ranks. The CPU's is dist_ops but for the flag; a GPU's is its table with the reductions
+ * replaced, made once (the CUDA table comes from the backend loaded at run time). ---- */
+
+static spk_vec_ops cpu_composed, cuda_composed;
+static pthread_once_t cpu_once = PTHREAD_ONCE_INIT, cuda_once = PTHREAD_ONCE_INIT;
+
+static spk_status g_dot(spk_context *ctx, int64_t n, const double *x, const double *y, double *r)
+{
+    spk_status st = spk_vec_ops_for(ctx->device)->dot(ctx, n, x, y, r);
+    return st ? st : spk_comm_allreduce(ctx, r, 1);
+}
+
+/* d_nrm2's sum of squares and its scaled fallback, on the device's local dot and nrm2 */
+static spk_status g_nrm2(spk_context *ctx, int64_t n, const double *x, double *r)
+{
+    const spk_vec_ops *loc = spk_vec_ops_for(ctx->device);
+    double s;
+    spk_status st = loc->dot(ctx, n, x, x, &s);
+    if (!st)
+        st = spk_comm_allreduce(ctx, &s, 1);
+    if (st || isnan(s) || (isfinite(s) && s > 1e-290)) {
+        *r = sqrt(s);
+        return st;
+    }
+    double nl, m;
+    if ((st = loc->nrm2(ctx, n, x, &nl)))
+        return st;
+    m = nl;
+    if ((st = ctx->comm->allmax(ctx, &m, 1)))
+        return st;
+    if (!isfinite(m) || m == 0.0) {
+        *r = m;
+        return SPK_OK;
+    }
+    double t = (nl / m) * (nl / m);
+    st = spk_comm_allreduce(ctx, &t, 1);
+    *r = m * sqrt(t);
+    return st;
+}
+
+static spk_status g_dot2(spk_context *ctx, int64_t n, const double *x, const double *y,
+                         const double *z, double *r0, double *r1)
+{
+    double v[2];
+    spk_status st = spk_vec_ops_for(ctx->device)->dot2(ctx, n, x, y, z, &v[0], &v[1]);
+    if (!st)
+        st = spk_comm_allreduce(ctx, v, 2);
+    *r0 = v[0];
+    *r1 = v[1];
+    return st;
+}
+
+/* Device-resident scalars do not cross ranks: the composed steps keep theirs on the host. */
+static spk_status g_dot_sink(spk_context *ctx, int64_t n, const double *x, const double *y,
+                             const spk_dot_sink *sink)
+{
+    return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "a device-resident dot product over ranks: "
+                    "the distributed steps reduce on the host");
+}
+
+static void cpu_composed_make(void)
+{
+    cpu_composed = dist_ops;
+    cpu_composed.distributed = SPK_DIST_COMPOSED;
+}
+
+static void cuda_composed_make(void)
+{
+    cuda_composed = *spk_vec_ops_cuda();
+    cuda_composed.dot = g_dot;
+    cuda_composed.nrm2 = g_nrm2;
+    cuda_composed.dot2 = g_dot2;
+    cuda_composed.dot_sink = g_dot_sink;
+    cuda_composed.steps = NULL;                      /* each step called by the host */
+    cuda_composed.distributed = SPK_DIST_COMPOSED;
+}
+
+const spk_vec_ops *spk_vec_ops_dist_for(const spk_context *ctx)
+{
+    if (ctx->device == SPK_DEVICE_CPU && !ctx->tune.mpi_composed)
+        return &dist_ops;
+    if (ctx->device == SPK_DEVICE_CPU) {
+        pthread_once(&cpu_once, cpu_composed_make);
+        return &cpu_composed;
+    }
+    pthread_once(&cuda_once, cuda_composed_make);
+    return &cuda_composed;
+}
 
 const spk_vec_ops *spk_vec_ops_for(spk_device dev)
 {

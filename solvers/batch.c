@@ -16,7 +16,10 @@ spk_status spk_batch_run(spk_krylov *k, const spk_batch_method *m, int64_t first
                          int64_t max_batch, int *last)
 {
     const spk_vec_ops *ops = k->ops;
-    const int cpu = ops->device == SPK_DEVICE_CPU && !m->gpu_shape;
+    /* the composed steps over ranks (GPU ranks) reduce on the host in every step: one
+     * iteration a batch, as on the CPU */
+    const int cpu = (ops->device == SPK_DEVICE_CPU || ops->distributed == SPK_DIST_COMPOSED) &&
+                    !m->gpu_shape;
     const int depth = cpu ? 1 : 2;
     const double batch_seconds = k->ctx->tune.batch_s;
     int64_t launched = 0, batch = cpu ? 1 : first_batch, it_prev = 0;

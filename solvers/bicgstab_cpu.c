@@ -33,7 +33,7 @@ static spk_status b_update_p(spk_context *ctx, int64_t n, spk_bicg_scalars *S, c
 }
 
 /* dist: the rows of a distributed vector; the sums are summed over the ranks before the
- * scalar step (the table spk_bicg_ops_of gives for spk_vec_ops_dist). */
+ * scalar step (the table spk_bicg_ops_of gives for CPU ranks' SPK_DIST_HOST vectors). */
 static spk_status dots_step(spk_context *ctx, int64_t n, spk_bicg_scalars *S, int phase,
                             const double *x, const double *y, int dist)
 {
@@ -161,11 +161,118 @@ static const spk_bicg_ops dist_bicg_ops = {
     .update_xr = d_update_xr,
 };
 
+/* ---- the composed steps (GPU ranks, SPK_DIST_COMPOSED): each a few calls of the device's own
+ * table and its local sums reduced over the ranks on the host; the block S stays in device
+ * memory (the driver's read-backs find it there), read before a step and written after one
+ * that moves it. ---- */
+
+static spk_status s_get(spk_context *ctx, const spk_bicg_scalars *S, spk_bicg_scalars *h)
+{
+    if (ctx->device == SPK_DEVICE_CPU) {
+        memcpy(h, S, sizeof *h);
+        return SPK_OK;
+    }
+    return spk_cuda_download_bytes(ctx, h, S, sizeof *h);
+}
+
+static spk_status s_put(spk_context *ctx, spk_bicg_scalars *S, const spk_bicg_scalars *h)
+{
+    return spk_vec_ops_for(ctx->device)->put(ctx, h, sizeof *h, S);
+}
+
+static spk_status c_update_p(spk_context *ctx, int64_t n, spk_bicg_scalars *S, const double *r,
+                             const double *v, double *p, const double *dinv, double *ph,
+                             double *r0)
+{
+    const spk_vec_ops *loc = spk_vec_ops_for(ctx->device);
+    spk_bicg_scalars h;
+    spk_status st = s_get(ctx, S, &h);
+    if (st || h.state != SPK_BICG_RUN)
+        return st;
+    if (h.restart)
+        st = loc->copy(ctx, n, r, r0);               /* the shadow residual restarted */
+    if (!st && !(st = loc->axpy(ctx, n, -h.omega, v, p)))
+        st = loc->axpby(ctx, n, 1.0, r, h.beta, p);  /* p = r + beta (p - omega v)   */
+    return st || !dinv ? st : loc->pmul(ctx, n, dinv, p, ph);
+}
+
+static spk_status c_dots(spk_context *ctx, int64_t n, spk_bicg_scalars *S, int phase,
+                         const double *x, const double *y)
+{
+    spk_bicg_scalars h;
+    double v[2];
+    spk_status st = s_get(ctx, S, &h);
+    if (st || h.state != SPK_BICG_RUN)
+        return st;
+    if ((st = spk_vec_ops_for(ctx->device)->dot2(ctx, n, x, y, x, &v[0], &v[1])) ||
+        (st = spk_comm_allreduce(ctx, v, 2)))
+        return st;
+    if (phase == SPK_BICG_ALPHA)
+        spk_bicg_alpha(&h, v[0], v[1]);
+    else
+        spk_bicg_omega(&h, v[0], v[1]);
+    return s_put(ctx, S, &h);
+}
+
+static spk_status c_update_s(spk_context *ctx, int64_t n, spk_bicg_scalars *S, const double *v,
+                             double *r, const double *dinv, double *sh)
+{
+    const spk_vec_ops *loc = spk_vec_ops_for(ctx->device);
+    spk_bicg_scalars h;
+    double ss;
+    spk_status st = s_get(ctx, S, &h);
+    if (st || h.state != SPK_BICG_RUN)
+        return st;
+    if ((st = loc->axpy(ctx, n, -h.alpha, v, r)) ||                 /* s = r - alpha v */
+        (dinv && (st = loc->pmul(ctx, n, dinv, r, sh))) ||          /* s^ = M^-1 s     */
+        (st = loc->dot(ctx, n, r, r, &ss)) || (st = spk_comm_allreduce(ctx, &ss, 1)))
+        return st;
+    spk_bicg_half(&h, ss);
+    return s_put(ctx, S, &h);
+}
+
+/* sh may be r (no preconditioner): x takes omega s^ before r moves. */
+static spk_status c_update_xr(spk_context *ctx, int64_t n, spk_bicg_scalars *S, double *x,
+                              const double *ph, const double *sh, const double *t,
+                              const double *r0, double *r)
+{
+    const spk_vec_ops *loc = spk_vec_ops_for(ctx->device);
+    spk_bicg_scalars h;
+    double v[2];
+    spk_status st = s_get(ctx, S, &h);
+    if (st)
+        return st;
+    if (h.state == SPK_BICG_LAST) {
+        if ((st = loc->axpy(ctx, n, h.alpha, ph, x)))
+            return st;
+        h.state = SPK_BICG_DONE;
+        return s_put(ctx, S, &h);
+    }
+    if (h.state != SPK_BICG_RUN)
+        return SPK_OK;
+    if ((st = loc->axpy(ctx, n, h.alpha, ph, x)) || (st = loc->axpy(ctx, n, h.omega, sh, x)) ||
+        (st = loc->axpy(ctx, n, -h.omega, t, r)) ||                 /* r = s - omega t */
+        (st = loc->dot2(ctx, n, r, r0, r, &v[0], &v[1])) || (st = spk_comm_allreduce(ctx, v, 2)))
+        return st;
+    spk_bicg_end(&h, v[0], v[1]);
+    return s_put(ctx, S, &h);
+}
+
+static const spk_bicg_ops composed_bicg_ops = {
+    .device = SPK_DEVICE_AUTO,                       /* the context's */
+    .update_p = c_update_p,
+    .dots = c_dots,
+    .update_s = c_update_s,
+    .update_xr = c_update_xr,
+};
+
 const spk_bicg_ops *spk_bicg_ops_cpu(void) { return &cpu_bicg_ops; }
 
 const spk_bicg_ops *spk_bicg_ops_of(const spk_vec_ops *ops)
 {
-    return ops->distributed ? &dist_bicg_ops : spk_bicg_ops_for(ops->device);
+    return ops->distributed == SPK_DIST_COMPOSED ? &composed_bicg_ops
+           : ops->distributed                    ? &dist_bicg_ops
+                                                 : spk_bicg_ops_for(ops->device);
 }
 
 const spk_bicg_ops *spk_bicg_ops_for(spk_device dev)

@@ -270,8 +270,9 @@ typedef struct spk_bicg_ops {
 const spk_bicg_ops *spk_bicg_ops_cpu(void);
 const spk_bicg_ops *spk_bicg_ops_cuda(void);   /* NULL in a build without CUDA */
 const spk_bicg_ops *spk_bicg_ops_for(spk_device dev);
-/* The steps for the vectors of `ops`: its device's, or with a distributed table the CPU steps
- * whose sums are summed over the ranks (solvers/bicgstab_cpu.c). */
+/* The steps for the vectors of `ops`: its device's, or with a distributed table steps whose
+ * sums are summed over the ranks (solvers/bicgstab_cpu.c: host loops on CPU ranks, the
+ * device table's calls on GPU ranks). */
 const spk_bicg_ops *spk_bicg_ops_of(const spk_vec_ops *ops);
 
 #ifdef __cplusplus

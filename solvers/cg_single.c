@@ -23,7 +23,7 @@ static spk_reason nonpositive(double v)
     return isnan(v) || isinf(v) ? SPK_DIVERGED_NANORINF : SPK_DIVERGED_INDEFINITE;
 }
 
-/* One pass over the vectors, the host loops of a distributed (CPU) solve. step 0 (the start)
+/* One pass over the vectors, the host loops of a distributed solve on CPU ranks. step 0 (the start)
  * only forms u and the sums from r. Otherwise, with upd, the directions of the last step first (p = u + beta p, s = w + beta s: u and w are read before r
  * moves, so u may be r), then x += alpha p, r -= alpha s, u = dinv .* r on the diagonal path,
  * and the local sums r'u (not on the general path: u is not made yet) and r'r, over chunks
@@ -66,18 +66,53 @@ static void cg1_pass(int64_t n, int step, int upd, double alpha, double beta, do
     sums[2] = spk_chunks_sum(part[1], nc);
 }
 
+/* The same pass as calls of the device's own table (GPU ranks, SPK_DIST_COMPOSED): the two
+ * direction updates, x and r, u = dinv .* r, then r'u and r'r in one dot2 (r'r alone on the
+ * general path). Five vector passes where the host loop makes one; on a GPU each is a kernel
+ * at the memory's speed. */
+static spk_status cg1_composed(spk_krylov *k, int step, int upd, double alpha, double beta,
+                               double *x, double *r, double *p, double *s, double *u,
+                               const double *w, const double *dinv, int ru, double *sums)
+{
+    spk_context *ctx = k->ctx;
+    const spk_vec_ops *loc = spk_vec_ops_for(ctx->device);
+    const int64_t n = k->n;
+    spk_status st = SPK_OK;
+    if (step && upd && !(st = loc->axpby(ctx, n, 1.0, u, beta, p)))
+        st = loc->axpby(ctx, n, 1.0, w, beta, s);
+    if (step && !st && !(st = loc->axpy(ctx, n, alpha, p, x)))
+        st = loc->axpy(ctx, n, -alpha, s, r);
+    if (!st && dinv)
+        st = loc->pmul(ctx, n, dinv, r, u);
+    if (st)
+        return st;
+    sums[0] = 0.0;
+    return ru ? loc->dot2(ctx, n, r, u, r, &sums[0], &sums[2]) : loc->dot(ctx, n, r, r, &sums[2]);
+}
+
+/* One pass of the loop, in the form of the vector table's kind. */
+static spk_status cg1_step(spk_krylov *k, int step, int upd, double alpha, double beta,
+                           double *x, double *r, double *p, double *s, double *u,
+                           const double *w, const double *dinv, int ru, double *sums)
+{
+    if (k->ops->distributed == SPK_DIST_COMPOSED)
+        return cg1_composed(k, step, upd, alpha, beta, x, r, p, s, u, w, dinv, ru, sums);
+    cg1_pass(k->n, step, upd, alpha, beta, x, r, p, s, u, w, dinv, ru, sums);
+    return SPK_OK;
+}
+
 /* After the pass: u = M^-1 r on the general path (and r'u), w = A u, u'w, and the three sums
  * over the ranks in one reduction. */
 static spk_status cg1_finish(spk_krylov *k, const double *r, double *u, double *w, double v[3])
 {
+    const spk_vec_ops *loc = spk_vec_ops_for(k->ctx->device);   /* the local sums */
     spk_status st = SPK_OK;
     if (spk_krylov_pc_path(k) == SPK_PC_GENERAL) {
-        if ((st = spk_precond_apply(k, r, u)) ||
-            (st = spk_vec_ops_cpu()->dot(k->ctx, k->n, r, u, &v[0])))
+        if ((st = spk_precond_apply(k, r, u)) || (st = loc->dot(k->ctx, k->n, r, u, &v[0])))
             return st;
     }
     const double *uu = k->pc->identity ? r : u;
-    if ((st = spk_apply_A(k, uu, w)) || (st = spk_vec_ops_cpu()->dot(k->ctx, k->n, uu, w, &v[1])))
+    if ((st = spk_apply_A(k, uu, w)) || (st = loc->dot(k->ctx, k->n, uu, w, &v[1])))
         return st;
     return spk_comm_allreduce(k->ctx, v, 3);
 }
@@ -103,10 +138,8 @@ spk_status spk_cg_single(spk_krylov *k, const double *b, double *x)
     const double *dinv = spk_krylov_dinv(k);          /* the diagonal path, else NULL   */
     const int ru = spk_krylov_pc_path(k) != SPK_PC_GENERAL;
     double v[3];
-    if (st)
-        return st;
-    cg1_pass(n, 0, 0, 0.0, 0.0, x, r, p, s, u ? u : r, w, dinv, ru, v);
-    if ((st = cg1_finish(k, r, u, w, v)))
+    if (st || (st = cg1_step(k, 0, 0, 0.0, 0.0, x, r, p, s, u ? u : r, w, dinv, ru, v)) ||
+        (st = cg1_finish(k, r, u, w, v)))
         return st;
     const double *uu = u ? u : r;
     double gamma = v[0], delta = v[1];
@@ -129,8 +162,8 @@ spk_status spk_cg_single(spk_krylov *k, const double *b, double *x)
         return st;
     double beta = 0.0;
     for (int64_t it = 1; it <= k->maxiter; it++) {
-        cg1_pass(n, 1, it > 1, alpha, beta, x, r, p, s, u ? u : r, w, dinv, ru, v);
-        if ((st = cg1_finish(k, r, u, w, v)))
+        if ((st = cg1_step(k, 1, it > 1, alpha, beta, x, r, p, s, u ? u : r, w, dinv, ru, v)) ||
+            (st = cg1_finish(k, r, u, w, v)))
             return st;
         const double rnorm = sqrt(v[2]);
         res->iterations = it;

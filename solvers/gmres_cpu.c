@@ -14,15 +14,16 @@ static spk_status gemv_t(spk_context *ctx, const spk_vec_ops *ops, int64_t n, in
     return st;
 }
 
-/* dist: the rows of a distributed vector. The local dot products of a pass are summed over
- * the ranks in one reduction of k values, so a CGS2 step reduces three times. */
+/* dist: the rows of a distributed vector, on the context's device (a GPU rank's passes are
+ * its own table's calls, a dot product a column). The local dot products of a pass are summed
+ * over the ranks in one reduction of k values, so a CGS2 step reduces three times. */
 static spk_status cgs2_step(spk_context *ctx, int64_t n, int k, const double *V, int64_t ldv,
                             double *w, double *out, int dist)
 {
     if (n < 0 || k < 1 || (n > 0 && ldv < n))
         return spk_fail(ctx, SPK_ERR_ARG, "cgs2: n = %lld, k = %d, ldv = %lld (need n >= 0, "
                         "k >= 1, ldv >= n)", (long long)n, k, (long long)ldv);
-    const spk_vec_ops *ops = spk_vec_ops_cpu();
+    const spk_vec_ops *ops = spk_vec_ops_for(ctx->device);   /* local: a GPU rank's own */
     spk_status st = gemv_t(ctx, ops, n, k, V, ldv, w, out);            /* h1 = V'w   */
     if (!st && dist)
         st = spk_comm_allreduce(ctx, out, k);

@@ -22,8 +22,8 @@ typedef struct spk_gmres_ops {
 const spk_gmres_ops *spk_gmres_ops_cpu(void);
 const spk_gmres_ops *spk_gmres_ops_cuda(void);   /* NULL in a build without CUDA */
 const spk_gmres_ops *spk_gmres_ops_for(spk_device dev);
-/* The CGS2 for the vectors of `ops`: its device's, or with a distributed table the CPU one whose
- * sums are summed over the ranks (solvers/gmres_cpu.c). */
+/* The CGS2 for the vectors of `ops`: its device's, or with a distributed table the four passes
+ * of solvers/gmres_cpu.c on the context's device, their sums summed over the ranks. */
 const spk_gmres_ops *spk_gmres_ops_of(const spk_vec_ops *ops);
 
 #ifdef __cplusplus

@@ -262,6 +262,27 @@ extern "C" int spk_cuda_probe(char *name, size_t name_len, char *why, size_t why
     return 1;
 }
 
+extern "C" int spk_cuda_select(int local_rank, int *ordinal, char *why, size_t why_len)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (ordinal)
+        *ordinal = -1;
+    if (e == cudaSuccess && count > 0) {
+        const int dev = (local_rank < 0 ? 0 : local_rank) % count;
+        if ((e = cudaSetDevice(dev)) == cudaSuccess) {
+            if (ordinal)
+                *ordinal = dev;
+            return 1;
+        }
+    }
+    (void)cudaGetLastError();
+    if (why && why_len)
+        snprintf(why, why_len, "%s", e != cudaSuccess ? cudaGetErrorString(e)
+                                                     : "the CUDA runtime sees no device");
+    return 0;
+}
+
 extern "C" spk_status spk_cuda_init(spk_context *ctx)
 {
     if (!ctx)

@@ -328,10 +328,11 @@ spk_status spk_matrix_spmv(spk_context *ctx, spk_matrix *A, double alpha, const 
     if (st)
         return st;
     const spk_vec_ops *ops = spk_vec_ops_for(ctx->device);
-    if (A->dist)                                     /* the global operator, this rank's rows */
-        return A->dist->be->spmv(ctx, A->dist->state, alpha, x, beta, y);
+    /* a distributed matrix: the global operator on this rank's rows (x and y its rows) */
+    const spk_spmv_backend *be = A->dist ? A->dist->be : A->be;
+    void *state = A->dist ? A->dist->state : A->state;
     if (ops->device == SPK_DEVICE_CPU)
-        return A->be->spmv(ctx, A->state, alpha, x, beta, y);
+        return be->spmv(ctx, state, alpha, x, beta, y);
     /* Device temporaries for x and y, made at the first call and kept: a time loop that
      * applies A every step allocates nothing after its first pass. */
     const int64_t m = A->csr.nrows, n = A->csr.ncols;
@@ -347,7 +348,7 @@ spk_status spk_matrix_spmv(spk_context *ctx, spk_matrix *A, double alpha, const 
     }
     if (!(st = ops->upload(ctx, n, x, A->spmv_x)) &&
         !(beta != 0.0 && (st = ops->upload(ctx, m, y, A->spmv_y))) &&
-        !(st = A->be->spmv(ctx, A->state, alpha, A->spmv_x, beta, A->spmv_y)))
+        !(st = be->spmv(ctx, state, alpha, A->spmv_x, beta, A->spmv_y)))
         st = ops->download(ctx, m, A->spmv_y, y);
     return st;
 }
@@ -362,7 +363,10 @@ spk_status spk_matrix_spmv_device(spk_context *ctx, spk_matrix *A, double alpha,
     if (!A->be || A->ctx_prepared != ctx || A->be->device != ctx->device)
         st = spk_matrix_prepare(ctx, A, A->be && spk_backend_find(A->be->format, ctx->device)
                                             ? A->be->format : SPK_FMT_AUTO);
-    return st ? st : A->be->spmv(ctx, A->state, alpha, d_x, beta, d_y);
+    if (st)
+        return st;
+    return A->dist ? A->dist->be->spmv(ctx, A->dist->state, alpha, d_x, beta, d_y)
+                   : A->be->spmv(ctx, A->state, alpha, d_x, beta, d_y);
 }
 
 /* The context may be gone already (a matrix can outlive it, as its layout can): the vectors

@@ -236,7 +236,7 @@ static spk_status solver_create(spk_context *ctx, spk_matrix *A, const spk_optio
     S->ctx = ctx;
     S->A = A;
     S->opt = *opt;
-    S->ops = A->dist ? spk_vec_ops_dist() : spk_vec_ops_for(ctx->device);
+    S->ops = A->dist ? spk_vec_ops_dist_for(ctx) : spk_vec_ops_for(ctx->device);
     S->method = opt->method;
     if (S->method == SPK_METHOD_AUTO || opt->precond == SPK_PRECOND_AUTO) {
         if ((st = spk_matrix_host_values(ctx, A)))  /* the statistics read the values */

@@ -30,6 +30,8 @@ typedef struct spk_tuning {
     int    gs_rows;      /* SPK_GS_ROWS: 1, 2 or 4 rows per lane in GMRES's CGS2; 0 by n      */
     int    gs_rows_only; /* SPK_GS_KERNEL=rows: CGS2's second pass on the rows kernel         */
     int    hugepages;    /* SPK_HUGEPAGES: 0 makes large host arrays plain malloc              */
+    int    mpi_composed; /* SPK_MPI_STEPS=composed: CPU ranks take the distributed steps GPU
+                            ranks take (vector-table calls, the halo through device buffers)  */
     double host_memory;  /* SPK_HOST_MEMORY: bytes the process may commit, 0: the machine's   */
 } spk_tuning;
 /* The knobs from the environment; SPK_ERR_ARG (message on ctx) for a value a knob does not
@@ -65,7 +67,7 @@ struct spk_context {
  * never links MPI. A context made by spk_context_create_mpi holds one spk_comm; a matrix made
  * by spk_matrix_create_mpi (or scattered) holds one spk_dist. The methods see neither: a
  * distributed solve runs them on the global operator (spk_dist.be) and on the vector table
- * spk_vec_ops_dist(), whose reductions, and the fused steps chosen from it (cg, bicgstab,
+ * spk_vec_ops_dist_for(ctx), whose reductions, and the fused steps chosen from it (cg, bicgstab,
  * gmres), sum over the ranks through comm->allreduce. ---- */
 typedef struct spk_comm {
     int        rank, size;
@@ -465,15 +467,21 @@ typedef struct spk_vec_ops {
     spk_status (*steps)(spk_context *ctx, void **graph, spk_status (*step)(void *), void *self,
                         int64_t count);
     void (*graph_free)(void *graph);                                          /* NULL-safe */
-    /* 1: the vectors are one rank's rows of a distributed vector and the reductions (dot,
-     * nrm2, dot2, dot_sink) sum over the ranks of ctx->comm (spk_vec_ops_dist) */
+    /* The vectors are one rank's rows of a distributed vector and the reductions (dot, nrm2,
+     * dot2) sum over the ranks of ctx->comm (spk_vec_ops_dist_for). SPK_DIST_HOST: host
+     * vectors, and the methods' distributed steps are fused host loops; SPK_DIST_COMPOSED:
+     * the vectors of any device, and those steps are calls of the device's own table, each
+     * local sum reduced on the host (GPU ranks; CPU ranks under SPK_MPI_STEPS=composed). */
     int distributed;
 } spk_vec_ops;
 
+enum { SPK_DIST_NONE = 0, SPK_DIST_HOST = 1, SPK_DIST_COMPOSED = 2 };
+
 const spk_vec_ops *spk_vec_ops_cpu(void);
-/* The CPU table over the rows of a distributed vector: its reductions are the CPU table's
- * local sums, then one ctx->comm->allreduce each. */
-const spk_vec_ops *spk_vec_ops_dist(void);
+/* The table over the rows of a distributed vector on ctx's device: its reductions are the
+ * device table's local sums, then one ctx->comm->allreduce each. SPK_DIST_HOST on CPU ranks,
+ * SPK_DIST_COMPOSED on GPU ranks and under SPK_MPI_STEPS=composed. */
+const spk_vec_ops *spk_vec_ops_dist_for(const spk_context *ctx);
 /* ctx->comm->allreduce; SPK_OK (v unchanged) for a context without ranks. */
 spk_status spk_comm_allreduce(spk_context *ctx, double *v, int n);
 const spk_vec_ops *spk_vec_ops_cuda(void);   /* a table answering NOT_COMPILED without CUDA */
@@ -565,6 +573,10 @@ void spk_cuda_fini(spk_context *ctx);
 /* Copy `bytes` from device memory to host memory on the context's stream and wait. Stub:
  * SPK_ERR_NOT_COMPILED. */
 spk_status spk_cuda_download_bytes(spk_context *ctx, void *host, const void *dev, size_t bytes);
+/* Make GPU (local_rank mod the GPUs this process sees) the calling thread's current device,
+ * before a context is made on it (one GPU per node-local MPI rank): 1 and its ordinal in
+ * *ordinal, or 0 and the reason in `why`. Stub: 0. */
+int spk_cuda_select(int local_rank, int *ordinal, char *why, size_t why_len);
 
 #ifdef __cplusplus
 }

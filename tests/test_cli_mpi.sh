@@ -56,9 +56,22 @@ check "maxiter: said once" test "$(grep -c 'did not converge' <<<"$err")" = 1
 run mp 2 -A "$T/none.mtx"
 check "a missing file on 2 ranks: exit 2 (got $rc)" test "$rc" = 2
 check "a missing file: the message names it" grep -q "none.mtx" <<<"$err"
-run mp 2 -A poisson3d:8 --device gpu
-check "--device gpu over ranks: exit 2 (got $rc)" test "$rc" = 2
-check "--device gpu over ranks: says the CPU backend" grep -q "CPU backend" <<<"$err"
+# --device gpu: where a lone run finds a GPU, the ranks share it with the lone run's count and
+# say how the halo travels; where it finds none, every rank fails with the lone run's code
+run "$SOLVE" -A poisson3d:8 --device gpu --json
+lone=$rc
+one=$(json_int iterations)
+run mp 2 -A poisson3d:8 --device gpu --json
+check "--device gpu over ranks: the lone run's exit code $lone (got $rc)" test "$rc" = "$lone"
+if [ "$lone" = 0 ]; then
+  two=$(json_int iterations)
+  check "--device gpu on 2 ranks: $two iterations, the lone run $one" test $((two - one)) -le 2 -a $((one - two)) -le 2
+  check "--device gpu on 2 ranks: the JSON says the halo of device vectors" grep -qE '"halo": "(staged|device)"' <<<"$out"
+else
+  check "--device gpu over ranks without a GPU: says so" grep -qi "GPU" <<<"$err"
+fi
+run mp 2 -A poisson3d:8 --device auto
+check "--device auto over ranks: exit 0 (got $rc)" test "$rc" = 0
 run mp 2 -A poisson3d:8 --reorder rcm
 check "--reorder over ranks: refused, exit 2 (got $rc)" test "$rc" = 2
 printf '%%%%MatrixMarket matrix array real general\n1 1\n1\n' >"$T/ns.mtx"

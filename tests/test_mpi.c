@@ -388,13 +388,38 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    spk_context *ctx = NULL, *solo = t_context(SPK_DEVICE_CPU);
-    spk_status st = spk_context_create_mpi(&ctx, MPI_COMM_WORLD, SPK_DEVICE_CPU);
+    /* --device gpu: every rank on a GPU (ranks sharing one when they outnumber them), the
+     * one-rank references on a GPU too; 77 (skipped) where a rank has none */
+    const spk_device dev = argc > 2 && !strcmp(argv[1], "--device") && !strcmp(argv[2], "gpu")
+                               ? SPK_DEVICE_CUDA : SPK_DEVICE_CPU;
+    spk_context *ctx = NULL, *solo = NULL;
+    spk_status st = spk_context_create_mpi(&ctx, MPI_COMM_WORLD, dev);
+    if (dev == SPK_DEVICE_CUDA && st) {
+        if (rank_ == 0)
+            printf("skip: no GPU on every rank (%s)\n", ctx ? spk_last_error(ctx) : "");
+        spk_context_destroy(ctx);
+        MPI_Finalize();
+        return 77;
+    }
     T_CHECK(st == SPK_OK, "context: %s", ctx ? spk_last_error(ctx) : "");
-    spk_context *gpu = NULL;
-    T_CHECK(spk_context_create_mpi(&gpu, MPI_COMM_WORLD, SPK_DEVICE_CUDA) == SPK_ERR_UNSUPPORTED,
-            "a CUDA context over ranks is refused so far");
+    T_CHECK(!st && spk_context_device(ctx) == dev, "the ranks run on the %s",
+            spk_device_str(dev));
+    solo = t_context(dev);
+    /* A CUDA context over ranks exactly where a lone one can be made: without a GPU every
+     * rank fails alike, with a message; AUTO takes the GPU then, else the CPU. */
+    spk_context *g1 = NULL, *gpu = NULL, *aut = NULL;
+    const spk_status s1 = spk_context_create(&g1, SPK_DEVICE_CUDA);
+    const spk_status s2 = spk_context_create_mpi(&gpu, MPI_COMM_WORLD, SPK_DEVICE_CUDA);
+    T_CHECK((s1 == SPK_OK) == (s2 == SPK_OK), "SPK_DEVICE_CUDA over ranks: %s where one rank "
+            "alone gets %s", spk_status_str(s2), spk_status_str(s1));
+    T_CHECK(s2 == SPK_OK || (gpu && strstr(spk_last_error(gpu), "GPU")),
+            "SPK_DEVICE_CUDA over ranks without a GPU says why: %s", gpu ? spk_last_error(gpu) : "");
+    T_CHECK(spk_context_create_mpi(&aut, MPI_COMM_WORLD, SPK_DEVICE_AUTO) == SPK_OK &&
+                spk_context_device(aut) == (s1 == SPK_OK ? SPK_DEVICE_CUDA : SPK_DEVICE_CPU),
+            "SPK_DEVICE_AUTO over ranks: the GPU exactly when every rank has one");
+    spk_context_destroy(g1);
     spk_context_destroy(gpu);
+    spk_context_destroy(aut);
     if (!st) {
         test_krylov(ctx, solo);
         test_block_jacobi(ctx, solo);

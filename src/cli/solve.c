@@ -172,8 +172,9 @@ static const char usage_text[] =
     "\n"
 #ifdef SPK_CLI_MPI
     "Distributed (this build has MPI): mpirun -n P solve ... splits A into P blocks of rows\n"
-    "(multiples of --block-size) on CPU ranks; rank 0 reads and writes, the preconditioner is\n"
-    "built on each rank's diagonal block (block-Jacobi over the ranks); --device gpu,\n"
+    "(multiples of --block-size); rank 0 reads and writes, the preconditioner is built on\n"
+    "each rank's diagonal block (block-Jacobi over the ranks). Each rank takes the GPU of its\n"
+    "node-local rank (--device auto: when every rank has one, else all run on the CPU);\n"
     "--reorder, --precision mixed, --nullspace and --coords are refused there so far.\n"
     "\n"
 #endif
@@ -862,10 +863,14 @@ typedef struct report {
     char device_buf[160];              /* device_name, kept past a distributed context        */
     /* a distributed solve (mpirun): ranks, rows per rank, the halo of one product over all
      * ranks (values and rank-to-rank links), rank 0's seconds in MPI during the solve */
-    int mpi_ranks;
+    int mpi_ranks, mpi_halo;
     int64_t mpi_rows_min, mpi_rows_max, mpi_halo_values, mpi_links, mpi_reductions;
     double mpi_halo_s, mpi_reduce_s;
 } report;
+/* spk_mpi_halo: the JSON word, and what the summary says */
+static const char *const halo_word[] = {"host", "staged", "device"};
+static const char *const halo_how[] = {"", " (device vectors, staged through the host)",
+                                       " (device buffers to a CUDA-aware MPI)"};
 
 static void print_json(const report *r)
 {
@@ -932,10 +937,11 @@ static void print_json(const report *r)
     fprintf(f, "  \"ranks\": %d,\n", r->mpi_ranks ? r->mpi_ranks : 1);
     if (r->mpi_ranks) {
         fprintf(f, "  \"mpi\": {\"rows_min\": %lld, \"rows_max\": %lld, \"halo_values\": %lld, "
-                "\"links\": %lld, \"halo_s\": %.9g, \"reduce_s\": %.9g, \"reductions\": %lld},\n",
+                "\"links\": %lld, \"halo\": \"%s\", \"halo_s\": %.9g, \"reduce_s\": %.9g, "
+                "\"reductions\": %lld},\n",
                 (long long)r->mpi_rows_min, (long long)r->mpi_rows_max,
-                (long long)r->mpi_halo_values, (long long)r->mpi_links, r->mpi_halo_s,
-                r->mpi_reduce_s, (long long)r->mpi_reductions);
+                (long long)r->mpi_halo_values, (long long)r->mpi_links, halo_word[r->mpi_halo],
+                r->mpi_halo_s, r->mpi_reduce_s, (long long)r->mpi_reductions);
     }
     fprintf(f, "  \"cold\": %s%s\n", res->cold ? "true" : "false", res->history_len > 0 ? "," : "");
     if (res->history_len > 0) {
@@ -1019,10 +1025,11 @@ static void print_summary(spk_context *ctx, const report *r)
                                                           : spk_precision_str(res->precision));
     if (r->mpi_ranks)
         printf("ranks     %d (MPI): %lld to %lld rows each; a product exchanges %lld values over "
-               "%lld links; rank 0 waited %.3f s in halo exchanges, %.3f s in %lld reductions\n",
+               "%lld links%s; rank 0 waited %.3f s in halo exchanges, %.3f s in %lld "
+               "reductions\n",
                r->mpi_ranks, (long long)r->mpi_rows_min, (long long)r->mpi_rows_max,
-               (long long)r->mpi_halo_values, (long long)r->mpi_links, r->mpi_halo_s,
-               r->mpi_reduce_s, (long long)r->mpi_reductions);
+               (long long)r->mpi_halo_values, (long long)r->mpi_links, halo_how[r->mpi_halo],
+               r->mpi_halo_s, r->mpi_reduce_s, (long long)r->mpi_reductions);
     printf("result    %s after %lld iterations\n", spk_reason_str(res->reason), (long long)res->iterations);
     printf("residual  recursive %.3e, true %.3e (relative to ||b|| = %.3e; rtol %.1e)\n", res->rel,
            res->true_rel, res->bnorm, c->opt.rtol);
@@ -1184,12 +1191,14 @@ static void solve_mpi(cli *c, report *r, spk_context *ctx0, spk_matrix *A, const
     c->opt.use_x0 = flags[0];
     r->have_err = flags[1];
     spk_context *ctx = NULL;
-    spk_status st = spk_context_create_mpi(&ctx, MPI_COMM_WORLD,
-                                           c->device == SPK_DEVICE_AUTO ? SPK_DEVICE_CPU : c->device);
+    spk_status st = spk_context_create_mpi(&ctx, MPI_COMM_WORLD, c->device);
     if (st)
         die_status(ctx, st, "device");
     spk_context_destroy(ctx0);
     r->device_name = spk_context_device_name(ctx);
+    if (c->device == SPK_DEVICE_AUTO && spk_context_device(ctx) == SPK_DEVICE_CPU)
+        snprintf(r->device_note, sizeof r->device_note, "auto: the ranks run on the CPU (not "
+                 "every rank found a usable GPU)");
     spk_matrix *D = NULL;
     const int block = c->opt.block_size > 1 ? c->opt.block_size
                       : c->opt.amg.block_size > 1 ? c->opt.amg.block_size : 1;
@@ -1213,14 +1222,21 @@ static void solve_mpi(cli *c, report *r, spk_context *ctx0, spk_matrix *A, const
     r->mpi_rows_min = -v[1];
     r->mpi_halo_values = v[2];
     r->mpi_links = v[3];
+    r->mpi_halo = mi.halo >= SPK_MPI_HALO_HOST && mi.halo <= SPK_MPI_HALO_DEVICE ? mi.halo : 0;
     spk_solver *S = NULL;
     if ((st = spk_solver_create(ctx, D, &c->opt, &S)))
         die_status(ctx, st, "setting up the solver");
     spk_solver_precond_describe(S, r->precond_buf, sizeof r->precond_buf);
     r->precond_info = r->precond_buf;
     if (c->explain && !c->json && !c->quiet)
-        printf("preconditioner\n  %s (each rank's diagonal block: block-Jacobi over %d ranks)\n",
-               r->precond_buf, mi.size);
+        printf("preconditioner\n  %s (each rank's diagonal block: block-Jacobi over %d ranks)\n"
+               "halo\n  %s\n", r->precond_buf, mi.size,
+               r->mpi_halo == SPK_MPI_HALO_DEVICE
+                   ? "device buffers handed to the MPI library, which is CUDA-aware"
+               : r->mpi_halo == SPK_MPI_HALO_STAGED
+                   ? "device vectors: the values to send gathered on the GPU and copied to the "
+                     "host, sent by MPI (not CUDA-aware), the ghosts copied back"
+                   : "host vectors (CPU ranks), packed and sent from host memory");
     spk_mpi_stats_reset(ctx);
     st = spk_solver_solve(S, bl, xl, &r->res);
     spk_solver_destroy(S);
@@ -1280,9 +1296,8 @@ int main(int argc, char **argv)
         if (st)
             die_status(ctx, st, "device");
         r.device_name = spk_context_device_name(ctx);
-        if (c.device == SPK_DEVICE_AUTO && spk_context_device(ctx) == SPK_DEVICE_CPU)
-            snprintf(r.device_note, sizeof r.device_note, "auto: %s",
-                     mpi_on ? "the ranks run on the CPU backend" : spk_last_error(ctx));
+        if (c.device == SPK_DEVICE_AUTO && spk_context_device(ctx) == SPK_DEVICE_CPU && !mpi_on)
+            snprintf(r.device_note, sizeof r.device_note, "auto: %s", spk_last_error(ctx));
 
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -8,6 +8,10 @@
 
 #include "../spk_internal.h"
 
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>                                 /* MPIX_Query_cuda_support */
+#endif
+
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -25,6 +29,9 @@
 typedef struct mpi_comm {
     spk_comm pub;                 /* first: ctx->comm points here                              */
     MPI_Comm comm;
+    int      local_rank;          /* among the ranks of this node (MPI_COMM_TYPE_SHARED)       */
+    int      gpu;                 /* the rank's GPU (CUDA ordinal), -1 on CPU ranks            */
+    int      cuda_aware;          /* the MPI library takes device buffers                      */
     double   buf[SPK_REDUCE_CHUNK + 2];   /* the payload: values, then the two stop counts     */
 } mpi_comm;
 
@@ -118,6 +125,41 @@ static int any_failed(MPI_Comm comm, int failed)
     return any;
 }
 
+/* Does this MPI library take device pointers? Asked of the library where it can say (Open
+ * MPI's MPIX_Query_cuda_support, MPICH's MPIX_GPU_query_support), at run time: the answer is
+ * the library's build, not its headers'. */
+static int mpi_cuda_aware(void)
+{
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    return MPIX_Query_cuda_support() == 1;
+#elif defined(MPICH_NUMVERSION) && MPICH_NUMVERSION >= 40000000 && defined(MPIX_GPU_SUPPORT_CUDA)
+    int yes = 0;
+    return MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &yes) == MPI_SUCCESS && yes;
+#else
+    return 0;
+#endif
+}
+
+/* The device of the ranks: each rank takes GPU (node-local rank mod the GPUs it sees) when it
+ * has one; AUTO is the GPU only when every rank has one (the ranks run one device kind). */
+static spk_device ranks_device(MPI_Comm comm, spk_device device, int local_rank, int *gpu,
+                               char *why, size_t why_len)
+{
+    *gpu = -1;
+    why[0] = '\0';
+    if (device == SPK_DEVICE_CPU)
+        return SPK_DEVICE_CPU;
+    char name[128];
+    int have = spk_cuda_probe(name, sizeof name, why, why_len) &&
+               spk_cuda_select(local_rank, gpu, why, why_len);
+    int all = have;
+    if (MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+        all = 0;
+    if (device == SPK_DEVICE_AUTO && !all)
+        *gpu = -1;
+    return device == SPK_DEVICE_CUDA || all ? SPK_DEVICE_CUDA : SPK_DEVICE_CPU;
+}
+
 spk_status spk_context_create_mpi(spk_context **out, MPI_Comm comm, spk_device device)
 {
     if (!out)
@@ -128,9 +170,16 @@ spk_status spk_context_create_mpi(spk_context **out, MPI_Comm comm, spk_device d
     MPI_Finalized(&fin);
     if (!init || fin)
         return SPK_ERR_ARG;                          /* no MPI to ask: nothing collective */
+    int local_rank = 0, gpu = -1;
+    MPI_Comm node;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_rank(node, &local_rank);
+        MPI_Comm_free(&node);
+    }
+    char why[256];
+    const spk_device dev = ranks_device(comm, device, local_rank, &gpu, why, sizeof why);
     spk_context *ctx = NULL;
-    spk_status st = device == SPK_DEVICE_CUDA ? SPK_ERR_UNSUPPORTED
-                                              : spk_context_create(&ctx, SPK_DEVICE_CPU);
+    spk_status st = spk_context_create(&ctx, dev);
     mpi_comm *m = calloc(1, sizeof *m);
     if (!st && !m)
         st = SPK_ERR_NOMEM;
@@ -138,16 +187,15 @@ spk_status spk_context_create_mpi(spk_context **out, MPI_Comm comm, spk_device d
         free(m);
         if (!ctx)
             spk_context_create(&ctx, SPK_DEVICE_CPU);    /* a context to carry the message */
-        if (ctx && device == SPK_DEVICE_CUDA)
-            spk_fail(ctx, SPK_ERR_UNSUPPORTED, "spk_context_create_mpi: the ranks run on the "
-                     "CPU backend so far (one GPU per rank, with the halo staged through the "
-                     "host or a CUDA-aware MPI, is not built): use SPK_DEVICE_CPU");
-        else if (ctx)
-            spk_fail(ctx, st ? st : SPK_ERR_MPI, "spk_context_create_mpi: a rank could "
-                     "not make its context");
+        else if (!st)
+            spk_fail(ctx, SPK_ERR_MPI, "spk_context_create_mpi: another rank could not make "
+                     "its context");
         *out = ctx;                                  /* the caller reads spk_last_error     */
         return st ? st : SPK_ERR_MPI;
     }
+    m->local_rank = local_rank;
+    m->gpu = dev == SPK_DEVICE_CUDA ? gpu : -1;
+    m->cuda_aware = dev == SPK_DEVICE_CUDA && mpi_cuda_aware();
     int err = MPI_Comm_dup(comm, &m->comm);
     if (err != MPI_SUCCESS) {
         free(m);
@@ -161,9 +209,14 @@ spk_status spk_context_create_mpi(spk_context **out, MPI_Comm comm, spk_device d
     m->pub.agree = c_agree;
     m->pub.destroy = c_destroy;
     ctx->comm = &m->pub;
-    snprintf(ctx->device_name + strlen(ctx->device_name),
-             sizeof ctx->device_name - strlen(ctx->device_name), " (rank %d of %d)",
-             m->pub.rank, m->pub.size);
+    if (m->gpu >= 0)
+        snprintf(ctx->device_name + strlen(ctx->device_name),
+                 sizeof ctx->device_name - strlen(ctx->device_name), " (rank %d of %d, GPU %d)",
+                 m->pub.rank, m->pub.size, m->gpu);
+    else
+        snprintf(ctx->device_name + strlen(ctx->device_name),
+                 sizeof ctx->device_name - strlen(ctx->device_name), " (rank %d of %d)",
+                 m->pub.rank, m->pub.size);
     *out = ctx;
     return SPK_OK;
 }
@@ -223,6 +276,18 @@ typedef struct dist_mat {
     int          ready;           /* the requests are made (at the first product)              */
     int64_t     *recv_off, *send_off;
     int         *recv_rank, *send_rank;
+    /* The halo of device vectors (GPU ranks; CPU ranks under SPK_MPI_STEPS=composed): the
+     * values to send gathered on the device by a selection matrix (one 1 a row), the ghost
+     * block's product y += alpha off g on the device, both through the device's CSR backend;
+     * d_send, d_ghost: device buffers, copied to and from send_buf, ghost_val unless the MPI
+     * takes device buffers. */
+    int          halo;            /* SPK_MPI_HALO_*                                            */
+    spk_context *ctx;             /* the device buffers' context                               */
+    const spk_spmv_backend *cbe;
+    spk_csr      sel;             /* nsend_vals x nloc                                         */
+    void        *sel_st, *off_st;
+    double      *d_send, *d_ghost;
+    double      *stage;           /* device values of an update, copied to the host to split   */
 } dist_mat;
 
 static void dist_destroy(spk_dist *d)
@@ -250,12 +315,52 @@ static void dist_destroy(spk_dist *d)
     free(D->send_off);
     free(D->recv_rank);
     free(D->send_rank);
+    if (D->cbe) {
+        D->cbe->destroy(D->sel_st);
+        D->cbe->destroy(D->off_st);
+    }
+    spk_csr_free(&D->sel);
+    free(D->stage);
+    if (D->ctx) {
+        const spk_vec_ops *ops = spk_vec_ops_for(D->ctx->device);
+        ops->free(D->ctx, D->d_send);
+        ops->free(D->ctx, D->d_ghost);
+    }
     free(D);
+}
+
+/* The halo of device vectors (after make_plan): the selection matrix and the ghost block on
+ * the device's CSR backend, the two device buffers. */
+static spk_status halo_device_setup(spk_context *ctx, dist_mat *D, int cuda_aware)
+{
+    const spk_vec_ops *ops = spk_vec_ops_for(ctx->device);
+    const int64_t ns = D->nsend_vals;
+    spk_status st;
+    D->ctx = ctx;
+    D->halo = ctx->device == SPK_DEVICE_CUDA && cuda_aware ? SPK_MPI_HALO_DEVICE
+                                                           : SPK_MPI_HALO_STAGED;
+    if (!(D->cbe = spk_backend_find(SPK_FMT_CSR, ctx->device)))
+        return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "the halo on the %s: no CSR backend",
+                        spk_device_str(ctx->device));
+    if ((st = spk_csr_alloc(ctx, ns, D->nloc, ns, &D->sel)))
+        return st;
+    for (int64_t i = 0; i < ns; i++) {
+        D->sel.rowptr[i + 1] = i + 1;
+        D->sel.colind[i] = D->send_idx[i];
+        D->sel.val[i] = 1.0;
+    }
+    if (ns > 0 && ((st = D->cbe->setup(ctx, &D->sel, &D->sel_st)) ||
+                   (st = ops->alloc(ctx, ns, &D->d_send))))
+        return st;
+    if (D->nghost > 0 && ((st = D->cbe->setup(ctx, &D->off, &D->off_st)) ||
+                          (st = ops->alloc(ctx, D->nghost, &D->d_ghost))))
+        return st;
+    return SPK_OK;
 }
 
 /* The persistent requests, made once: a receive per neighbour into its slice of ghost_val (the
  * ghosts ascend and each rank owns a contiguous range, so one owner's ghosts are contiguous),
- * a send per neighbour from its slice of send_buf. */
+ * a send per neighbour from its slice of send_buf (d_ghost and d_send for a CUDA-aware MPI). */
 static spk_status halo_ready(spk_context *ctx, dist_mat *D)
 {
     if (D->ready)
@@ -266,15 +371,54 @@ static spk_status halo_ready(spk_context *ctx, dist_mat *D)
         return spk_fail(ctx, SPK_ERR_NOMEM, "halo requests: out of memory");
     for (int i = 0; i < D->nreq; i++)
         D->req[i] = MPI_REQUEST_NULL;
+    const int dev = D->halo == SPK_MPI_HALO_DEVICE;   /* a CUDA-aware MPI reads the device's */
+    double *gb = dev ? D->d_ghost : D->ghost_val, *sb = dev ? D->d_send : D->send_buf;
     int err = MPI_SUCCESS;
     for (int i = 0; i < D->nrecv && err == MPI_SUCCESS; i++)
-        err = MPI_Recv_init(D->ghost_val + D->recv_off[i], (int)(D->recv_off[i + 1] - D->recv_off[i]),
+        err = MPI_Recv_init(gb + D->recv_off[i], (int)(D->recv_off[i + 1] - D->recv_off[i]),
                             MPI_DOUBLE, D->recv_rank[i], SPK_HALO_TAG, D->comm, &D->req[i]);
     for (int i = 0; i < D->nsend && err == MPI_SUCCESS; i++)
-        err = MPI_Send_init(D->send_buf + D->send_off[i], (int)(D->send_off[i + 1] - D->send_off[i]),
+        err = MPI_Send_init(sb + D->send_off[i], (int)(D->send_off[i + 1] - D->send_off[i]),
                             MPI_DOUBLE, D->send_rank[i], SPK_HALO_TAG, D->comm, &D->req[D->nrecv + i]);
     D->ready = 1;                                    /* dist_destroy frees the requests */
     return err == MPI_SUCCESS ? SPK_OK : mpi_fail(ctx, err, "halo requests");
+}
+
+/* The product on device vectors: gather the values to send on the device, copy them to the
+ * host (a wait), start the exchange, queue the diagonal block's product (it runs on the GPU
+ * while the host waits for the messages), copy the ghosts to the device, and queue
+ * y += alpha off g. A CUDA-aware MPI reads and writes the device buffers themselves. */
+static spk_status spmv_device(spk_context *ctx, dist_mat *D, double alpha, const double *x,
+                              double beta, double *y)
+{
+    spk_matrix *A = D->A;
+    const spk_vec_ops *ops = spk_vec_ops_for(ctx->device);
+    const int64_t ns = D->nsend_vals;
+    const int staged = D->halo == SPK_MPI_HALO_STAGED;
+    spk_status st = SPK_OK;
+    if (ns > 0 && !(st = D->cbe->spmv(ctx, D->sel_st, 1.0, x, 0.0, D->d_send)))
+        st = staged ? ops->download(ctx, ns, D->d_send, D->send_buf) : ops->sync(ctx);
+    if (st)
+        return st;
+    double t = MPI_Wtime();
+    int err = D->nreq ? MPI_Startall(D->nreq, D->req) : MPI_SUCCESS;
+    double waited = MPI_Wtime() - t;
+    if (err != MPI_SUCCESS)
+        return mpi_fail(ctx, err, "halo exchange");
+    st = A->be->spmv(ctx, A->state, alpha, x, beta, y);
+    t = MPI_Wtime();
+    err = D->nreq ? MPI_Waitall(D->nreq, D->req, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+    waited += MPI_Wtime() - t;
+    D->cm->halo_s += waited;
+    D->cm->halo_exchanges++;
+    D->cm->halo_bytes += ns * (int64_t)sizeof(double);
+    if (err != MPI_SUCCESS)
+        return mpi_fail(ctx, err, "halo exchange");
+    if (st || D->nghost == 0)
+        return st;
+    if (staged && (st = ops->upload(ctx, D->nghost, D->ghost_val, D->d_ghost)))
+        return st;
+    return D->cbe->spmv(ctx, D->off_st, alpha, D->d_ghost, 1.0, y);
 }
 
 /* y = alpha A x + beta y over the ranks: pack and start the exchange, the diagonal block's
@@ -288,6 +432,8 @@ static spk_status dist_spmv(spk_context *ctx, const void *state, double alpha, c
     if (!A->be || A->ctx_prepared != ctx)
         return spk_fail(ctx, SPK_ERR_MPI, "distributed SpMV: the diagonal block is not "
                         "prepared on this context");
+    if (D->halo != SPK_MPI_HALO_HOST)
+        return spmv_device(ctx, D, alpha, x, beta, y);
     const int64_t ns = D->nsend_vals;
 #pragma omp parallel for simd schedule(static) if (ns > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < ns; i++)
@@ -677,6 +823,16 @@ static spk_status dist_update(spk_context *ctx, spk_matrix *A, int64_t nnz, cons
                       "a new matrix)", (long long)nnz, (long long)D->nnz_in);
     else if (nnz > 0 && !val)
         st = spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: val is NULL");
+    if (!st && nnz > 0 && val_on_device && ctx->device == SPK_DEVICE_CUDA) {
+        /* the split runs on the host: the values come over first (then as host values) */
+        if (!D->stage && !(D->stage = malloc((size_t)nnz * sizeof *D->stage)))
+            st = spk_fail(ctx, SPK_ERR_NOMEM, "spk_matrix_update_values: host staging of %lld "
+                          "values: out of memory", (long long)nnz);
+        if (!st && !(st = spk_cuda_download_bytes(ctx, D->stage, val, (size_t)nnz * sizeof *val))) {
+            val = D->stage;
+            val_on_device = 0;
+        }
+    }
     for (int64_t p = 0; !st && p < nnz; p++)
         if (!isfinite(val[p]))
             st = spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: val[%lld] = %g (this "
@@ -706,6 +862,8 @@ static spk_status dist_update(spk_context *ctx, spk_matrix *A, int64_t nnz, cons
     } else if (no > 0) {
         memcpy(a, D->ov, (size_t)no * sizeof *a);
     }
+    if (!st && D->off_st)                            /* the ghost block's device copy */
+        st = D->cbe->update(ctx, D->off_st, &D->off);
     st = D->cm->agree(ctx, st);
     (void)spk_matrix_info_of(A);                     /* the block's statistics, then the whole's */
     const spk_status si = global_info(ctx, D);       /* on every rank, whatever happened */
@@ -763,6 +921,8 @@ spk_status spk_matrix_create_mpi(spk_context *ctx, int64_t n, int64_t lo, int64_
     if (!st)
         st = split_rows(ctx, D, n, lo, hi, rowptr, colind, val);
     if (!(st = mc->pub.agree(ctx, st)) && !(st = make_plan(ctx, D)) &&
+        (!(ctx->device != SPK_DEVICE_CPU || ctx->tune.mpi_composed) ||
+         !(st = mc->pub.agree(ctx, halo_device_setup(ctx, D, mc->cuda_aware)))) &&
         !(st = mc->pub.agree(ctx, halo_ready(ctx, D)))) {
         int64_t nz[1] = {D->A->csr.nnz + D->off.nnz};
         MPI_Allreduce(MPI_IN_PLACE, nz, 1, MPI_INT64_T, MPI_SUM, D->comm);
@@ -807,6 +967,7 @@ spk_status spk_matrix_info_mpi(const spk_matrix *A, spk_mpi_matrix_info *info)
     info->rank = D->rank;
     info->size = D->size;
     info->nnz_global = D->nnz_global;
+    info->halo = D->halo;
     return SPK_OK;
 }
 
