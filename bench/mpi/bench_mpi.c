@@ -1,8 +1,8 @@
 /* bench/mpi/bench_mpi.c -- the distributed solve's time per iteration, with the time spent in
  * MPI measured apart from the computation. Run it under a launcher, once per rank count:
  *
- *   mpirun -n P [--bind-to core] bench_mpi [--method cg|bicgstab|gmres] [--precond P]
- *              [--rtol X] [--json FILE] SPEC...
+ *   mpirun -n P [--bind-to core] bench_mpi [--device cpu|gpu] [--method cg|bicgstab|gmres]
+ *              [--precond P] [--rtol X] [--json FILE] SPEC...
  *
  * For each SPEC (a generator spec or a Matrix Market file) rank 0 makes the matrix and
  * scatters it (blocks of rows balanced by nonzeros); b = A x for x uniform in [0, 1) (seeded).
@@ -12,7 +12,9 @@
  *           reductions (spk_mpi_stats; the largest over the ranks), the rest being computation;
  *   spmv    200 products y = A x alone: microseconds each and the halo's share;
  *   reduce  2000 MPI_Allreduce of two doubles (the CG step's r'r and r'z): microseconds each.
- * Halo bytes are those one product sends over all ranks. A table on stdout (rank 0) and one JSON
+ * --device gpu: one GPU per rank (ranks sharing one where they outnumber them); the halo is
+ * staged through the host unless the MPI is CUDA-aware. Halo bytes are those one product
+ * sends over all ranks. A table on stdout (rank 0) and one JSON
  * object per case appended to FILE. Exit 0, or 1 when a solve failed or did not converge. */
 #include "spk_mpi.h"
 
@@ -45,6 +47,7 @@ int main(int argc, char **argv)
     opt.method = SPK_METHOD_CG;
     opt.precond = SPK_PRECOND_JACOBI;
     const char *json_path = NULL;
+    spk_device dev = SPK_DEVICE_CPU;
     int first = 1, bad = 0;
     for (; first < argc && argv[first][0] == '-'; first++) {
         const char *a = argv[first], *v = first + 1 < argc ? argv[first + 1] : NULL;
@@ -56,18 +59,20 @@ int main(int argc, char **argv)
             opt.rtol = strtod(argv[++first], NULL);
         else if (!strcmp(a, "--json") && v)
             json_path = argv[++first];
+        else if (!strcmp(a, "--device") && v && (!strcmp(v, "cpu") || !strcmp(v, "gpu")))
+            dev = !strcmp(argv[++first], "gpu") ? SPK_DEVICE_CUDA : SPK_DEVICE_CPU;
         else
             bad = 1;
     }
     if (bad || first >= argc) {
         if (rank == 0)
-            fprintf(stderr, "usage: mpirun -n P bench_mpi [--method M] [--precond P] [--rtol X] "
-                            "[--json FILE] SPEC...\n");
+            fprintf(stderr, "usage: mpirun -n P bench_mpi [--device cpu|gpu] [--method M] "
+                            "[--precond P] [--rtol X] [--json FILE] SPEC...\n");
         MPI_Finalize();
         return 2;
     }
     spk_context *ctx = NULL, *ctx0 = NULL;
-    if (spk_context_create_mpi(&ctx, MPI_COMM_WORLD, SPK_DEVICE_CPU) ||
+    if (spk_context_create_mpi(&ctx, MPI_COMM_WORLD, dev) ||
         (rank == 0 && spk_context_create(&ctx0, SPK_DEVICE_CPU))) {
         fprintf(stderr, "bench_mpi: no context: %s\n", spk_last_error(ctx));
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -160,12 +165,16 @@ int main(int argc, char **argv)
                    1e6 * reduce_s / its, 1e6 * spmv_s, 1e6 * allred_s);
             FILE *f = json_path ? fopen(json_path, "a") : NULL;
             if (f) {
-                fprintf(f, "{\"matrix\": \"%s\", \"ranks\": %d, \"rows\": %lld, \"method\": \"%s\", "
+                fprintf(f, "{\"matrix\": \"%s\", \"ranks\": %d, \"device\": \"%s\", \"halo\": \"%s\", "
+                        "\"rows\": %lld, \"method\": \"%s\", "
                         "\"precond\": \"%s\", \"iterations\": %lld, \"reason\": \"%s\", "
                         "\"solve_s\": %.6g, \"per_iter_s\": %.6g, \"halo_wait_s\": %.6g, "
                         "\"reduce_s\": %.6g, \"reductions\": %lld, \"halo_bytes_per_spmv\": %lld, "
                         "\"spmv_s\": %.6g, \"spmv_halo_wait_s\": %.6g, \"allreduce_s\": %.6g}\n",
-                        spec, size, (long long)n, spk_method_str(opt.method),
+                        spec, size, spk_device_str(dev),
+                        mi.halo == SPK_MPI_HALO_DEVICE ? "device"
+                        : mi.halo == SPK_MPI_HALO_STAGED ? "staged" : "host",
+                        (long long)n, spk_method_str(opt.method),
                         spk_precond_str(opt.precond), (long long)r.iterations,
                         spk_reason_str(r.reason), solve_s, solve_s / its, halo_s, reduce_s,
                         (long long)ms.reductions, (long long)halo_bytes, spmv_s, spmv_halo_s,
