@@ -30,8 +30,10 @@ typedef struct spk_tuning {
     int    gs_rows;      /* SPK_GS_ROWS: 1, 2 or 4 rows per lane in GMRES's CGS2; 0 by n      */
     int    gs_rows_only; /* SPK_GS_KERNEL=rows: CGS2's second pass on the rows kernel         */
     int    hugepages;    /* SPK_HUGEPAGES: 0 makes large host arrays plain malloc              */
-    int    mpi_composed; /* SPK_MPI_STEPS=composed: CPU ranks take the distributed steps GPU
-                            ranks take (vector-table calls, the halo through device buffers)  */
+    int    mpi_composed; /* SPK_MPI_STEPS: 1 (composed): CPU ranks take the distributed steps
+                            GPU ranks take (vector-table calls, the halo through device
+                            buffers, staged); 2 (direct): and those buffers handed to MPI
+                            itself, as a CUDA-aware MPI gets a GPU rank's                     */
     double host_memory;  /* SPK_HOST_MEMORY: bytes the process may commit, 0: the machine's   */
 } spk_tuning;
 /* The knobs from the environment; SPK_ERR_ARG (message on ctx) for a value a knob does not

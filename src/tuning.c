@@ -72,7 +72,7 @@ spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t)
     static const char *const ell_rows[] = {"auto", "1", "2"};
     static const char *const gs_rows[] = {"auto", "1", "2", "4"};
     static const char *const gs_kernel[] = {"auto", "rows"};
-    static const char *const mpi_steps[] = {"auto", "host", "composed"};
+    static const char *const mpi_steps[] = {"auto", "host", "composed", "direct"};
     int w;
     spk_status st = knob_batch(ctx, &t->batch_s);
     if (!st && !(st = knob_word(ctx, "SPK_CUDA_GRAPH", on_off, 2, &w)))
@@ -89,8 +89,8 @@ spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t)
         t->gs_rows_only = w == 1;
     if (!st && !(st = knob_word(ctx, "SPK_HUGEPAGES", on_off, 2, &w)))
         t->hugepages = w != 0;
-    if (!st && !(st = knob_word(ctx, "SPK_MPI_STEPS", mpi_steps, 3, &w)))
-        t->mpi_composed = w == 2;                         /* auto, host: by the device */
+    if (!st && !(st = knob_word(ctx, "SPK_MPI_STEPS", mpi_steps, 4, &w)))
+        t->mpi_composed = w >= 2 ? w - 1 : 0;             /* auto, host: by the device */
     if (!st) {
         const char *e = getenv("SPK_HOST_MEMORY");
         t->host_memory = host_memory_of(e);

@@ -160,6 +160,33 @@ static void test_krylov(spk_context *ctx, spk_context *solo)
     }
 }
 
+/* How the halo travels, as the device and SPK_MPI_STEPS ask: host vectors on CPU ranks;
+ * composed: the device-buffer path, staged; direct: the device buffers handed to MPI (on CPU
+ * ranks host memory, as a CUDA-aware MPI gets a GPU rank's); GPU ranks: staged, or the
+ * buffers themselves to a CUDA-aware MPI. */
+static void test_halo_path(spk_context *ctx, spk_context *solo)
+{
+    spk_matrix *G = t_matrix(solo, "poisson2d:8"), *D = NULL;
+    T_CHECK(spk_matrix_scatter_mpi(ctx, 0, rank_ == 0 ? G : NULL, 1, &D) == SPK_OK, "%s",
+            spk_last_error(ctx));
+    spk_mpi_matrix_info mi;
+    if (D && spk_matrix_info_mpi(D, &mi) == SPK_OK) {
+        const char *e = getenv("SPK_MPI_STEPS");
+        if (spk_context_device(ctx) == SPK_DEVICE_CUDA)
+            T_CHECK(mi.halo == SPK_MPI_HALO_STAGED || mi.halo == SPK_MPI_HALO_DEVICE,
+                    "GPU ranks: the halo staged or in device buffers (%d)", mi.halo);
+        else {
+            const int want = e && !strcmp(e, "direct")     ? SPK_MPI_HALO_DEVICE
+                             : e && !strcmp(e, "composed") ? SPK_MPI_HALO_STAGED
+                                                           : SPK_MPI_HALO_HOST;
+            T_CHECK(mi.halo == want, "CPU ranks, SPK_MPI_STEPS=%s: halo path %d, want %d",
+                    e ? e : "(unset)", mi.halo, want);
+        }
+    }
+    spk_matrix_destroy(D);
+    spk_matrix_destroy(G);
+}
+
 /* Preconditioners built on each rank's block: block-Jacobi over the ranks. */
 static void test_block_jacobi(spk_context *ctx, spk_context *solo)
 {
@@ -421,6 +448,7 @@ int main(int argc, char **argv)
     spk_context_destroy(gpu);
     spk_context_destroy(aut);
     if (!st) {
+        test_halo_path(ctx, solo);
         test_krylov(ctx, solo);
         test_block_jacobi(ctx, solo);
         test_agreement(ctx, solo);

@@ -337,8 +337,12 @@ static spk_status halo_device_setup(spk_context *ctx, dist_mat *D, int cuda_awar
     const int64_t ns = D->nsend_vals;
     spk_status st;
     D->ctx = ctx;
-    D->halo = ctx->device == SPK_DEVICE_CUDA && cuda_aware ? SPK_MPI_HALO_DEVICE
-                                                           : SPK_MPI_HALO_STAGED;
+    /* SPK_MPI_STEPS=direct on CPU ranks: the device-buffer exchange on host memory (what a
+     * CUDA-aware MPI gets from a GPU rank, testable without one) */
+    D->halo = (ctx->device == SPK_DEVICE_CUDA && cuda_aware) ||
+                      (ctx->device == SPK_DEVICE_CPU && ctx->tune.mpi_composed == 2)
+                  ? SPK_MPI_HALO_DEVICE
+                  : SPK_MPI_HALO_STAGED;
     if (!(D->cbe = spk_backend_find(SPK_FMT_CSR, ctx->device)))
         return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "the halo on the %s: no CSR backend",
                         spk_device_str(ctx->device));
