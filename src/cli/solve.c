@@ -35,11 +35,12 @@
 #define EXIT_SYSTEM 3
 
 /* ---- MPI (SPK_CLI_MPI builds, under a launcher) ---- */
-static int mpi_on, mpi_rank, mpi_size;
+static int mpi_on, mpi_rank;
+#ifdef SPK_CLI_MPI
+static int mpi_size;
 /* rank 0 between the start and the scatter: the other ranks wait in mpi_go for its verdict, so
  * a failure there must tell them before it exits */
 static int mpi_wait_go;
-#ifdef SPK_CLI_MPI
 static void mpi_end(void)
 {
     int fin = 0;

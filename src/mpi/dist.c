@@ -187,11 +187,28 @@ spk_status spk_context_create_mpi(spk_context **out, MPI_Comm comm, spk_device d
         free(m);
         if (!ctx)
             spk_context_create(&ctx, SPK_DEVICE_CPU);    /* a context to carry the message */
-        else if (!st)
-            spk_fail(ctx, SPK_ERR_MPI, "spk_context_create_mpi: another rank could not make "
-                     "its context");
+        /* every rank returns the lowest failing rank's status and words, as c_agree does */
+        int me = 0, size = 1, first;
+        MPI_Comm_rank(comm, &me);
+        MPI_Comm_size(comm, &size);
+        first = st ? me : size;
+        MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm);
+        int code = st ? (int)st : (int)SPK_ERR_NOMEM;
+        char msg[SPK_MSG_LEN] = "";
+        if (ctx)
+            snprintf(msg, sizeof msg, "%s", ctx->msg);
+        if (first < size && MPI_Bcast(&code, 1, MPI_INT, first, comm) == MPI_SUCCESS &&
+            MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, comm) == MPI_SUCCESS) {
+            msg[sizeof msg - 1] = '\0';
+            st = (spk_status)code;
+        } else {
+            st = SPK_ERR_MPI;
+            snprintf(msg, sizeof msg, "a rank could not make its context");
+        }
+        if (ctx && size > 1)
+            spk_fail(ctx, st, "spk_context_create_mpi: rank %d: %s", first, msg);
         *out = ctx;                                  /* the caller reads spk_last_error     */
-        return st ? st : SPK_ERR_MPI;
+        return st;
     }
     m->local_rank = local_rank;
     m->gpu = dev == SPK_DEVICE_CUDA ? gpu : -1;
