@@ -74,9 +74,21 @@ run mp 2 -A poisson3d:8 --device auto
 check "--device auto over ranks: exit 0 (got $rc)" test "$rc" = 0
 run mp 2 -A poisson3d:8 --reorder rcm
 check "--reorder over ranks: refused, exit 2 (got $rc)" test "$rc" = 2
+# the near-null space over ranks: each rank's AMG gets its rows of it
 printf '%%%%MatrixMarket matrix array real general\n1 1\n1\n' >"$T/ns.mtx"
 run mp 2 -A poisson3d:4 --precond amg --nullspace "$T/ns.mtx"
-check "--nullspace over ranks: refused, exit 2 (got $rc)" test "$rc" = 2
+check "--nullspace of the wrong length over ranks: exit 2 (got $rc)" test "$rc" = 2
+awk 'BEGIN { print "%%MatrixMarket matrix array real general"; print "4096 1"; for (i = 0; i < 4096; i++) print 1 }' >"$T/ones.mtx"
+run mp 2 -A poisson3d:16 --precond amg --json
+def=$(json_int iterations)
+run mp 2 -A poisson3d:16 --precond amg --nullspace "$T/ones.mtx" --json
+check "--nullspace ones over 2 ranks: rc $rc, the default's count (${def:-?})" test "$rc" = 0 -a "$(json_int iterations)" = "${def:-x}"
+run mp 2 -A lame3d:12 --precond amg --json
+scalar=$(json_int iterations)
+run mp 2 -A lame3d:12 --precond amg --coords grid --json
+rbm=$(json_int iterations)
+check "--coords grid over 2 ranks: rc $rc, ${rbm:-?} iterations, under half the scalar AMG's ${scalar:-?}" test "$rc" = 0 -a "${rbm:-999}" -lt $(( ${scalar:-0} / 2 ))
+check "--coords grid over 2 ranks: whole nodes on each rank" grep -q '"rows_min": 3042' <<<"$out"
 # a zero diagonal entry in the last rank's rows: Jacobi fails there, rank 0 says which rank
 printf '%%%%MatrixMarket matrix coordinate real general\n4 4 7\n1 1 4\n1 2 -1\n2 1 -1\n2 2 4\n3 3 4\n3 4 1\n4 3 1\n' >"$T/z.mtx"
 run mp 2 -A "$T/z.mtx" --method gmres --precond jacobi

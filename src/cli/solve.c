@@ -176,7 +176,8 @@ static const char usage_text[] =
     "(multiples of --block-size); rank 0 reads and writes, the preconditioner is built on\n"
     "each rank's diagonal block (block-Jacobi over the ranks). Each rank takes the GPU of its\n"
     "node-local rank (--device auto: when every rank has one, else all run on the CPU);\n"
-    "--reorder, --precision mixed, --nullspace and --coords are refused there so far.\n"
+    "--reorder and --precision mixed are refused there so far; --nullspace and --coords\n"
+    "give each rank's AMG its rows of the near-null space.\n"
     "\n"
 #endif
     "Exit status: 0 converged, 1 not converged, 2 bad usage or input, 3 device or system\n"
@@ -1187,10 +1188,13 @@ static double *ones_rhs(spk_context *ctx, const spk_matrix *A, int64_t n)
 static void solve_mpi(cli *c, report *r, spk_context *ctx0, spk_matrix *A, const double *b,
                       double *x)
 {
-    int flags[2] = {c->opt.use_x0, r->have_err};
-    MPI_Bcast(flags, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    /* what rank 0 read: x0, b's error, the near-null space's columns, the coordinates' dim */
+    int flags[4] = {c->opt.use_x0, r->have_err, c->opt.amg.nullspace ? c->opt.amg.nullspace_cols : 0,
+                    c->opt.amg.coords ? c->opt.amg.coord_dim : 0};
+    MPI_Bcast(flags, 4, MPI_INT, 0, MPI_COMM_WORLD);
     c->opt.use_x0 = flags[0];
     r->have_err = flags[1];
+    const int ns_cols = flags[2], coord_dim = flags[3];
     spk_context *ctx = NULL;
     spk_status st = spk_context_create_mpi(&ctx, MPI_COMM_WORLD, c->device);
     if (st)
@@ -1201,8 +1205,10 @@ static void solve_mpi(cli *c, report *r, spk_context *ctx0, spk_matrix *A, const
         snprintf(r->device_note, sizeof r->device_note, "auto: the ranks run on the CPU (not "
                  "every rank found a usable GPU)");
     spk_matrix *D = NULL;
+    /* whole nodes on each rank: the block size, or the coordinates' dim */
     const int block = c->opt.block_size > 1 ? c->opt.block_size
-                      : c->opt.amg.block_size > 1 ? c->opt.amg.block_size : 1;
+                      : c->opt.amg.block_size > 1 ? c->opt.amg.block_size
+                      : coord_dim > 1 ? coord_dim : 1;
     if ((st = spk_matrix_scatter_mpi(ctx, 0, A, block, &D)))
         die_status(ctx, st, "distributing the matrix");
     spk_mpi_matrix_info mi;
@@ -1214,6 +1220,28 @@ static void solve_mpi(cli *c, report *r, spk_context *ctx0, spk_matrix *A, const
     if ((st = spk_vector_scatter_mpi(ctx, D, 0, b, bl)) ||
         (c->opt.use_x0 && (st = spk_vector_scatter_mpi(ctx, D, 0, x, xl))))
         die_status(ctx, st, "distributing the vectors");
+    /* the near-null space (n x k, column-major) and the coordinates (node-major, one unknown a
+     * coordinate: an n-vector in the unknowns' order) in each rank's rows, for its own AMG */
+    spk_options opt = c->opt;
+    double *ns_l = NULL, *xyz_l = NULL;
+    if (ns_cols > 0 || coord_dim > 0) {
+        ns_l = calloc((size_t)m * (size_t)(ns_cols > 0 ? ns_cols : 0) + 1, sizeof *ns_l);
+        xyz_l = calloc((size_t)m + 1, sizeof *xyz_l);
+        if (!ns_l || !xyz_l)
+            MPI_Abort(MPI_COMM_WORLD, EXIT_SYSTEM);
+        const int64_t ng = mi.n_global;
+        for (int j = 0; j < ns_cols && !st; j++)
+            st = spk_vector_scatter_mpi(ctx, D, 0, mpi_rank == 0 ? c->opt.amg.nullspace + j * ng : NULL,
+                                        ns_l + (int64_t)j * m);
+        if (!st && coord_dim > 0)
+            st = spk_vector_scatter_mpi(ctx, D, 0, mpi_rank == 0 ? c->opt.amg.coords : NULL, xyz_l);
+        if (st)
+            die_status(ctx, st, "distributing the near-null space");
+        opt.amg.nullspace = ns_cols > 0 ? ns_l : NULL;
+        opt.amg.nullspace_cols = ns_cols;
+        opt.amg.coords = coord_dim > 0 ? xyz_l : NULL;
+        opt.amg.coord_dim = coord_dim;
+    }
     /* the rows per rank and the halo, as rank 0 reports them */
     int64_t v[4] = {m, -m, mi.send_values, mi.neighbours};
     MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
@@ -1225,7 +1253,7 @@ static void solve_mpi(cli *c, report *r, spk_context *ctx0, spk_matrix *A, const
     r->mpi_links = v[3];
     r->mpi_halo = mi.halo >= SPK_MPI_HALO_HOST && mi.halo <= SPK_MPI_HALO_DEVICE ? mi.halo : 0;
     spk_solver *S = NULL;
-    if ((st = spk_solver_create(ctx, D, &c->opt, &S)))
+    if ((st = spk_solver_create(ctx, D, &opt, &S)))
         die_status(ctx, st, "setting up the solver");
     spk_solver_precond_describe(S, r->precond_buf, sizeof r->precond_buf);
     r->precond_info = r->precond_buf;
@@ -1252,6 +1280,8 @@ static void solve_mpi(cli *c, report *r, spk_context *ctx0, spk_matrix *A, const
         die_status(ctx, st, "gathering x");
     free(bl);
     free(xl);
+    free(ns_l);
+    free(xyz_l);
     spk_matrix_destroy(D);
     /* the device name lives in ctx: kept until the end (a copy), the context freed here */
     snprintf(r->device_buf, sizeof r->device_buf, "%s", r->device_name);
@@ -1347,9 +1377,6 @@ int main(int argc, char **argv)
             c.opt.use_x0 = 1;
         }
         read_amg_inputs(ctx, &c, n);
-        if (mpi_on && (c.opt.amg.nullspace || c.opt.amg.coords))
-            fail_exit(ctx, EXIT_USAGE, spk_status_str(SPK_ERR_UNSUPPORTED), "--nullspace and "
-                      "--coords are not distributed over ranks yet: run them on one rank");
     }
 #ifdef SPK_CLI_MPI
     if (mpi_on) {
