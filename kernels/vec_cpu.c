@@ -273,32 +273,38 @@ spk_status spk_comm_allreduce(spk_context *ctx, double *v, int n)
     return ctx->comm ? ctx->comm->allreduce(ctx, v, n) : SPK_OK;
 }
 
+/* The local sums of ctx's device table, then one reduction each: the CPU ranks' table and
+ * a GPU rank's composed one share them. */
 static spk_status d_dot(spk_context *ctx, int64_t n, const double *x, const double *y, double *r)
 {
-    *r = sum_products(n, x, y);
-    return spk_comm_allreduce(ctx, r, 1);
+    spk_status st = spk_vec_ops_for(ctx->device)->dot(ctx, n, x, y, r);
+    return st ? st : spk_comm_allreduce(ctx, r, 1);
 }
 
 /* The sum of squares over the ranks; outside its safe range (as v_nrm2), each rank's scaled
  * norm, scaled again by the largest of them. A NaN anywhere makes the first sum NaN. */
 static spk_status d_nrm2(spk_context *ctx, int64_t n, const double *x, double *r)
 {
-    double s = sum_products(n, x, x);
-    spk_status st = spk_comm_allreduce(ctx, &s, 1);
+    const spk_vec_ops *loc = spk_vec_ops_for(ctx->device);
+    double s;
+    spk_status st = loc->dot(ctx, n, x, x, &s);
+    if (!st)
+        st = spk_comm_allreduce(ctx, &s, 1);
     if (st || isnan(s) || (isfinite(s) && s > 1e-290)) {
         *r = sqrt(s);
         return st;
     }
-    double loc, m;
-    (void)v_nrm2(ctx, n, x, &loc);
-    m = loc;
+    double nl, m;
+    if ((st = loc->nrm2(ctx, n, x, &nl)))
+        return st;
+    m = nl;
     if ((st = ctx->comm->allmax(ctx, &m, 1)))
         return st;
     if (!isfinite(m) || m == 0.0) {
         *r = m;
         return SPK_OK;
     }
-    double t = (loc / m) * (loc / m);
+    double t = (nl / m) * (nl / m);
     st = spk_comm_allreduce(ctx, &t, 1);
     *r = m * sqrt(t);
     return st;
@@ -308,8 +314,9 @@ static spk_status d_dot2(spk_context *ctx, int64_t n, const double *x, const dou
                          const double *z, double *r0, double *r1)
 {
     double v[2];
-    spk_host_dot2(n, x, y, z, &v[0], &v[1]);
-    spk_status st = spk_comm_allreduce(ctx, v, 2);
+    spk_status st = spk_vec_ops_for(ctx->device)->dot2(ctx, n, x, y, z, &v[0], &v[1]);
+    if (!st)
+        st = spk_comm_allreduce(ctx, v, 2);
     *r0 = v[0];
     *r1 = v[1];
     return st;
@@ -358,54 +365,8 @@ static const spk_vec_ops dist_ops = {
 static spk_vec_ops cpu_composed, cuda_composed;
 static pthread_once_t cpu_once = PTHREAD_ONCE_INIT, cuda_once = PTHREAD_ONCE_INIT;
 
-static spk_status g_dot(spk_context *ctx, int64_t n, const double *x, const double *y, double *r)
-{
-    spk_status st = spk_vec_ops_for(ctx->device)->dot(ctx, n, x, y, r);
-    return st ? st : spk_comm_allreduce(ctx, r, 1);
-}
-
-/* d_nrm2's sum of squares and its scaled fallback, on the device's local dot and nrm2 */
-static spk_status g_nrm2(spk_context *ctx, int64_t n, const double *x, double *r)
-{
-    const spk_vec_ops *loc = spk_vec_ops_for(ctx->device);
-    double s;
-    spk_status st = loc->dot(ctx, n, x, x, &s);
-    if (!st)
-        st = spk_comm_allreduce(ctx, &s, 1);
-    if (st || isnan(s) || (isfinite(s) && s > 1e-290)) {
-        *r = sqrt(s);
-        return st;
-    }
-    double nl, m;
-    if ((st = loc->nrm2(ctx, n, x, &nl)))
-        return st;
-    m = nl;
-    if ((st = ctx->comm->allmax(ctx, &m, 1)))
-        return st;
-    if (!isfinite(m) || m == 0.0) {
-        *r = m;
-        return SPK_OK;
-    }
-    double t = (nl / m) * (nl / m);
-    st = spk_comm_allreduce(ctx, &t, 1);
-    *r = m * sqrt(t);
-    return st;
-}
-
-static spk_status g_dot2(spk_context *ctx, int64_t n, const double *x, const double *y,
-                         const double *z, double *r0, double *r1)
-{
-    double v[2];
-    spk_status st = spk_vec_ops_for(ctx->device)->dot2(ctx, n, x, y, z, &v[0], &v[1]);
-    if (!st)
-        st = spk_comm_allreduce(ctx, v, 2);
-    *r0 = v[0];
-    *r1 = v[1];
-    return st;
-}
-
 /* Device-resident scalars do not cross ranks: the composed steps keep theirs on the host. */
-static spk_status g_dot_sink(spk_context *ctx, int64_t n, const double *x, const double *y,
+static spk_status c_dot_sink(spk_context *ctx, int64_t n, const double *x, const double *y,
                              const spk_dot_sink *sink)
 {
     return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "a device-resident dot product over ranks: "
@@ -421,10 +382,10 @@ static void cpu_composed_make(void)
 static void cuda_composed_make(void)
 {
     cuda_composed = *spk_vec_ops_cuda();
-    cuda_composed.dot = g_dot;
-    cuda_composed.nrm2 = g_nrm2;
-    cuda_composed.dot2 = g_dot2;
-    cuda_composed.dot_sink = g_dot_sink;
+    cuda_composed.dot = d_dot;
+    cuda_composed.nrm2 = d_nrm2;
+    cuda_composed.dot2 = d_dot2;
+    cuda_composed.dot_sink = c_dot_sink;
     cuda_composed.steps = NULL;                      /* each step called by the host */
     cuda_composed.distributed = SPK_DIST_COMPOSED;
 }

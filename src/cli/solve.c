@@ -871,8 +871,8 @@ typedef struct report {
 } report;
 /* spk_mpi_halo: the JSON word, and what the summary says */
 static const char *const halo_word[] = {"host", "staged", "device"};
-static const char *const halo_how[] = {"", " (device vectors, staged through the host)",
-                                       " (device buffers to a CUDA-aware MPI)"};
+static const char *const halo_how[] = {"", " (staged through host buffers)",
+                                       " (device buffers handed to MPI)"};
 
 static void print_json(const report *r)
 {

@@ -405,76 +405,62 @@ static spk_status halo_ready(spk_context *ctx, dist_mat *D)
     return err == MPI_SUCCESS ? SPK_OK : mpi_fail(ctx, err, "halo requests");
 }
 
-/* The product on device vectors: gather the values to send on the device, copy them to the
- * host (a wait), start the exchange, queue the diagonal block's product (it runs on the GPU
- * while the host waits for the messages), copy the ghosts to the device, and queue
- * y += alpha off g. A CUDA-aware MPI reads and writes the device buffers themselves. */
-static spk_status spmv_device(spk_context *ctx, dist_mat *D, double alpha, const double *x,
-                              double beta, double *y)
+/* The exchange around the diagonal block's product: start the persistent requests, queue or
+ * run y = alpha A_d x + beta y (on a GPU it runs while the host waits for the messages), wait;
+ * the seconds waited and the bytes sent counted. */
+static spk_status exchange(spk_context *ctx, dist_mat *D, double alpha, const double *x,
+                           double beta, double *y)
 {
     spk_matrix *A = D->A;
-    const spk_vec_ops *ops = spk_vec_ops_for(ctx->device);
-    const int64_t ns = D->nsend_vals;
-    const int staged = D->halo == SPK_MPI_HALO_STAGED;
-    spk_status st = SPK_OK;
-    if (ns > 0 && !(st = D->cbe->spmv(ctx, D->sel_st, 1.0, x, 0.0, D->d_send)))
-        st = staged ? ops->download(ctx, ns, D->d_send, D->send_buf) : ops->sync(ctx);
-    if (st)
-        return st;
     double t = MPI_Wtime();
     int err = D->nreq ? MPI_Startall(D->nreq, D->req) : MPI_SUCCESS;
     double waited = MPI_Wtime() - t;
     if (err != MPI_SUCCESS)
         return mpi_fail(ctx, err, "halo exchange");
-    st = A->be->spmv(ctx, A->state, alpha, x, beta, y);
+    const spk_status st = A->be->spmv(ctx, A->state, alpha, x, beta, y);
     t = MPI_Wtime();
     err = D->nreq ? MPI_Waitall(D->nreq, D->req, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
     waited += MPI_Wtime() - t;
     D->cm->halo_s += waited;
     D->cm->halo_exchanges++;
-    D->cm->halo_bytes += ns * (int64_t)sizeof(double);
-    if (err != MPI_SUCCESS)
-        return mpi_fail(ctx, err, "halo exchange");
-    if (st || D->nghost == 0)
-        return st;
-    if (staged && (st = ops->upload(ctx, D->nghost, D->ghost_val, D->d_ghost)))
-        return st;
-    return D->cbe->spmv(ctx, D->off_st, alpha, D->d_ghost, 1.0, y);
+    D->cm->halo_bytes += D->nsend_vals * (int64_t)sizeof(double);
+    return err != MPI_SUCCESS ? mpi_fail(ctx, err, "halo exchange") : st;
 }
 
-/* y = alpha A x + beta y over the ranks: pack and start the exchange, the diagonal block's
- * product meanwhile, wait, then the off-diagonal block's product on the ghost values. */
+/* y = alpha A x + beta y over the ranks: pack the values the neighbours need, the exchange
+ * around the diagonal block's product, then the off-diagonal block's product on the ghosts.
+ * Host vectors pack and multiply in host loops (the ghost product over the rows that hold
+ * ghosts alone). Device vectors (SPK_MPI_HALO_STAGED, _DEVICE) gather on the device into
+ * d_send, copied to the host unless the MPI takes device buffers, and take the ghosts back
+ * into d_ghost for y += alpha off g, both through the device's CSR backend. */
 static spk_status dist_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
                             double beta, double *y)
 {
     dist_mat *D = (dist_mat *)(uintptr_t)state;
     spk_matrix *A = D->A;
-    spk_status st;
+    spk_status st = SPK_OK;
     if (!A->be || A->ctx_prepared != ctx)
         return spk_fail(ctx, SPK_ERR_MPI, "distributed SpMV: the diagonal block is not "
                         "prepared on this context");
-    if (D->halo != SPK_MPI_HALO_HOST)
-        return spmv_device(ctx, D, alpha, x, beta, y);
+    const spk_vec_ops *ops = spk_vec_ops_for(ctx->device);
     const int64_t ns = D->nsend_vals;
+    const int dev = D->halo != SPK_MPI_HALO_HOST, staged = D->halo == SPK_MPI_HALO_STAGED;
+    if (!dev) {
 #pragma omp parallel for simd schedule(static) if (ns > SPK_OMP_MIN_N)
-    for (int64_t i = 0; i < ns; i++)
-        D->send_buf[i] = x[D->send_idx[i]];
-    double t = MPI_Wtime();
-    int err = D->nreq ? MPI_Startall(D->nreq, D->req) : MPI_SUCCESS;
-    double waited = MPI_Wtime() - t;
-    if (err != MPI_SUCCESS)
-        return mpi_fail(ctx, err, "halo exchange");
-    st = A->be->spmv(ctx, A->state, alpha, x, beta, y);
-    t = MPI_Wtime();
-    err = D->nreq ? MPI_Waitall(D->nreq, D->req, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
-    waited += MPI_Wtime() - t;
-    D->cm->halo_s += waited;
-    D->cm->halo_exchanges++;
-    D->cm->halo_bytes += ns * (int64_t)sizeof(double);
-    if (err != MPI_SUCCESS)
-        return mpi_fail(ctx, err, "halo exchange");
-    if (st)
+        for (int64_t i = 0; i < ns; i++)
+            D->send_buf[i] = x[D->send_idx[i]];
+    } else if (ns > 0 && !(st = D->cbe->spmv(ctx, D->sel_st, 1.0, x, 0.0, D->d_send))) {
+        st = staged ? ops->download(ctx, ns, D->d_send, D->send_buf) : ops->sync(ctx);
+    }
+    if (st || (st = exchange(ctx, D, alpha, x, beta, y)))
         return st;
+    if (dev) {
+        if (D->nghost == 0)
+            return SPK_OK;
+        if (staged && (st = ops->upload(ctx, D->nghost, D->ghost_val, D->d_ghost)))
+            return st;
+        return D->cbe->spmv(ctx, D->off_st, alpha, D->d_ghost, 1.0, y);
+    }
     const spk_csr *O = &D->off;
     const double *g = D->ghost_val;
     const int32_t *orow = D->orow;
