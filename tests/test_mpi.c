@@ -145,6 +145,10 @@ static void test_krylov(spk_context *ctx, spk_context *solo)
         /* CG over ranks: one reduction an iteration (and ||b||, the start, the true residual) */
         T_CHECK(opt.method != SPK_METHOD_CG || ms.reductions <= it + 4, "cg: %lld reductions "
                 "in %lld iterations", (long long)ms.reductions, (long long)it);
+        /* BiCGStab: (r0, v); (t, s), (t, t) with (s, s); (r0, r), (r, r): three a step */
+        T_CHECK(opt.method != SPK_METHOD_BICGSTAB || ms.reductions <= 3 * it + 4,
+                "bicgstab: %lld reductions in %lld iterations", (long long)ms.reductions,
+                (long long)it);
         T_CHECK(ms.reductions >= it && (size_ == 1 || ms.halo_bytes > 0),
                 "%lld reductions, %lld halo bytes", (long long)ms.reductions,
                 (long long)ms.halo_bytes);
