@@ -170,14 +170,29 @@ spk_status spk_context_create_mpi(spk_context **out, MPI_Comm comm, spk_device d
     MPI_Finalized(&fin);
     if (!init || fin)
         return SPK_ERR_ARG;                          /* no MPI to ask: nothing collective */
-    int local_rank = 0, gpu = -1;
-    MPI_Comm node;
-    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    int local_rank = 0, gpu = -1, sharers = 1;
+    MPI_Comm node = MPI_COMM_NULL;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+        node = MPI_COMM_NULL;
+    if (node != MPI_COMM_NULL)
         MPI_Comm_rank(node, &local_rank);
-        MPI_Comm_free(&node);
-    }
     char why[256];
     const spk_device dev = ranks_device(comm, device, local_rank, &gpu, why, sizeof why);
+    if (node != MPI_COMM_NULL) {
+        /* the ranks of this node on the same GPU: they time-slice it (said in the name) */
+        int nn = 1;
+        MPI_Comm_size(node, &nn);
+        int *all = malloc((size_t)nn * sizeof *all);
+        const int mine = dev == SPK_DEVICE_CUDA ? gpu : -1;
+        if (all && MPI_Allgather(&mine, 1, MPI_INT, all, 1, MPI_INT, node) == MPI_SUCCESS &&
+            mine >= 0) {
+            sharers = 0;
+            for (int i = 0; i < nn; i++)
+                sharers += all[i] == mine;
+        }
+        free(all);
+        MPI_Comm_free(&node);
+    }
     spk_context *ctx = NULL;
     spk_status st = spk_context_create(&ctx, dev);
     mpi_comm *m = calloc(1, sizeof *m);
@@ -226,7 +241,12 @@ spk_status spk_context_create_mpi(spk_context **out, MPI_Comm comm, spk_device d
     m->pub.agree = c_agree;
     m->pub.destroy = c_destroy;
     ctx->comm = &m->pub;
-    if (m->gpu >= 0)
+    if (m->gpu >= 0 && sharers > 1)
+        snprintf(ctx->device_name + strlen(ctx->device_name),
+                 sizeof ctx->device_name - strlen(ctx->device_name), " (rank %d of %d, GPU %d, "
+                 "shared by %d ranks)",
+                 m->pub.rank, m->pub.size, m->gpu, sharers);
+    else if (m->gpu >= 0)
         snprintf(ctx->device_name + strlen(ctx->device_name),
                  sizeof ctx->device_name - strlen(ctx->device_name), " (rank %d of %d, GPU %d)",
                  m->pub.rank, m->pub.size, m->gpu);
