@@ -72,6 +72,10 @@ else
 fi
 run mp 2 -A poisson3d:8 --device auto
 check "--device auto over ranks: exit 0 (got $rc)" test "$rc" = 0
+# a knob that picks the collective steps, set on one rank only: agreed, no hang
+run timeout 60 "$MPIRUN" -n 1 env SPK_MPI_STEPS=composed "$SOLVE" -A poisson3d:8 : -n 1 "$SOLVE" -A poisson3d:8
+check "SPK_MPI_STEPS on rank 0 alone: exit 0 (got $rc)" test "$rc" = 0
+check "SPK_MPI_STEPS on rank 0 alone: every rank takes the composed steps" grep -q "staged through host buffers" <<<"$out"
 run mp 2 -A poisson3d:8 --reorder rcm
 check "--reorder over ranks: refused, exit 2 (got $rc)" test "$rc" = 2
 # the near-null space over ranks: each rank's AMG gets its rows of it

@@ -426,11 +426,18 @@ int main(int argc, char **argv)
     spk_context *ctx = NULL, *solo = NULL;
     spk_status st = spk_context_create_mpi(&ctx, MPI_COMM_WORLD, dev);
     if (dev == SPK_DEVICE_CUDA && st) {
-        if (rank_ == 0)
-            printf("skip: no GPU on every rank (%s)\n", ctx ? spk_last_error(ctx) : "");
-        spk_context_destroy(ctx);
-        MPI_Finalize();
-        return 77;
+        /* skipped only where a lone context finds no GPU either (on any rank) */
+        spk_context *lone = NULL;
+        int none = spk_context_create(&lone, SPK_DEVICE_CUDA) != SPK_OK;
+        spk_context_destroy(lone);
+        MPI_Allreduce(MPI_IN_PLACE, &none, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (none) {
+            if (rank_ == 0)
+                printf("skip: no GPU on every rank (%s)\n", ctx ? spk_last_error(ctx) : "");
+            spk_context_destroy(ctx);
+            MPI_Finalize();
+            return 77;
+        }
     }
     T_CHECK(st == SPK_OK, "context: %s", ctx ? spk_last_error(ctx) : "");
     T_CHECK(!st && spk_context_device(ctx) == dev, "the ranks run on the %s",

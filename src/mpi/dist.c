@@ -143,15 +143,17 @@ static int mpi_cuda_aware(void)
 /* The device of the ranks: each rank takes GPU (node-local rank mod the GPUs it sees) when it
  * has one; AUTO is the GPU only when every rank has one (the ranks run one device kind). */
 static spk_device ranks_device(MPI_Comm comm, spk_device device, int local_rank, int *gpu,
-                               char *why, size_t why_len)
+                               int *have_gpu, char *why, size_t why_len)
 {
     *gpu = -1;
+    *have_gpu = 0;
     why[0] = '\0';
     if (device == SPK_DEVICE_CPU)
         return SPK_DEVICE_CPU;
     char name[128];
     int have = spk_cuda_probe(name, sizeof name, why, why_len) &&
                spk_cuda_select(local_rank, gpu, why, why_len);
+    *have_gpu = have;
     int all = have;
     if (MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
         all = 0;
@@ -170,31 +172,35 @@ spk_status spk_context_create_mpi(spk_context **out, MPI_Comm comm, spk_device d
     MPI_Finalized(&fin);
     if (!init || fin)
         return SPK_ERR_ARG;                          /* no MPI to ask: nothing collective */
-    int local_rank = 0, gpu = -1, sharers = 1;
+    int local_rank = 0, gpu = -1, sharers = 1, have_gpu = 0;
     MPI_Comm node = MPI_COMM_NULL;
     if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
         node = MPI_COMM_NULL;
     if (node != MPI_COMM_NULL)
         MPI_Comm_rank(node, &local_rank);
     char why[256];
-    const spk_device dev = ranks_device(comm, device, local_rank, &gpu, why, sizeof why);
+    const spk_device dev = ranks_device(comm, device, local_rank, &gpu, &have_gpu, why,
+                                        sizeof why);
     if (node != MPI_COMM_NULL) {
         /* the ranks of this node on the same GPU: they time-slice it (said in the name) */
-        int nn = 1;
-        MPI_Comm_size(node, &nn);
-        int *all = malloc((size_t)nn * sizeof *all);
-        const int mine = dev == SPK_DEVICE_CUDA ? gpu : -1;
-        if (all && MPI_Allgather(&mine, 1, MPI_INT, all, 1, MPI_INT, node) == MPI_SUCCESS &&
-            mine >= 0) {
-            sharers = 0;
-            for (int i = 0; i < nn; i++)
-                sharers += all[i] == mine;
+        const int mine = dev == SPK_DEVICE_CUDA && have_gpu ? gpu : -1;
+        MPI_Comm same;
+        if (MPI_Comm_split(node, mine >= 0 ? mine : MPI_UNDEFINED, 0, &same) == MPI_SUCCESS &&
+            same != MPI_COMM_NULL) {
+            MPI_Comm_size(same, &sharers);
+            MPI_Comm_free(&same);
         }
-        free(all);
         MPI_Comm_free(&node);
     }
     spk_context *ctx = NULL;
-    spk_status st = spk_context_create(&ctx, dev);
+    spk_status st;
+    if (dev == SPK_DEVICE_CUDA && !have_gpu) {       /* no GPU here, or it cannot be made current */
+        st = spk_context_create(&ctx, SPK_DEVICE_CPU);
+        st = spk_fail(ctx, spk_has_cuda() ? SPK_ERR_CUDA : SPK_ERR_NOT_COMPILED,
+                      "SPK_DEVICE_CUDA: no usable GPU: %s", why);
+    } else {
+        st = spk_context_create(&ctx, dev);
+    }
     mpi_comm *m = calloc(1, sizeof *m);
     if (!st && !m)
         st = SPK_ERR_NOMEM;
@@ -236,6 +242,12 @@ spk_status spk_context_create_mpi(spk_context **out, MPI_Comm comm, spk_device d
     }
     MPI_Comm_rank(m->comm, &m->pub.rank);
     MPI_Comm_size(m->comm, &m->pub.size);
+    /* knobs that choose collective steps hold on every rank alike: the largest asked for, and
+     * a CUDA-aware path only where every rank's MPI says so */
+    int knobs[2] = {ctx->tune.mpi_composed, -m->cuda_aware};
+    MPI_Allreduce(MPI_IN_PLACE, knobs, 2, MPI_INT, MPI_MAX, m->comm);
+    ctx->tune.mpi_composed = knobs[0];
+    m->cuda_aware = -knobs[1];
     m->pub.allreduce = c_allreduce;
     m->pub.allmax = c_allmax;
     m->pub.agree = c_agree;
@@ -319,7 +331,7 @@ typedef struct dist_mat {
      * d_send, d_ghost: device buffers, copied to and from send_buf, ghost_val unless the MPI
      * takes device buffers. */
     int          halo;            /* SPK_MPI_HALO_*                                            */
-    spk_context *ctx;             /* the device buffers' context                               */
+    const spk_vec_ops *dops;      /* the table that frees the device buffers                   */
     const spk_spmv_backend *cbe;
     spk_csr      sel;             /* nsend_vals x nloc                                         */
     void        *sel_st, *off_st;
@@ -358,10 +370,9 @@ static void dist_destroy(spk_dist *d)
     }
     spk_csr_free(&D->sel);
     free(D->stage);
-    if (D->ctx) {
-        const spk_vec_ops *ops = spk_vec_ops_for(D->ctx->device);
-        ops->free(D->ctx, D->d_send);
-        ops->free(D->ctx, D->d_ghost);
+    if (D->dops) {                                   /* the context may be gone: the table */
+        D->dops->free(NULL, D->d_send);              /* frees without it                   */
+        D->dops->free(NULL, D->d_ghost);
     }
     free(D);
 }
@@ -373,7 +384,7 @@ static spk_status halo_device_setup(spk_context *ctx, dist_mat *D, int cuda_awar
     const spk_vec_ops *ops = spk_vec_ops_for(ctx->device);
     const int64_t ns = D->nsend_vals;
     spk_status st;
-    D->ctx = ctx;
+    D->dops = ops;
     /* SPK_MPI_STEPS=direct on CPU ranks: the device-buffer exchange on host memory (what a
      * CUDA-aware MPI gets from a GPU rank, testable without one) */
     D->halo = (ctx->device == SPK_DEVICE_CUDA && cuda_aware) ||
@@ -469,8 +480,16 @@ static spk_status dist_spmv(spk_context *ctx, const void *state, double alpha, c
 #pragma omp parallel for simd schedule(static) if (ns > SPK_OMP_MIN_N)
         for (int64_t i = 0; i < ns; i++)
             D->send_buf[i] = x[D->send_idx[i]];
-    } else if (ns > 0 && !(st = D->cbe->spmv(ctx, D->sel_st, 1.0, x, 0.0, D->d_send))) {
-        st = staged ? ops->download(ctx, ns, D->d_send, D->send_buf) : ops->sync(ctx);
+    } else {
+        if (ns > 0)
+            st = D->cbe->spmv(ctx, D->sel_st, 1.0, x, 0.0, D->d_send);
+        /* staged: the copy waits for the gather; device buffers: MPI reads d_send and writes
+         * d_ghost, which the last product's ghost kernel may still read, so wait for the
+         * stream even when nothing is sent */
+        if (!st && staged && ns > 0)
+            st = ops->download(ctx, ns, D->d_send, D->send_buf);
+        else if (!st && !staged && D->nreq > 0)
+            st = ops->sync(ctx);
     }
     if (st || (st = exchange(ctx, D, alpha, x, beta, y)))
         return st;
