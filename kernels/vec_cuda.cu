@@ -481,7 +481,6 @@ static const spk_vec_ops cuda_ops = {
     .put = spk_cuda_put,
     .steps = spk_cuda_steps,
     .graph_free = spk_cuda_graph_free,
-    .distributed = SPK_DIST_NONE,    /* a rank's composed table is made from this one */
 };
 
 extern "C" const spk_vec_ops *spk_vec_ops_cuda(void) { return &cuda_ops; }
