@@ -332,39 +332,6 @@ static spk_status d_dot_sink(spk_context *ctx, int64_t n, const double *x, const
     return spk_comm_allreduce(ctx, sink->out, 1);
 }
 
-static const spk_vec_ops dist_ops = {
-    .device = SPK_DEVICE_CPU,
-    .alloc = v_alloc,
-    .free = v_free,
-    .upload = v_copy,
-    .download = v_copy,
-    .copy = v_copy,
-    .fill = v_fill,
-    .dot = d_dot,
-    .nrm2 = d_nrm2,
-    .dot2 = d_dot2,
-    .axpy = v_axpy,
-    .axpby = v_axpby,
-    .scal = v_scal,
-    .pmul = v_pmul,
-    .pmul_axpby = v_pmul_axpby,
-    .invert = v_invert,
-    .gemv_n_sub = v_gemv_n_sub,
-    .sync = v_sync,
-    .dot_sink = d_dot_sink,
-    .fetch = v_fetch,
-    .fetch_wait = v_fetch_wait,
-    .put = v_put,
-    .distributed = SPK_DIST_HOST,
-};
-
-/* ---- the composed steps' tables: a device's own table, its reductions summed over the
- * ranks. The CPU's is dist_ops but for the flag; a GPU's is its table with the reductions
- * replaced, made once (the CUDA table comes from the backend loaded at run time). ---- */
-
-static spk_vec_ops cpu_composed, cuda_composed;
-static pthread_once_t cpu_once = PTHREAD_ONCE_INIT, cuda_once = PTHREAD_ONCE_INIT;
-
 /* Device-resident scalars do not cross ranks: the composed steps keep theirs on the host. */
 static spk_status c_dot_sink(spk_context *ctx, int64_t n, const double *x, const double *y,
                              const spk_dot_sink *sink)
@@ -373,27 +340,38 @@ static spk_status c_dot_sink(spk_context *ctx, int64_t n, const double *x, const
                     "the distributed steps reduce on the host");
 }
 
-static void cpu_composed_make(void)
+/* ---- the tables over ranks: a device's own table with its reductions summed over the ranks,
+ * made once (the CUDA table comes from the backend loaded at run time): CPU ranks' host table
+ * (SPK_DIST_HOST), and the composed steps' tables of CPU and GPU ranks. ---- */
+
+static spk_vec_ops host_dist, cpu_composed, cuda_composed;
+static pthread_once_t host_once = PTHREAD_ONCE_INIT, cpu_once = PTHREAD_ONCE_INIT,
+                      cuda_once = PTHREAD_ONCE_INIT;
+
+static void over_ranks(spk_vec_ops *t, const spk_vec_ops *base, int kind)
 {
-    cpu_composed = dist_ops;
-    cpu_composed.distributed = SPK_DIST_COMPOSED;
+    *t = *base;
+    t->dot = d_dot;
+    t->nrm2 = d_nrm2;
+    t->dot2 = d_dot2;
+    t->dot_sink = base->device == SPK_DEVICE_CPU ? d_dot_sink : c_dot_sink;
+    t->steps = NULL;                                 /* each step called by the host */
+    t->distributed = kind;
 }
 
+static void host_make(void) { over_ranks(&host_dist, &cpu_ops, SPK_DIST_HOST); }
+static void cpu_composed_make(void) { over_ranks(&cpu_composed, &cpu_ops, SPK_DIST_COMPOSED); }
 static void cuda_composed_make(void)
 {
-    cuda_composed = *spk_vec_ops_cuda();
-    cuda_composed.dot = d_dot;
-    cuda_composed.nrm2 = d_nrm2;
-    cuda_composed.dot2 = d_dot2;
-    cuda_composed.dot_sink = c_dot_sink;
-    cuda_composed.steps = NULL;                      /* each step called by the host */
-    cuda_composed.distributed = SPK_DIST_COMPOSED;
+    over_ranks(&cuda_composed, spk_vec_ops_cuda(), SPK_DIST_COMPOSED);
 }
 
 const spk_vec_ops *spk_vec_ops_dist_for(const spk_context *ctx)
 {
-    if (ctx->device == SPK_DEVICE_CPU && !ctx->tune.mpi_composed)
-        return &dist_ops;
+    if (ctx->device == SPK_DEVICE_CPU && !ctx->tune.mpi_composed) {
+        pthread_once(&host_once, host_make);
+        return &host_dist;
+    }
     if (ctx->device == SPK_DEVICE_CPU) {
         pthread_once(&cpu_once, cpu_composed_make);
         return &cpu_composed;
