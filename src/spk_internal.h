@@ -408,6 +408,14 @@ typedef struct spk_spmv_backend {
      * a failure then leaves the layout as it was. */
     spk_status (*update_device)(spk_context *ctx, void *state, const spk_csr *A,
                                 const double *d_val);
+    /* Optional: the row of the same layout with its values stored in fp32 (the operator of a
+     * mixed-precision solve, src/mixed.c; the V-cycle's matrices with AMG's fp32 values). Its
+     * setup rounds A's values to float, its update rounds the new ones, and its products are
+     * formed and summed in fp64 ((double)a_ij * x_j, exact), so it differs from this row
+     * only by the rounding of each a_ij (relative 2^-24). Such a row is not in the registry
+     * and has no fp32 twin of its own. NULL: the format has no fp32 kernel on this device
+     * (a mixed solve on the CPU then takes csr32-cpu). */
+    const struct spk_spmv_backend *fp32;
 } spk_spmv_backend;
 
 /* The registry (kernels/backends.c): the backend for (format, device), or NULL. A backend of a
