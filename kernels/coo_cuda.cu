@@ -39,19 +39,21 @@
  * 64 warps are all busy from nnz ~ 2M up. */
 #define SPK_COO_TILE (32 * 8)
 
+template <class V>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 coo_atomic_kernel(int64_t nnz, const int32_t *__restrict__ Ai, const int32_t *__restrict__ Aj,
-                  const double *__restrict__ Ax, const double *__restrict__ x, double alpha,
+                  const V *__restrict__ Ax, const double *__restrict__ x, double alpha,
                   double *y)
 {
     for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < nnz;
          k += (int64_t)gridDim.x * blockDim.x)
-        atomicAdd(&y[__ldg(&Ai[k])], alpha * (__ldg(&Ax[k]) * __ldg(&x[__ldg(&Aj[k])])));
+        atomicAdd(&y[__ldg(&Ai[k])], alpha * ((double)__ldg(&Ax[k]) * __ldg(&x[__ldg(&Aj[k])])));
 }
 
+template <class V>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 coo_segmented_kernel(int64_t nnz, const int32_t *__restrict__ Ai, const int32_t *__restrict__ Aj,
-                     const double *__restrict__ Ax, const double *__restrict__ x, double alpha,
+                     const V *__restrict__ Ax, const double *__restrict__ x, double alpha,
                      double *y)
 {
     const int lane = threadIdx.x & 31;
@@ -73,7 +75,7 @@ coo_segmented_kernel(int64_t nnz, const int32_t *__restrict__ Ai, const int32_t 
             const int64_t k = base + lane;
             const bool valid = k < end;
             const int32_t r = valid ? spk_ldm<true>(&Ai[k]) : -1;
-            double v = valid ? spk_ldm<true>(&Ax[k]) * __ldg(&x[spk_ldm<true>(&Aj[k])]) : 0.0;
+            double v = valid ? (double)spk_ldm<true>(&Ax[k]) * __ldg(&x[spk_ldm<true>(&Aj[k])]) : 0.0;
 
             /* Segmented inclusive scan: after the step with offset `off`, v holds the sum of
              * this lane's run over the last 2*off lanes (runs are contiguous in sorted rows). */
@@ -119,29 +121,46 @@ spk_status spk_coo_dev_spmv(spk_context *ctx, const spk_coo_dev *A, double alpha
     if (A->nnz == 0)
         return SPK_OK;
 #if SPK_COO_KERNEL == SPK_COO_ATOMIC
-    coo_atomic_kernel<<<spk_cuda_grid(cs, A->nnz, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
-                        cs->stream>>>(A->nnz, A->row, A->col, A->val, x, alpha, y);
+    const unsigned grid = spk_cuda_grid(cs, A->nnz, SPK_CUDA_BLOCK);
+    if (A->val32)
+        coo_atomic_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nnz, A->row, A->col,
+                                                                   A->val32, x, alpha, y);
+    else
+        coo_atomic_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nnz, A->row, A->col,
+                                                                   A->val, x, alpha, y);
     return spk_cuda_launched(ctx, "coo_atomic_kernel");
 #else
     const int64_t tiles = (A->nnz + SPK_COO_TILE - 1) / SPK_COO_TILE;
-    coo_segmented_kernel<<<spk_cuda_grid(cs, tiles, SPK_CUDA_BLOCK / 32), SPK_CUDA_BLOCK, 0,
-                           cs->stream>>>(A->nnz, A->row, A->col, A->val, x, alpha, y);
+    const unsigned grid = spk_cuda_grid(cs, tiles, SPK_CUDA_BLOCK / 32);
+    if (A->val32)
+        coo_segmented_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nnz, A->row, A->col,
+                                                                      A->val32, x, alpha, y);
+    else
+        coo_segmented_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nnz, A->row, A->col,
+                                                                      A->val, x, alpha, y);
     return spk_cuda_launched(ctx, "coo_segmented_kernel");
 #endif
 }
 
-spk_status spk_coo_dev_upload(spk_context *ctx, const spk_coo_fmt *h, spk_coo_dev *d)
+spk_status spk_coo_dev_upload(spk_context *ctx, const spk_coo_fmt *h, int fp32, spk_coo_dev *d)
 {
     d->nrows = h->nrows;
     d->ncols = h->ncols;
     d->nnz = h->nnz;
     d->row = d->col = NULL;
     d->val = NULL;
+    d->val32 = NULL;
     size_t nnz = (size_t)h->nnz;
+    void *v = NULL;
     spk_status st;
-    if ((st = spk_cuda_upload_new(ctx, &d->row, h->row, nnz * sizeof(int32_t), "COO rows")) ||
-        (st = spk_cuda_upload_new(ctx, &d->col, h->col, nnz * sizeof(int32_t), "COO columns")) ||
-        (st = spk_cuda_upload_new(ctx, &d->val, h->val, nnz * sizeof(double), "COO values")))
+    if (!(st = spk_cuda_upload_new(ctx, &d->row, h->row, nnz * sizeof(int32_t), "COO rows")) &&
+        !(st = spk_cuda_upload_new(ctx, &d->col, h->col, nnz * sizeof(int32_t), "COO columns")))
+        st = spk_cuda_upload_values(ctx, &v, h->val, nnz, fp32, "COO values");
+    if (fp32)
+        d->val32 = (float *)v;
+    else
+        d->val = (double *)v;
+    if (st)
         spk_coo_dev_free(d);
     return st;
 }
@@ -153,20 +172,30 @@ void spk_coo_dev_free(spk_coo_dev *d)
     (void)cudaFree(d->row);
     (void)cudaFree(d->col);
     (void)cudaFree(d->val);
+    (void)cudaFree(d->val32);
     d->row = d->col = NULL;
     d->val = NULL;
+    d->val32 = NULL;
 }
 
-/* ---- the backend row --------------------------------------------------------------------- */
+/* ---- the backend rows: coo-cuda and its fp32 twin coo32-cuda ------------------------------- */
+
+typedef struct coo_cuda {
+    spk_coo_dev dev;
+    float      *h_val32;                /* coo32-cuda: staging of the rounded values (nnz)    */
+} coo_cuda;
 
 static void coo_destroy(void *state)
 {
-    spk_coo_dev *d = (spk_coo_dev *)state;
-    spk_coo_dev_free(d);
+    coo_cuda *d = (coo_cuda *)state;
+    if (!d)
+        return;
+    spk_coo_dev_free(&d->dev);
+    spk_free(d->h_val32);
     spk_free(d);
 }
 
-static spk_status coo_setup(spk_context *ctx, const spk_csr *A, void **state)
+static spk_status coo_setup_as(spk_context *ctx, const spk_csr *A, int fp32, void **state)
 {
     *state = NULL;
     spk_cuda_state *cs;
@@ -177,12 +206,15 @@ static spk_status coo_setup(spk_context *ctx, const spk_csr *A, void **state)
     memset(&h, 0, sizeof h);
     if ((st = spk_coo_from_csr(ctx, A, &h)))
         return st;
-    spk_coo_dev *d = (spk_coo_dev *)spk_calloc(ctx, 1, sizeof *d);
-    if (!d) {
+    coo_cuda *d = (coo_cuda *)spk_calloc(ctx, 1, sizeof *d);
+    if (!d || (fp32 && !(d->h_val32 = (float *)spk_malloc(ctx, A->nnz > 0 ? (size_t)A->nnz : 1,
+                                                            sizeof(float))))) {
         spk_coo_fmt_free(&h);
-        return spk_fail(ctx, SPK_ERR_NOMEM, "coo-cuda state: out of host memory");
+        coo_destroy(d);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "%s state: out of host memory",
+                        fp32 ? "coo32-cuda" : "coo-cuda");
     }
-    st = spk_coo_dev_upload(ctx, &h, d);
+    st = spk_coo_dev_upload(ctx, &h, fp32, &d->dev);
     if (!st)
         st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "coo-cuda upload");
     spk_coo_fmt_free(&h);
@@ -194,27 +226,42 @@ static spk_status coo_setup(spk_context *ctx, const spk_csr *A, void **state)
     return SPK_OK;
 }
 
+static spk_status coo_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    return coo_setup_as(ctx, A, 0, state);
+}
+
+static spk_status coo32_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    return coo_setup_as(ctx, A, 1, state);
+}
+
 static spk_status coo_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
                            double beta, double *y)
 {
-    return spk_coo_dev_spmv(ctx, (const spk_coo_dev *)state, alpha, x, beta, y, 0);
+    return spk_coo_dev_spmv(ctx, &((const coo_cuda *)state)->dev, alpha, x, beta, y, 0);
 }
 
-/* The entries are in CSR order, so the new values upload as they are. */
+/* The entries are in CSR order, so the new values upload as they are (rounded for the twin). */
 static spk_status coo_update(spk_context *ctx, void *state, const spk_csr *A)
 {
-    spk_coo_dev *d = (spk_coo_dev *)state;
+    coo_cuda *c = (coo_cuda *)state;
+    spk_coo_dev *d = c ? &c->dev : NULL;
     if (!d || d->nnz != A->nnz || d->nrows != A->nrows)
         return spk_fail(ctx, SPK_ERR_ARG, "coo-cuda update: the layout does not match the matrix");
-    return spk_cuda_upload_into(ctx, d->val, A->val, (size_t)A->nnz * sizeof(double),
-                                "COO values (update)");
+    return d->val32 ? spk_cuda_upload_values_into(ctx, d->val32, A->val, c->h_val32,
+                                                  (size_t)A->nnz, 1, "COO values (update)")
+                    : spk_cuda_upload_values_into(ctx, d->val, A->val, NULL, (size_t)A->nnz, 0,
+                                                  "COO values (update)");
 }
 
-/* The update on the device: CSR order, so one device-to-device copy (nothing to make first). */
+/* The update on the device: CSR order, so one device-to-device copy (a rounding kernel for the
+ * twin), nothing to make first. */
 static spk_status coo_update_device(spk_context *ctx, void *state, const spk_csr *A,
                                     const double *d_val)
 {
-    spk_coo_dev *d = (spk_coo_dev *)state;
+    coo_cuda *c = (coo_cuda *)state;
+    spk_coo_dev *d = c ? &c->dev : NULL;
     spk_cuda_state *cs;
     spk_status st = spk_cuda_state_of(ctx, &cs);
     if (st)
@@ -223,10 +270,25 @@ static spk_status coo_update_device(spk_context *ctx, void *state, const spk_csr
         return spk_fail(ctx, SPK_ERR_ARG, "coo-cuda update: the layout does not match the matrix");
     if (!d_val || A->nnz == 0)
         return SPK_OK;
+    if (d->val32)
+        return spk_cuda_round_values(ctx, A->nnz, d_val, d->val32);
     return spk_cuda(ctx, cudaMemcpyAsync(d->val, d_val, (size_t)A->nnz * sizeof(double),
                                          cudaMemcpyDeviceToDevice, cs->stream),
                     "COO values (device update)");
 }
+
+extern "C" const spk_spmv_backend spk_backend_coo32_cuda = {
+    .name = "coo32-cuda",
+    .format = SPK_FMT_COO,
+    .device = SPK_DEVICE_CUDA,
+    .setup = coo32_setup,
+    .spmv = coo_spmv,
+    .destroy = coo_destroy,
+    .update = coo_update,
+    .spmv_dot = NULL,
+    .update_device = coo_update_device,
+    .fp32 = NULL,
+};
 
 extern "C" const spk_spmv_backend spk_backend_coo_cuda = {
     .name = "coo-cuda",
@@ -238,4 +300,5 @@ extern "C" const spk_spmv_backend spk_backend_coo_cuda = {
     .update = coo_update,
     .spmv_dot = NULL,                /* none; written out, as C++ warns of omitted fields */
     .update_device = coo_update_device,
+    .fp32 = &spk_backend_coo32_cuda,
 };

@@ -85,12 +85,12 @@ __device__ __forceinline__ int32_t ad_col(const uint32_t *__restrict__ pcol, int
  * pieces are blocks lfirst[l] .. lfirst[l + 1] - 1 (the grid's first blocks, so part is
  * indexed by block). rend: a stream-block row's end, from its block's first nonzero. The
  * pieces read the int32 columns Aj (a warp's lanes there are not one run of j). */
-template <int TS>
+template <class V, int TS>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 csr_adaptive_kernel(const int64_t *__restrict__ blk, const int64_t *__restrict__ lfirst,
                     uint32_t *__restrict__ count, double *__restrict__ part,
                     const uint16_t *__restrict__ rend, const int32_t *__restrict__ Aj,
-                    const uint32_t *__restrict__ pcol, int bits, const double *__restrict__ Ax,
+                    const uint32_t *__restrict__ pcol, int bits, const V *__restrict__ Ax,
                     const double *__restrict__ x, int64_t ncols, double alpha, double beta,
                     double *__restrict__ y)
 {
@@ -110,7 +110,7 @@ csr_adaptive_kernel(const int64_t *__restrict__ blk, const int64_t *__restrict__
         double s[1] = {0.0};
 #pragma unroll ITEMS
         for (int64_t j = e0 + tid; j < e1; j += SPK_CUDA_BLOCK)
-            s[0] += spk_ldm<true>(&Ax[j]) * __ldg(&x[spk_ldm<true>(&Aj[j])]);
+            s[0] += (double)spk_ldm<true>(&Ax[j]) * __ldg(&x[spk_ldm<true>(&Aj[j])]);
         spk_block_sum<1>(s);
         const int64_t f0 = __ldg(&lfirst[l]), f1 = __ldg(&lfirst[l + 1]);
         if (f1 - f0 == 1) {
@@ -156,7 +156,7 @@ csr_adaptive_kernel(const int64_t *__restrict__ blk, const int64_t *__restrict__
         for (int k = 0; k < ITEMS; k++) {              /* the indices and values first ... */
             const int64_t j = e0 + k * SPK_CUDA_BLOCK + tid;
             c[k] = ad_col(pcol, bits, j, j < e1);
-            a[k] = j < e1 ? spk_ldm<true>(&Ax[j]) : 0.0;
+            a[k] = j < e1 ? (double)spk_ldm<true>(&Ax[j]) : 0.0;
         }
         if (TS > 0) {
 #pragma unroll
@@ -199,17 +199,17 @@ csr_adaptive_kernel(const int64_t *__restrict__ blk, const int64_t *__restrict__
 
 /* ---- launcher ------------------------------------------------------------------------------ */
 
-spk_status spk_csr_adaptive_spmv(spk_context *ctx, const spk_csr_adaptive *M,
-                                 const int64_t *d_rowptr, const int32_t *d_col,
-                                 const double *d_val, double alpha, const double *x,
-                                 double beta, double *y)
+template <class V>
+static spk_status adaptive_launch(spk_context *ctx, const spk_csr_adaptive *M,
+                                  const int32_t *d_col, const V *d_val, double alpha,
+                                  const double *x, double beta, double *y)
 {
     spk_cuda_state *cs;
     spk_status st = spk_cuda_state_of(ctx, &cs);
     if (st || M->nblk == 0)                      /* no rows: never launch a zero-size grid */
         return st;
 #define SPK_AD_LAUNCH(TS)                                                                  \
-    csr_adaptive_kernel<TS><<<(unsigned)M->nblk, SPK_CUDA_BLOCK, 0, cs->stream>>>(            \
+    csr_adaptive_kernel<V, TS><<<(unsigned)M->nblk, SPK_CUDA_BLOCK, 0, cs->stream>>>(            \
         M->blk, M->lfirst, M->count, M->part, M->rend, d_col, M->pcol, M->bits, d_val, x,      \
         M->ncols, alpha, beta, y)
     if (M->tile)
@@ -218,6 +218,24 @@ spk_status spk_csr_adaptive_spmv(spk_context *ctx, const spk_csr_adaptive *M,
         SPK_AD_LAUNCH(0);
 #undef SPK_AD_LAUNCH
     return spk_cuda_launched(ctx, "csr_adaptive_kernel");
+}
+
+spk_status spk_csr_adaptive_spmv(spk_context *ctx, const spk_csr_adaptive *M,
+                                 const int64_t *d_rowptr, const int32_t *d_col,
+                                 const double *d_val, double alpha, const double *x,
+                                 double beta, double *y)
+{
+    (void)d_rowptr;
+    return adaptive_launch(ctx, M, d_col, d_val, alpha, x, beta, y);
+}
+
+spk_status spk_csr_adaptive_spmv(spk_context *ctx, const spk_csr_adaptive *M,
+                                 const int64_t *d_rowptr, const int32_t *d_col,
+                                 const float *d_val, double alpha, const double *x,
+                                 double beta, double *y)
+{
+    (void)d_rowptr;
+    return adaptive_launch(ctx, M, d_col, d_val, alpha, x, beta, y);
 }
 
 /* ---- setup (host) --------------------------------------------------------------------------- */

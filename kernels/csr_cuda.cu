@@ -60,6 +60,7 @@ typedef struct csr_dev {
     int64_t *rowptr;                    /* nrows + 1                                           */
     int32_t *col;
     double  *val;
+    float   *val32;                     /* or (val NULL): csr32-cuda's values in fp32          */
     int      group;                     /* lanes per row: 1 = CSR-scalar, 2..32 = CSR-vector   */
     int64_t  long_row;                  /* row kernels skip rows longer than this (trips * K)  */
     int64_t  nlong, ntiles;
@@ -67,6 +68,7 @@ typedef struct csr_dev {
     int64_t *long_tile_ptr;             /* nlong + 1: tiles of long row l                      */
     int64_t *tile_begin, *tile_end;     /* ntiles entry ranges                                 */
     double  *tile_part;                 /* ntiles partial sums (scratch, rewritten each SpMV)  */
+    float   *h_val32;                   /* csr32-cuda: staging of the rounded values (nnz)     */
     int      kernel;                    /* SPK_CSR_VECTOR (the three above), _MERGE, _ADAPTIVE */
     spk_csr_merge mp;                   /* merge path's tiles (the lists above stay empty)     */
     spk_csr_adaptive ad;                /* row blocks (the lists above stay empty)             */
@@ -74,9 +76,10 @@ typedef struct csr_dev {
 
 /* ---- CSR-scalar ------------------------------------------------------------------------------ */
 
+template <class V>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 csr_scalar_kernel(int64_t nrows, const int64_t *__restrict__ Ap, const int32_t *__restrict__ Aj,
-                  const double *__restrict__ Ax, const double *__restrict__ x, double alpha,
+                  const V *__restrict__ Ax, const double *__restrict__ x, double alpha,
                   double beta, double *__restrict__ y, int64_t long_row)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nrows;
@@ -86,7 +89,7 @@ csr_scalar_kernel(int64_t nrows, const int64_t *__restrict__ Ap, const int32_t *
             continue;                                  /* the long-row kernels own it */
         double s = 0.0;
         for (int64_t j = begin; j < end; j++)
-            s += __ldg(&Ax[j]) * __ldg(&x[__ldg(&Aj[j])]);
+            s += (double)__ldg(&Ax[j]) * __ldg(&x[__ldg(&Aj[j])]);
         y[i] = spk_spmv_out(alpha, s, beta, y, i);
     }
 }
@@ -97,10 +100,10 @@ csr_scalar_kernel(int64_t nrows, const int64_t *__restrict__ Ap, const int32_t *
  * every lane reaches the shuffles (full mask) even where its row is past the end.
  * DOT (CG's q = A p, p'q; only when no row is long): also sink->out = x'y, each row's lane 0
  * adding x_row * y_row, summed over the grid by spk_last_block_sum. */
-template <int K, bool DOT>
+template <class V, int K, bool DOT>
 __global__ void SPK_RESIDENT_BOUNDS
 csr_vector_kernel(int64_t nrows, const int64_t *__restrict__ Ap, const int32_t *__restrict__ Aj,
-                  const double *__restrict__ Ax, const double *__restrict__ x, double alpha,
+                  const V *__restrict__ Ax, const double *__restrict__ x, double alpha,
                   double beta, double *__restrict__ y, int64_t long_row, spk_dot_sink sink)
 {
     if (DOT && sink.skip && *sink.skip)
@@ -123,7 +126,7 @@ csr_vector_kernel(int64_t nrows, const int64_t *__restrict__ Ap, const int32_t *
         double s = 0.0;
 #pragma unroll 4
         for (int64_t j = begin + lane; j < end; j += K)
-            s += __ldg(&Ax[j]) * __ldg(&x[__ldg(&Aj[j])]);
+            s += (double)__ldg(&Ax[j]) * __ldg(&x[__ldg(&Aj[j])]);
 #pragma unroll
         for (int off = K / 2; off > 0; off >>= 1)
             s += __shfl_down_sync(SPK_FULL_MASK, s, off, K);
@@ -141,17 +144,18 @@ csr_vector_kernel(int64_t nrows, const int64_t *__restrict__ Ap, const int32_t *
 /* ---- long rows ------------------------------------------------------------------------------- */
 
 /* One block per tile: part[t] = sum of the tile's entries a_ij x_j. */
+template <class V>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 csr_long_tile_kernel(int64_t ntiles, const int64_t *__restrict__ tile_begin,
                      const int64_t *__restrict__ tile_end, const int32_t *__restrict__ Aj,
-                     const double *__restrict__ Ax, const double *__restrict__ x,
+                     const V *__restrict__ Ax, const double *__restrict__ x,
                      double *__restrict__ part)
 {
     for (int64_t t = blockIdx.x; t < ntiles; t += gridDim.x) {           /* block-uniform */
         const int64_t begin = __ldg(&tile_begin[t]), end = __ldg(&tile_end[t]);
         double s[1] = {0.0};
         for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x)
-            s[0] += __ldg(&Ax[j]) * __ldg(&x[__ldg(&Aj[j])]);
+            s[0] += (double)__ldg(&Ax[j]) * __ldg(&x[__ldg(&Aj[j])]);
         spk_block_sum<1>(s);
         if (threadIdx.x == 0)
             part[t] = s[0];
@@ -181,18 +185,64 @@ csr_long_finish_kernel(int64_t nlong, const int64_t *__restrict__ rows,
 
 /* ---- launcher -------------------------------------------------------------------------------- */
 
-template <int K>
-static void launch_vector(const spk_cuda_state *cs, const csr_dev *A, double alpha,
+template <class V, int K>
+static void launch_vector(const spk_cuda_state *cs, const csr_dev *A, const V *Av, double alpha,
                           const double *x, double beta, double *y, const spk_dot_sink *sink)
 {
     if (sink)
-        csr_vector_kernel<K, true><<<spk_cuda_red_grid(cs, A->nrows, SPK_CUDA_BLOCK / K),
-                                     SPK_CUDA_BLOCK, 0, cs->stream>>>(
-            A->nrows, A->rowptr, A->col, A->val, x, 1.0, 0.0, y, A->long_row, *sink);
+        csr_vector_kernel<V, K, true><<<spk_cuda_red_grid(cs, A->nrows, SPK_CUDA_BLOCK / K),
+                                        SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->rowptr, A->col, Av, x, 1.0, 0.0, y, A->long_row, *sink);
     else
-        csr_vector_kernel<K, false><<<spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK / K),
-                                      SPK_CUDA_BLOCK, 0, cs->stream>>>(
-            A->nrows, A->rowptr, A->col, A->val, x, alpha, beta, y, A->long_row, spk_dot_sink{});
+        csr_vector_kernel<V, K, false><<<spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK / K),
+                                         SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->rowptr, A->col, Av, x, alpha, beta, y, A->long_row, spk_dot_sink{});
+}
+
+/* CSR-vector of A's group width over values Av (sink: with the fused dot). */
+template <class V>
+static void launch_group(const spk_cuda_state *cs, const csr_dev *A, const V *Av, double alpha,
+                         const double *x, double beta, double *y, const spk_dot_sink *sink)
+{
+    switch (A->group) {
+    case 2: launch_vector<V, 2>(cs, A, Av, alpha, x, beta, y, sink); break;
+    case 4: launch_vector<V, 4>(cs, A, Av, alpha, x, beta, y, sink); break;
+    case 8: launch_vector<V, 8>(cs, A, Av, alpha, x, beta, y, sink); break;
+    case 16: launch_vector<V, 16>(cs, A, Av, alpha, x, beta, y, sink); break;
+    default: launch_vector<V, 32>(cs, A, Av, alpha, x, beta, y, sink); break;
+    }
+}
+
+/* The SpMV over values Av, A->val or A->val32: every kernel takes either. */
+template <class V>
+static spk_status csr_spmv_of(spk_context *ctx, const spk_cuda_state *cs, const csr_dev *A,
+                              const V *Av, double alpha, const double *x, double beta,
+                              double *y)
+{
+    spk_status st;
+    if (A->kernel == SPK_CSR_MERGE)
+        return spk_csr_merge_spmv(ctx, &A->mp, A->rowptr, A->col, Av, alpha, x, beta, y);
+    if (A->kernel == SPK_CSR_ADAPTIVE)
+        return spk_csr_adaptive_spmv(ctx, &A->ad, A->rowptr, A->col, Av, alpha, x, beta, y);
+    if (A->group == 1)
+        csr_scalar_kernel<<<spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
+                            cs->stream>>>(A->nrows, A->rowptr, A->col, Av, x, alpha, beta, y,
+                                          A->long_row);
+    else
+        launch_group(cs, A, Av, alpha, x, beta, y, (const spk_dot_sink *)NULL);
+    if ((st = spk_cuda_launched(ctx, A->group == 1 ? "csr_scalar_kernel" : "csr_vector_kernel")))
+        return st;
+    if (A->nlong == 0)
+        return SPK_OK;
+    /* ntiles >= nlong >= 1 here, so neither grid is empty. */
+    csr_long_tile_kernel<<<spk_cuda_grid(cs, A->ntiles, 1), SPK_CUDA_BLOCK, 0, cs->stream>>>(
+        A->ntiles, A->tile_begin, A->tile_end, A->col, Av, x, A->tile_part);
+    if ((st = spk_cuda_launched(ctx, "csr_long_tile_kernel")))
+        return st;
+    csr_long_finish_kernel<<<spk_cuda_grid(cs, A->nlong, SPK_CUDA_BLOCK / 32), SPK_CUDA_BLOCK, 0,
+                             cs->stream>>>(A->nlong, A->long_rows, A->long_tile_ptr, A->tile_part,
+                                           alpha, beta, y);
+    return spk_cuda_launched(ctx, "csr_long_finish_kernel");
 }
 
 static spk_status csr_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
@@ -203,35 +253,8 @@ static spk_status csr_spmv(spk_context *ctx, const void *state, double alpha, co
     spk_status st = spk_cuda_state_of(ctx, &cs);
     if (st || A->nrows == 0)                           /* never launch a zero-size grid */
         return st;
-    if (A->kernel == SPK_CSR_MERGE)
-        return spk_csr_merge_spmv(ctx, &A->mp, A->rowptr, A->col, A->val, alpha, x, beta, y);
-    if (A->kernel == SPK_CSR_ADAPTIVE)
-        return spk_csr_adaptive_spmv(ctx, &A->ad, A->rowptr, A->col, A->val, alpha, x, beta, y);
-    switch (A->group) {
-    case 1:
-        csr_scalar_kernel<<<spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
-                            cs->stream>>>(A->nrows, A->rowptr, A->col, A->val, x, alpha, beta, y,
-                                          A->long_row);
-        break;
-    case 2: launch_vector<2>(cs, A, alpha, x, beta, y, NULL); break;
-    case 4: launch_vector<4>(cs, A, alpha, x, beta, y, NULL); break;
-    case 8: launch_vector<8>(cs, A, alpha, x, beta, y, NULL); break;
-    case 16: launch_vector<16>(cs, A, alpha, x, beta, y, NULL); break;
-    default: launch_vector<32>(cs, A, alpha, x, beta, y, NULL); break;
-    }
-    if ((st = spk_cuda_launched(ctx, A->group == 1 ? "csr_scalar_kernel" : "csr_vector_kernel")))
-        return st;
-    if (A->nlong == 0)
-        return SPK_OK;
-    /* ntiles >= nlong >= 1 here, so neither grid is empty. */
-    csr_long_tile_kernel<<<spk_cuda_grid(cs, A->ntiles, 1), SPK_CUDA_BLOCK, 0, cs->stream>>>(
-        A->ntiles, A->tile_begin, A->tile_end, A->col, A->val, x, A->tile_part);
-    if ((st = spk_cuda_launched(ctx, "csr_long_tile_kernel")))
-        return st;
-    csr_long_finish_kernel<<<spk_cuda_grid(cs, A->nlong, SPK_CUDA_BLOCK / 32), SPK_CUDA_BLOCK, 0,
-                             cs->stream>>>(A->nlong, A->long_rows, A->long_tile_ptr, A->tile_part,
-                                           alpha, beta, y);
-    return spk_cuda_launched(ctx, "csr_long_finish_kernel");
+    return A->val32 ? csr_spmv_of(ctx, cs, A, A->val32, alpha, x, beta, y)
+                    : csr_spmv_of(ctx, cs, A, A->val, alpha, x, beta, y);
 }
 
 /* y = A x and sink->out = x'y. Fused into the CSR-vector kernel when every row is short;
@@ -245,19 +268,18 @@ static spk_status csr_spmv_dot(spk_context *ctx, const void *state, const double
     if (st)
         return st;
     if (A->kernel == SPK_CSR_MERGE)      /* the dot in its fix-up kernel (nrows 0: dot_sink) */
-        return spk_csr_merge_spmv_dot(ctx, &A->mp, A->rowptr, A->col, A->val, x, y, sink);
+        return A->val32
+                   ? spk_csr_merge_spmv_dot(ctx, &A->mp, A->rowptr, A->col, A->val32, x, y, sink)
+                   : spk_csr_merge_spmv_dot(ctx, &A->mp, A->rowptr, A->col, A->val, x, y, sink);
     if (A->kernel == SPK_CSR_ADAPTIVE || A->group == 1 || A->nlong > 0 || A->nrows == 0) {
         if ((st = csr_spmv(ctx, state, 1.0, x, 0.0, y)))
             return st;
         return spk_cuda_dot_sink(ctx, A->nrows, x, y, sink);
     }
-    switch (A->group) {
-    case 2: launch_vector<2>(cs, A, 1.0, x, 0.0, y, sink); break;
-    case 4: launch_vector<4>(cs, A, 1.0, x, 0.0, y, sink); break;
-    case 8: launch_vector<8>(cs, A, 1.0, x, 0.0, y, sink); break;
-    case 16: launch_vector<16>(cs, A, 1.0, x, 0.0, y, sink); break;
-    default: launch_vector<32>(cs, A, 1.0, x, 0.0, y, sink); break;
-    }
+    if (A->val32)
+        launch_group(cs, A, A->val32, 1.0, x, 0.0, y, sink);
+    else
+        launch_group(cs, A, A->val, 1.0, x, 0.0, y, sink);
     return spk_cuda_launched(ctx, "csr_vector_kernel (with dot)");
 }
 
@@ -333,6 +355,8 @@ static void csr_destroy(void *state)
     (void)cudaFree(d->rowptr);
     (void)cudaFree(d->col);
     (void)cudaFree(d->val);
+    (void)cudaFree(d->val32);
+    spk_free(d->h_val32);
     spk_csr_merge_free(&d->mp);
     spk_csr_adaptive_free(&d->ad);
     (void)cudaFree(d->long_rows);
@@ -405,7 +429,8 @@ out:
     return st;
 }
 
-static spk_status csr_setup(spk_context *ctx, const spk_csr *A, void **state)
+/* The layout with fp64 values (csr-cuda) or fp32 ones (csr32-cuda). */
+static spk_status csr_setup_as(spk_context *ctx, const spk_csr *A, int fp32, void **state)
 {
     *state = NULL;
     spk_cuda_state *cs;
@@ -413,8 +438,12 @@ static spk_status csr_setup(spk_context *ctx, const spk_csr *A, void **state)
     if (st)
         return st;
     csr_dev *d = (csr_dev *)spk_calloc(ctx, 1, sizeof *d);
-    if (!d)
-        return spk_fail(ctx, SPK_ERR_NOMEM, "csr-cuda state: out of host memory");
+    if (!d || (fp32 && !(d->h_val32 = (float *)spk_malloc(ctx, A->nnz > 0 ? (size_t)A->nnz : 1,
+                                                            sizeof(float))))) {
+        spk_free(d);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "%s state: out of host memory",
+                        fp32 ? "csr32-cuda" : "csr-cuda");
+    }
     d->nrows = A->nrows;
     d->ncols = A->ncols;
     d->nnz = A->nnz;
@@ -429,8 +458,8 @@ static spk_status csr_setup(spk_context *ctx, const spk_csr *A, void **state)
                                   ((size_t)A->nrows + 1) * sizeof(int64_t), "CSR row offsets")) ||
         (st = spk_cuda_upload_new(ctx, &d->col, A->colind, (size_t)A->nnz * sizeof(int32_t),
                                   "CSR column indices")) ||
-        (st = spk_cuda_upload_new(ctx, &d->val, A->val, (size_t)A->nnz * sizeof(double),
-                                  "CSR values")) ||
+        (st = spk_cuda_upload_values(ctx, fp32 ? (void **)&d->val32 : (void **)&d->val, A->val,
+                                     (size_t)A->nnz, fp32, "CSR values")) ||
         (st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "csr-cuda upload")))
         goto fail;
     *state = d;
@@ -440,6 +469,16 @@ fail:
     return st;
 }
 
+static spk_status csr_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    return csr_setup_as(ctx, A, 0, state);
+}
+
+static spk_status csr32_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    return csr_setup_as(ctx, A, 1, state);
+}
+
 /* The device array is the canonical value array itself: one upload. The long-row tiles hold
  * positions, not values, so they stay. */
 static spk_status csr_update(spk_context *ctx, void *state, const spk_csr *A)
@@ -447,8 +486,10 @@ static spk_status csr_update(spk_context *ctx, void *state, const spk_csr *A)
     csr_dev *d = (csr_dev *)state;
     if (!d || d->nnz != A->nnz || d->nrows != A->nrows)
         return spk_fail(ctx, SPK_ERR_ARG, "csr-cuda update: the layout does not match the matrix");
-    return spk_cuda_upload_into(ctx, d->val, A->val, (size_t)A->nnz * sizeof(double),
-                                "CSR values (update)");
+    return d->val32 ? spk_cuda_upload_values_into(ctx, d->val32, A->val, d->h_val32,
+                                                  (size_t)A->nnz, 1, "CSR values (update)")
+                    : spk_cuda_upload_values_into(ctx, d->val, A->val, NULL, (size_t)A->nnz, 0,
+                                                  "CSR values (update)");
 }
 
 /* The update on the device: the canonical values are this layout's values, so the refill is
@@ -465,10 +506,25 @@ static spk_status csr_update_device(spk_context *ctx, void *state, const spk_csr
         return spk_fail(ctx, SPK_ERR_ARG, "csr-cuda update: the layout does not match the matrix");
     if (!d_val || A->nnz == 0)
         return SPK_OK;
+    if (d->val32)
+        return spk_cuda_round_values(ctx, A->nnz, d_val, d->val32);
     return spk_cuda(ctx, cudaMemcpyAsync(d->val, d_val, (size_t)A->nnz * sizeof(double),
                                          cudaMemcpyDeviceToDevice, cs->stream),
                     "CSR values (device update)");
 }
+
+extern "C" const spk_spmv_backend spk_backend_csr32_cuda = {
+    .name = "csr32-cuda",
+    .format = SPK_FMT_CSR,
+    .device = SPK_DEVICE_CUDA,
+    .setup = csr32_setup,
+    .spmv = csr_spmv,
+    .destroy = csr_destroy,
+    .update = csr_update,
+    .spmv_dot = csr_spmv_dot,
+    .update_device = csr_update_device,
+    .fp32 = NULL,
+};
 
 extern "C" const spk_spmv_backend spk_backend_csr_cuda = {
     .name = "csr-cuda",
@@ -480,4 +536,5 @@ extern "C" const spk_spmv_backend spk_backend_csr_cuda = {
     .update = csr_update,
     .spmv_dot = csr_spmv_dot,
     .update_device = csr_update_device,
+    .fp32 = &spk_backend_csr32_cuda,
 };

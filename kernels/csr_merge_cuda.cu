@@ -97,11 +97,11 @@ __device__ __forceinline__ double merge_block_scan(int key, double v, double *be
 /* One block per tile (grid-stride over tiles). coord: tile t starts at row coord[t] and
  * nonzero coord[ntiles + 1 + t]; the tile's rows are those whose end item it holds. DOT:
  * y = A x (alpha 1, beta 0) and dotp[t] = sum of x_i y_i over the rows the tile wrote. */
-template <bool DOT>
+template <class V, bool DOT>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK, SPK_CSR_MERGE_BLOCKS_PER_SM)
 csr_merge_kernel(int64_t ntiles, const int64_t *__restrict__ coord,
                  const int64_t *__restrict__ Ap, const int32_t *__restrict__ Aj,
-                 const double *__restrict__ Ax, const double *__restrict__ x, double alpha,
+                 const V *__restrict__ Ax, const double *__restrict__ x, double alpha,
                  double beta, double *__restrict__ y, double *__restrict__ head,
                  double *__restrict__ tail, double *__restrict__ dotp, const int32_t *skip)
 {
@@ -140,7 +140,7 @@ csr_merge_kernel(int64_t ntiles, const int64_t *__restrict__ coord,
             double p[SPK_CSR_MERGE_ITEMS];
 #pragma unroll
             for (int q = 0; q < SPK_CSR_MERGE_ITEMS; q++)
-                p[q] = spk_ldm<true>(&Ax[nz0 + min(tid + q * SPK_CUDA_BLOCK, nnt - 1)]) * __ldg(&x[c[q]]);
+                p[q] = (double)spk_ldm<true>(&Ax[nz0 + min(tid + q * SPK_CUDA_BLOCK, nnt - 1)]) * __ldg(&x[c[q]]);
 #pragma unroll
             for (int q = 0; q < SPK_CSR_MERGE_ITEMS; q++)
                 if (tid + q * SPK_CUDA_BLOCK < nnt)
@@ -257,8 +257,9 @@ csr_merge_fix_kernel(int64_t nfix, const int64_t *__restrict__ fix,
 
 /* ---- launchers ------------------------------------------------------------------------------ */
 
+template <class V>
 static spk_status merge_launch(spk_context *ctx, const spk_csr_merge *M, const int64_t *Ap,
-                               const int32_t *Aj, const double *Ax, double alpha,
+                               const int32_t *Aj, const V *Ax, double alpha,
                                const double *x, double beta, double *y,
                                const spk_dot_sink *sink)
 {
@@ -270,11 +271,11 @@ static spk_status merge_launch(spk_context *ctx, const spk_csr_merge *M, const i
         return sink ? spk_cuda_dot_sink(ctx, 0, x, y, sink) : SPK_OK;
     const unsigned grid = spk_cuda_grid(cs, M->ntiles, 1);
     if (sink)
-        csr_merge_kernel<true><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+        csr_merge_kernel<V, true><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
             M->ntiles, M->coord, Ap, Aj, Ax, x, 1.0, 0.0, y, M->head, M->tail, M->dotp,
             sink->skip);
     else
-        csr_merge_kernel<false><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+        csr_merge_kernel<V, false><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
             M->ntiles, M->coord, Ap, Aj, Ax, x, alpha, beta, y, M->head, M->tail, NULL, NULL);
     if ((st = spk_cuda_launched(ctx, "csr_merge_kernel")))
         return st;
@@ -306,6 +307,22 @@ spk_status spk_csr_merge_spmv(spk_context *ctx, const spk_csr_merge *M, const in
 spk_status spk_csr_merge_spmv_dot(spk_context *ctx, const spk_csr_merge *M,
                                   const int64_t *d_rowptr, const int32_t *d_col,
                                   const double *d_val, const double *x, double *y,
+                                  const spk_dot_sink *sink)
+{
+    return merge_launch(ctx, M, d_rowptr, d_col, d_val, 1.0, x, 0.0, y, sink);
+}
+
+/* The same over fp32 values (csr32-cuda). */
+spk_status spk_csr_merge_spmv(spk_context *ctx, const spk_csr_merge *M, const int64_t *d_rowptr,
+                              const int32_t *d_col, const float *d_val, double alpha,
+                              const double *x, double beta, double *y)
+{
+    return merge_launch(ctx, M, d_rowptr, d_col, d_val, alpha, x, beta, y, NULL);
+}
+
+spk_status spk_csr_merge_spmv_dot(spk_context *ctx, const spk_csr_merge *M,
+                                  const int64_t *d_rowptr, const int32_t *d_col,
+                                  const float *d_val, const double *x, double *y,
                                   const spk_dot_sink *sink)
 {
     return merge_launch(ctx, M, d_rowptr, d_col, d_val, 1.0, x, 0.0, y, sink);

@@ -154,6 +154,20 @@ static inline spk_status spk_cuda_upload_wait(spk_context *ctx, T **d, const T *
 spk_status spk_cuda_upload_into(spk_context *ctx, void *d, const void *host, size_t bytes,
                                 const char *what);
 
+/* The values of a device layout, in fp64 or, for an fp32 twin row (spk_spmv_backend.fp32),
+ * rounded to fp32 on the way. upload_values: a new device array of n values from n host
+ * doubles (the rounded copy staged in a temporary host array). upload_values_into: into an
+ * existing array, waiting; `stage` holds n floats of host memory kept by the caller, so that a
+ * value update allocates nothing. (src/cuda_ctx.cu) */
+spk_status spk_cuda_upload_values(spk_context *ctx, void **d, const double *host, size_t n,
+                                  int fp32, const char *what);
+spk_status spk_cuda_upload_values_into(spk_context *ctx, void *d, const double *host,
+                                       float *stage, size_t n, int fp32, const char *what);
+/* dst = (float)src, n values on the device, queued on the context's stream (the device
+ * value update of a twin whose layout is the canonical value array: CSR, COO's order)
+ * (kernels/vec_cuda.cu). */
+spk_status spk_cuda_round_values(spk_context *ctx, int64_t n, const double *src, float *dst);
+
 /* The context's CUDA state, or SPK_ERR_ARG with a message when ctx has none (a CPU context
  * handed to a CUDA backend, or a failed spk_cuda_init). */
 spk_status spk_cuda_state_of(spk_context *ctx, spk_cuda_state **cs);
@@ -217,10 +231,12 @@ typedef struct spk_ell_dev {
     int32_t *col;                       /* width * nrows, column-major, SPK_ELL_PAD in padding */
     int16_t *off;                       /* or (col NULL): column - row, SPK_ELL_PAD16 padding  */
     double  *val;
+    float   *val32;                     /* or (val NULL): the values in fp32 (a twin's layout) */
     int      stream;                    /* 1: loaded evict-first (HYB's part beside a tail)    */
     int      rows;                      /* rows per thread, 1 or 2 (ell_rows_per_thread)       */
 } spk_ell_dev;
-spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, spk_ell_dev *d);
+/* fp32: the values rounded to float into val32 (val stays NULL). */
+spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, int fp32, spk_ell_dev *d);
 void spk_ell_dev_free(spk_ell_dev *d);
 /* Value update on the device: refill E's values from canonical CSR values on the device
  * (d_rowptr, d_val of the matrix E was built from), slot k of row i = the row's entry k or 0;
@@ -239,8 +255,10 @@ typedef struct spk_coo_dev {
     int64_t  nrows, ncols, nnz;
     int32_t *row, *col;                 /* sorted by row, then column                          */
     double  *val;
+    float   *val32;                     /* or (val NULL): the values in fp32 (a twin's layout) */
 } spk_coo_dev;
-spk_status spk_coo_dev_upload(spk_context *ctx, const spk_coo_fmt *h, spk_coo_dev *d);
+/* fp32: the values rounded to float into val32 (val stays NULL). */
+spk_status spk_coo_dev_upload(spk_context *ctx, const spk_coo_fmt *h, int fp32, spk_coo_dev *d);
 void spk_coo_dev_free(spk_coo_dev *d);
 /* accumulate == 0: y = alpha*A*x + beta*y. accumulate == 1: y += alpha*A*x (beta unused),
  * which is how HYB adds its COO tail to the ELL part's result. */
@@ -270,6 +288,15 @@ spk_status spk_csr_merge_spmv_dot(spk_context *ctx, const spk_csr_merge *M,
                                   const double *d_val, const double *x, double *y,
                                   const spk_dot_sink *sink);
 
+/* The same over fp32 values (csr32-cuda; products and sums in fp64). */
+spk_status spk_csr_merge_spmv(spk_context *ctx, const spk_csr_merge *M, const int64_t *d_rowptr,
+                              const int32_t *d_col, const float *d_val, double alpha,
+                              const double *x, double beta, double *y);
+spk_status spk_csr_merge_spmv_dot(spk_context *ctx, const spk_csr_merge *M,
+                                  const int64_t *d_rowptr, const int32_t *d_col,
+                                  const float *d_val, const double *x, double *y,
+                                  const spk_dot_sink *sink);
+
 /* Row-block CSR SpMV (kernels/csr_adaptive_cuda.cu, CSR-Adaptive), the CSR backend's default
  * kernel for irregular rows. Pattern data only, like the merge path's. */
 typedef struct spk_csr_adaptive {
@@ -289,6 +316,10 @@ void spk_csr_adaptive_free(spk_csr_adaptive *M);                              /*
 spk_status spk_csr_adaptive_spmv(spk_context *ctx, const spk_csr_adaptive *M,
                                  const int64_t *d_rowptr, const int32_t *d_col,
                                  const double *d_val, double alpha, const double *x,
+                                 double beta, double *y);
+spk_status spk_csr_adaptive_spmv(spk_context *ctx, const spk_csr_adaptive *M,
+                                 const int64_t *d_rowptr, const int32_t *d_col,
+                                 const float *d_val, double alpha, const double *x,
                                  double beta, double *y);
 
 /* The CUDA CSR backend's kernels. */

@@ -42,13 +42,17 @@ static const spk_cuda_plugin *plugin_check(void *h, const char *path)
                  SPK_CUDA_PLUGIN_ENTRY);
         return NULL;
     }
-    /* every row has what the forwarding rows below call: update_device on all, the fused
-     * spmv_dot on CSR and ELL */
+    /* every row and its fp32 twin have what the forwarding rows below call: update_device on
+     * all, the fused spmv_dot on CSR and ELL */
     int shape_ok = p->backend[1] && p->backend[1]->spmv_dot && p->backend[2] &&
                    p->backend[2]->spmv_dot;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 5; i++) {
         shape_ok = shape_ok && p->backend[i] && p->backend[i]->setup && p->backend[i]->spmv &&
-                   p->backend[i]->update && p->backend[i]->update_device;
+                   p->backend[i]->update && p->backend[i]->update_device && p->backend[i]->fp32;
+        const spk_spmv_backend *t = shape_ok ? p->backend[i]->fp32 : NULL;
+        shape_ok = shape_ok && t->setup && t->spmv && t->update && t->update_device &&
+                   (i != 1 && i != 2 ? 1 : t->spmv_dot != NULL);
+    }
     if (p->abi != SPK_CUDA_PLUGIN_ABI || strcmp(p->version, SPK_VERSION_STRING) != 0 ||
         p->context_size != sizeof(spk_context) || !shape_ok) {
         snprintf(loader_why, sizeof loader_why, "%s is the CUDA backend of spk %s (table %d), "
@@ -239,6 +243,40 @@ BACKEND_ROW(2, SPK_FMT_ELL, ell)
 BACKEND_ROW(3, SPK_FMT_HYB, hyb)
 BACKEND_ROW(4, SPK_FMT_JDS, jds)
 
+/* The fp32 twins (spk_spmv_backend.fp32): the backend's row idx's twin, checked at load. */
+#define BACKEND_ROW32(idx, name_)                                                             \
+    static spk_status fwd32_setup_##idx(spk_context *ctx, const spk_csr *A, void **state)      \
+    {                                                                                         \
+        const spk_cuda_plugin *p = on_gpu(ctx);                                               \
+        return p ? p->backend[idx]->fp32->setup(ctx, A, state)                                \
+                 : stub_spk_backend_##name_##_cuda.setup(ctx, A, state);                      \
+    }                                                                                         \
+    static spk_status fwd32_spmv_##idx(spk_context *ctx, const void *state, double alpha,     \
+                                       const double *x, double beta, double *y)               \
+    {                                                                                         \
+        return plugin()->backend[idx]->fp32->spmv(ctx, state, alpha, x, beta, y);             \
+    }                                                                                         \
+    static void fwd32_destroy_##idx(void *state)                                              \
+    {                                                                                         \
+        if (state)                                                                            \
+            plugin()->backend[idx]->fp32->destroy(state);                                     \
+    }                                                                                         \
+    static spk_status fwd32_update_##idx(spk_context *ctx, void *state, const spk_csr *A)     \
+    {                                                                                         \
+        return plugin()->backend[idx]->fp32->update(ctx, state, A);                           \
+    }                                                                                         \
+    static spk_status fwd32_update_device_##idx(spk_context *ctx, void *state,                \
+                                                const spk_csr *A, const double *d_val)        \
+    {                                                                                         \
+        return plugin()->backend[idx]->fp32->update_device(ctx, state, A, d_val);             \
+    }
+
+BACKEND_ROW32(0, coo)
+BACKEND_ROW32(1, csr)
+BACKEND_ROW32(2, ell)
+BACKEND_ROW32(3, hyb)
+BACKEND_ROW32(4, jds)
+
 /* The fused y = A x, x'y of the rows that have one (CSR and ELL, checked at load); the
  * others' spmv_dot stays NULL, and the methods take their spmv + dot path, as they do with the
  * static library. */
@@ -252,12 +290,37 @@ static spk_status fwd_spmv_dot_2(spk_context *ctx, const void *state, const doub
 {
     return plugin()->backend[2]->spmv_dot(ctx, state, x, y, sink);
 }
+static spk_status fwd32_spmv_dot_1(spk_context *ctx, const void *state, const double *x,
+                                   double *y, const struct spk_dot_sink *sink)
+{
+    return plugin()->backend[1]->fp32->spmv_dot(ctx, state, x, y, sink);
+}
+static spk_status fwd32_spmv_dot_2(spk_context *ctx, const void *state, const double *x,
+                                   double *y, const struct spk_dot_sink *sink)
+{
+    return plugin()->backend[2]->fp32->spmv_dot(ctx, state, x, y, sink);
+}
+
+#define ROW32(idx, fmt, name_, dot)                                                           \
+    {                                                                                         \
+        .name = #name_ "32-cuda", .format = fmt, .device = SPK_DEVICE_CUDA,                   \
+        .setup = fwd32_setup_##idx, .spmv = fwd32_spmv_##idx, .destroy = fwd32_destroy_##idx, \
+        .update = fwd32_update_##idx, .spmv_dot = dot,                                        \
+        .update_device = fwd32_update_device_##idx, .fp32 = NULL                              \
+    }
+
+const spk_spmv_backend spk_backend_coo32_cuda = ROW32(0, SPK_FMT_COO, coo, NULL);
+const spk_spmv_backend spk_backend_csr32_cuda = ROW32(1, SPK_FMT_CSR, csr, fwd32_spmv_dot_1);
+const spk_spmv_backend spk_backend_ell32_cuda = ROW32(2, SPK_FMT_ELL, ell, fwd32_spmv_dot_2);
+const spk_spmv_backend spk_backend_hyb32_cuda = ROW32(3, SPK_FMT_HYB, hyb, NULL);
+const spk_spmv_backend spk_backend_jds32_cuda = ROW32(4, SPK_FMT_JDS, jds, NULL);
 
 #define ROW(idx, fmt, name_, dot)                                                             \
     {                                                                                         \
         .name = #name_ "-cuda", .format = fmt, .device = SPK_DEVICE_CUDA,                     \
         .setup = fwd_setup_##idx, .spmv = fwd_spmv_##idx, .destroy = fwd_destroy_##idx,       \
-        .update = fwd_update_##idx, .spmv_dot = dot, .update_device = fwd_update_device_##idx \
+        .update = fwd_update_##idx, .spmv_dot = dot, .update_device = fwd_update_device_##idx, \
+        .fp32 = &spk_backend_##name_##32_cuda                                                 \
     }
 
 const spk_spmv_backend spk_backend_coo_cuda = ROW(0, SPK_FMT_COO, coo, NULL);

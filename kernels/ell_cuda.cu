@@ -40,10 +40,10 @@ __device__ __forceinline__ bool ell_real(int16_t o, int64_t i, int64_t &c)
  * that the unrolled index and value loads carry no dependence on the test and all issue
  * ahead of the gathers; only the gather of x is conditional (no 0 * NaN from padding). The
  * slots are added in order k = 0, 1, ...: the CPU twin's sum, bit for bit, in either layout. */
-template <class Idx, bool STREAM>
+template <class V, class Idx, bool STREAM>
 __device__ __forceinline__ double ell_row(int64_t i, int64_t nrows, int64_t width,
                                           const Idx *__restrict__ Aj,
-                                          const double *__restrict__ Ax,
+                                          const V *__restrict__ Ax,
                                           const double *__restrict__ x)
 {
     double s = 0.0;
@@ -52,7 +52,7 @@ __device__ __forceinline__ double ell_row(int64_t i, int64_t nrows, int64_t widt
         const int64_t slot = k * nrows + i;            /* 64-bit: nrows * width may pass 2^31 */
         int64_t c;
         const bool real = ell_real(spk_ldm<STREAM>(&Aj[slot]), i, c);   /* STREAM: evict-first */
-        const double v = spk_ldm<STREAM>(&Ax[slot]);
+        const double v = (double)spk_ldm<STREAM>(&Ax[slot]);   /* fp32: exact in fp64 */
         if (real)
             s += v * __ldg(&x[c]);
     }
@@ -68,6 +68,7 @@ __device__ __forceinline__ double ell_row(int64_t i, int64_t nrows, int64_t widt
  * odd, and those slots are loaded one at a time (cudaMalloc aligns the arrays to 256 bytes). */
 template <class T> struct ell_pair_of;
 template <> struct ell_pair_of<double>  { typedef double2 type; };
+template <> struct ell_pair_of<float>   { typedef float2 type; };
 template <> struct ell_pair_of<int32_t> { typedef int2 type; };
 template <> struct ell_pair_of<int16_t> { typedef short2 type; };
 
@@ -85,10 +86,10 @@ __device__ __forceinline__ void ell_load2(const T *__restrict__ p, bool aligned,
     }
 }
 
-template <class Idx, bool STREAM>
+template <class V, class Idx, bool STREAM>
 __device__ __forceinline__ void ell_pair(int64_t i, int64_t nrows, int64_t width,
                                          const Idx *__restrict__ Aj,
-                                         const double *__restrict__ Ax,
+                                         const V *__restrict__ Ax,
                                          const double *__restrict__ x, double &s0, double &s1)
 {
     s0 = 0.0;
@@ -99,41 +100,41 @@ __device__ __forceinline__ void ell_pair(int64_t i, int64_t nrows, int64_t width
         const int64_t slot = k * nrows + i;
         const bool aligned = even || (k & 1) == 0;      /* uniform over the warp */
         Idx j0, j1;
-        double v0, v1;
+        V v0, v1;
         ell_load2<STREAM>(Aj + slot, aligned, j0, j1);
         ell_load2<STREAM>(Ax + slot, aligned, v0, v1);
         int64_t c;
         if (ell_real(j0, i, c))
-            s0 += v0 * __ldg(&x[c]);
+            s0 += (double)v0 * __ldg(&x[c]);
         if (ell_real(j1, i + 1, c))
-            s1 += v1 * __ldg(&x[c]);
+            s1 += (double)v1 * __ldg(&x[c]);
     }
 }
 
 /* Rows i .. i + R - 1 (R = 1 or 2; with 2 and an odd row count the last thread takes one
  * row): their sums in s0 (and s1), their count returned. */
-template <class Idx, bool STREAM, int R>
+template <class V, class Idx, bool STREAM, int R>
 __device__ __forceinline__ int ell_group(int64_t i, int64_t nrows, int64_t width,
                                          const Idx *__restrict__ Aj,
-                                         const double *__restrict__ Ax,
+                                         const V *__restrict__ Ax,
                                          const double *__restrict__ x, double &s0,
                                          double &s1)
 {
     if (R == 2 && i + 1 < nrows) {
-        ell_pair<Idx, STREAM>(i, nrows, width, Aj, Ax, x, s0, s1);
+        ell_pair<V, Idx, STREAM>(i, nrows, width, Aj, Ax, x, s0, s1);
         return 2;
     }
-    s0 = ell_row<Idx, STREAM>(i, nrows, width, Aj, Ax, x);
+    s0 = ell_row<V, Idx, STREAM>(i, nrows, width, Aj, Ax, x);
     return 1;
 }
 
 /* The pair written out here rather than through ell_group (which stores y[i + 1] first):
  * through it the SpMV on poisson3d:150 takes 82.6-82.8 us against this form's 79.2-79.5 (H200,
  * three interleaved rounds; docs/benchmarks.md). */
-template <class Idx, bool STREAM, int R>
+template <class V, class Idx, bool STREAM, int R>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 ell_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
-           const double *__restrict__ Ax, const double *__restrict__ x, double alpha, double beta,
+           const V *__restrict__ Ax, const double *__restrict__ x, double alpha, double beta,
            double *__restrict__ y)
 {
     for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < (nrows + R - 1) / R;
@@ -141,11 +142,11 @@ ell_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
         const int64_t i = g * R;
         if (R == 2 && i + 1 < nrows) {
             double s0, s1;
-            ell_pair<Idx, STREAM>(i, nrows, width, Aj, Ax, x, s0, s1);
+            ell_pair<V, Idx, STREAM>(i, nrows, width, Aj, Ax, x, s0, s1);
             y[i] = spk_spmv_out(alpha, s0, beta, y, i);
             y[i + 1] = spk_spmv_out(alpha, s1, beta, y, i + 1);
         } else {
-            y[i] = spk_spmv_out(alpha, ell_row<Idx, STREAM>(i, nrows, width, Aj, Ax, x), beta,
+            y[i] = spk_spmv_out(alpha, ell_row<V, Idx, STREAM>(i, nrows, width, Aj, Ax, x), beta,
                                 y, i);
         }
     }
@@ -153,10 +154,10 @@ ell_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
 
 /* y = A x and sink->out = x'y in the same pass (CG's q = A p, p'q): x_i is a coalesced load
  * beside the row's first slot, so the dot costs no pass of its own. */
-template <class Idx, int R>
+template <class V, class Idx, int R>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 ell_dot_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
-               const double *__restrict__ Ax, const double *__restrict__ x,
+               const V *__restrict__ Ax, const double *__restrict__ x,
                double *__restrict__ y, spk_dot_sink sink)
 {
     if (sink.skip && *sink.skip)
@@ -166,7 +167,7 @@ ell_dot_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
          g += (int64_t)gridDim.x * blockDim.x) {
         const int64_t i = g * R;
         double s0, s1;
-        const int m = ell_group<Idx, false, R>(i, nrows, width, Aj, Ax, x, s0, s1);
+        const int m = ell_group<V, Idx, false, R>(i, nrows, width, Aj, Ax, x, s0, s1);
         y[i] = s0;
         d[0] += x[i] * s0;
         if (m == 2) {
@@ -178,15 +179,15 @@ ell_dot_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
         *sink.out = d[0];
 }
 
-/* Blocks of one resident wave of ell_dot_kernel<Idx, R>, from the occupancy API once per
+/* Blocks of one resident wave of ell_dot_kernel<V, Idx, R>, from the occupancy API once per
  * process and instance (one GPU model assumed). */
-template <class Idx, int R>
+template <class V, class Idx, int R>
 static int64_t ell_dot_wave(const spk_cuda_state *cs)
 {
     static std::atomic<int> occupancy{0};
     int per_sm = occupancy.load(std::memory_order_relaxed);
     if (per_sm <= 0) {
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ell_dot_kernel<Idx, R>,
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ell_dot_kernel<V, Idx, R>,
                                                           SPK_CUDA_BLOCK, 0) != cudaSuccess ||
             per_sm <= 0) {
             (void)cudaGetLastError();              /* not for the launch check to report */
@@ -198,9 +199,9 @@ static int64_t ell_dot_wave(const spk_cuda_state *cs)
 }
 
 /* The fused kernel on one resident wave, sized by the occupancy API. */
-template <class Idx, int R>
+template <class V, class Idx, int R>
 static void ell_dot_launch(const spk_cuda_state *cs, const spk_ell_dev *A, const Idx *Aj,
-                           const double *x, double *y, const spk_dot_sink *sink)
+                           const V *Av, const double *x, double *y, const spk_dot_sink *sink)
 {
     /* One resident wave, sized by the occupancy API (the kernel has no register cap: capped
      * at 32 it ran elasticity3d:40's CG at 85 us per iteration, uncapped at 72). Measured on
@@ -210,11 +211,26 @@ static void ell_dot_launch(const spk_cuda_state *cs, const spk_ell_dev *A, const
      * level) still 120.5 us against 112.5 for the wave, capped or not. nrows == 0 still runs
      * one block, so that the sum (0) lands in *sink->out. */
     const int64_t want = ((A->nrows + R - 1) / R + SPK_CUDA_BLOCK - 1) / SPK_CUDA_BLOCK;
-    int64_t cap = ell_dot_wave<Idx, R>(cs);
+    int64_t cap = ell_dot_wave<V, Idx, R>(cs);
     cap = cap < SPK_MAX_BLOCKS ? cap : SPK_MAX_BLOCKS;
     const unsigned grid = (unsigned)(want < 1 ? 1 : want < cap ? want : cap);
-    ell_dot_kernel<Idx, R><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->width, Aj,
-                                                                    A->val, x, y, *sink);
+    ell_dot_kernel<V, Idx, R><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->width,
+                                                                       Aj, Av, x, y, *sink);
+}
+
+/* The index layout and the rows per thread of A, for values of type V. */
+template <class V>
+static void ell_dot_dispatch(const spk_cuda_state *cs, const spk_ell_dev *A, const V *Av,
+                             const double *x, double *y, const spk_dot_sink *sink)
+{
+    if (A->off && A->rows == 2)
+        ell_dot_launch<V, int16_t, 2>(cs, A, A->off, Av, x, y, sink);
+    else if (A->off)
+        ell_dot_launch<V, int16_t, 1>(cs, A, A->off, Av, x, y, sink);
+    else if (A->rows == 2)
+        ell_dot_launch<V, int32_t, 2>(cs, A, A->col, Av, x, y, sink);
+    else
+        ell_dot_launch<V, int32_t, 1>(cs, A, A->col, Av, x, y, sink);
 }
 
 spk_status spk_ell_dev_spmv_dot(spk_context *ctx, const spk_ell_dev *A, const double *x,
@@ -224,28 +240,38 @@ spk_status spk_ell_dev_spmv_dot(spk_context *ctx, const spk_ell_dev *A, const do
     spk_status st = spk_cuda_state_of(ctx, &cs);
     if (st)
         return st;
-    if (A->off && A->rows == 2)
-        ell_dot_launch<int16_t, 2>(cs, A, A->off, x, y, sink);
-    else if (A->off)
-        ell_dot_launch<int16_t, 1>(cs, A, A->off, x, y, sink);
-    else if (A->rows == 2)
-        ell_dot_launch<int32_t, 2>(cs, A, A->col, x, y, sink);
+    if (A->val32)
+        ell_dot_dispatch(cs, A, A->val32, x, y, sink);
     else
-        ell_dot_launch<int32_t, 1>(cs, A, A->col, x, y, sink);
+        ell_dot_dispatch(cs, A, A->val, x, y, sink);
     return spk_cuda_launched(ctx, "ell_dot_kernel");
 }
 
-template <class Idx, int R>
+template <class V, class Idx, int R>
 static void ell_launch(const spk_cuda_state *cs, const spk_ell_dev *A, const Idx *Aj,
-                       double alpha, const double *x, double beta, double *y)
+                       const V *Av, double alpha, const double *x, double beta, double *y)
 {
     const unsigned grid = spk_cuda_grid(cs, (A->nrows + R - 1) / R, SPK_CUDA_BLOCK);
     if (A->stream)
-        ell_kernel<Idx, true, R><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
-            A->nrows, A->width, Aj, A->val, x, alpha, beta, y);
+        ell_kernel<V, Idx, true, R><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->width, Aj, Av, x, alpha, beta, y);
     else
-        ell_kernel<Idx, false, R><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
-            A->nrows, A->width, Aj, A->val, x, alpha, beta, y);
+        ell_kernel<V, Idx, false, R><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->width, Aj, Av, x, alpha, beta, y);
+}
+
+template <class V>
+static void ell_dispatch(const spk_cuda_state *cs, const spk_ell_dev *A, const V *Av,
+                         double alpha, const double *x, double beta, double *y)
+{
+    if (A->off && A->rows == 2)
+        ell_launch<V, int16_t, 2>(cs, A, A->off, Av, alpha, x, beta, y);
+    else if (A->off)
+        ell_launch<V, int16_t, 1>(cs, A, A->off, Av, alpha, x, beta, y);
+    else if (A->rows == 2)
+        ell_launch<V, int32_t, 2>(cs, A, A->col, Av, alpha, x, beta, y);
+    else
+        ell_launch<V, int32_t, 1>(cs, A, A->col, Av, alpha, x, beta, y);
 }
 
 spk_status spk_ell_dev_spmv(spk_context *ctx, const spk_ell_dev *A, double alpha,
@@ -255,14 +281,10 @@ spk_status spk_ell_dev_spmv(spk_context *ctx, const spk_ell_dev *A, double alpha
     spk_status st = spk_cuda_state_of(ctx, &cs);
     if (st || A->nrows == 0)                           /* never launch a zero-size grid */
         return st;
-    if (A->off && A->rows == 2)
-        ell_launch<int16_t, 2>(cs, A, A->off, alpha, x, beta, y);
-    else if (A->off)
-        ell_launch<int16_t, 1>(cs, A, A->off, alpha, x, beta, y);
-    else if (A->rows == 2)
-        ell_launch<int32_t, 2>(cs, A, A->col, alpha, x, beta, y);
+    if (A->val32)
+        ell_dispatch(cs, A, A->val32, alpha, x, beta, y);
     else
-        ell_launch<int32_t, 1>(cs, A, A->col, alpha, x, beta, y);
+        ell_dispatch(cs, A, A->val, alpha, x, beta, y);
     return spk_cuda_launched(ctx, "ell_kernel");
 }
 
@@ -293,7 +315,7 @@ static bool ell_offsets_fit(const spk_context *ctx, const spk_ell_fmt *h)
     return true;
 }
 
-spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, spk_ell_dev *d)
+spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, int fp32, spk_ell_dev *d)
 {
     d->nrows = h->nrows;
     d->ncols = h->ncols;
@@ -304,6 +326,7 @@ spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, spk_ell_de
     d->col = NULL;
     d->off = NULL;
     d->val = NULL;
+    d->val32 = NULL;
     const size_t slots = (size_t)h->nrows * (size_t)h->width;
     spk_status st;
     if (slots > 0 && ell_offsets_fit(ctx, h)) {
@@ -323,8 +346,14 @@ spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, spk_ell_de
         st = spk_cuda_upload_new(ctx, &d->col, h->col, slots * sizeof(int32_t),
                                  "ELL column indices");
     }
-    if (st ||
-        (st = spk_cuda_upload_new(ctx, &d->val, h->val, slots * sizeof(double), "ELL values")))
+    void *v = NULL;
+    if (!st)
+        st = spk_cuda_upload_values(ctx, &v, h->val, slots, fp32, "ELL values");
+    if (fp32)
+        d->val32 = (float *)v;
+    else
+        d->val = (double *)v;
+    if (st)
         spk_ell_dev_free(d);
     return st;
 }
@@ -336,9 +365,11 @@ void spk_ell_dev_free(spk_ell_dev *d)
     (void)cudaFree(d->col);
     (void)cudaFree(d->off);
     (void)cudaFree(d->val);
+    (void)cudaFree(d->val32);
     d->col = NULL;
     d->off = NULL;
     d->val = NULL;
+    d->val32 = NULL;
 }
 
 /* ---- value refill on the device -------------------------------------------------------------- */
@@ -347,15 +378,16 @@ void spk_ell_dev_free(spk_ell_dev *d)
  * (Ap, Av), or 0 past the row's end (spk_ell_fill_values' rule, so a row longer than the
  * width keeps its first `width` entries: HYB's ELL part). Consecutive threads store
  * consecutive slots; the reads of Av are the gather. */
+template <class V>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 ell_refill_kernel(int64_t nrows, int64_t slots, const int64_t *__restrict__ Ap,
-                  const double *__restrict__ Av, double *__restrict__ val)
+                  const double *__restrict__ Av, V *__restrict__ val)
 {
     for (int64_t s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; s < slots;
          s += (int64_t)gridDim.x * blockDim.x) {
         const int64_t k = s / nrows, i = s - k * nrows;
         const int64_t p = __ldg(&Ap[i]) + k;
-        val[s] = p < __ldg(&Ap[i + 1]) ? __ldg(&Av[p]) : 0.0;
+        val[s] = (V)(p < __ldg(&Ap[i + 1]) ? __ldg(&Av[p]) : 0.0);
     }
 }
 
@@ -367,8 +399,13 @@ spk_status spk_ell_dev_refill(spk_context *ctx, spk_ell_dev *E, const int64_t *d
     const int64_t slots = E->nrows * E->width;         /* <= 3 nnz (fill guard) or HYB's part */
     if (st || slots == 0)                              /* never launch a zero-size grid */
         return st;
-    ell_refill_kernel<<<spk_cuda_grid(cs, slots, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
-                        cs->stream>>>(E->nrows, slots, d_rowptr, d_val, E->val);
+    const unsigned grid = spk_cuda_grid(cs, slots, SPK_CUDA_BLOCK);
+    if (E->val32)
+        ell_refill_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(E->nrows, slots, d_rowptr,
+                                                                   d_val, E->val32);
+    else
+        ell_refill_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(E->nrows, slots, d_rowptr,
+                                                                   d_val, E->val);
     return spk_cuda_launched(ctx, "ell_refill_kernel");
 }
 
@@ -376,10 +413,12 @@ spk_status spk_ell_dev_refill(spk_context *ctx, spk_ell_dev *E, const int64_t *d
 
 /* The device layout and the host mirror of its values, kept from setup (the host layout's
  * value array, not freed) so that a value update refills it and uploads it, allocating
- * nothing: 8 bytes per slot of host memory for an update path without re-analysis. */
+ * nothing: 8 bytes per slot of host memory for an update path without re-analysis, and 4
+ * more for the fp32 twin's rounded copy. */
 typedef struct ell_cuda {
     spk_ell_dev dev;
     double     *h_val;                  /* nrows * width, the layout of dev.val on the host */
+    float      *h_val32;                /* the fp32 twin: the rounded values' staging       */
     int64_t    *d_rowptr;               /* nrows + 1: made at the first update on the device */
 } ell_cuda;
 
@@ -390,11 +429,13 @@ static void ell_destroy(void *state)
         return;
     spk_ell_dev_free(&d->dev);
     spk_free(d->h_val);
+    spk_free(d->h_val32);
     (void)cudaFree(d->d_rowptr);
     spk_free(d);
 }
 
-static spk_status ell_setup(spk_context *ctx, const spk_csr *A, void **state)
+/* The layout with fp64 values (ell-cuda) or fp32 ones (ell32-cuda). */
+static spk_status ell_setup_as(spk_context *ctx, const spk_csr *A, int fp32, void **state)
 {
     *state = NULL;
     spk_cuda_state *cs;
@@ -406,11 +447,15 @@ static spk_status ell_setup(spk_context *ctx, const spk_csr *A, void **state)
     if ((st = spk_ell_from_csr(ctx, A, -1, 0, &h)))     /* the longest row; fill guard on */
         return st;
     ell_cuda *d = (ell_cuda *)spk_calloc(ctx, 1, sizeof *d);
-    if (!d) {
+    const size_t slots = (size_t)h.nrows * (size_t)h.width;
+    if (!d || (fp32 && !(d->h_val32 = (float *)spk_malloc(ctx, slots > 0 ? slots : 1,
+                                                            sizeof(float))))) {
         spk_ell_fmt_free(&h);
-        return spk_fail(ctx, SPK_ERR_NOMEM, "ell-cuda state: out of host memory");
+        ell_destroy(d);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "%s state: out of host memory",
+                        fp32 ? "ell32-cuda" : "ell-cuda");
     }
-    st = spk_ell_dev_upload(ctx, &h, &d->dev);
+    st = spk_ell_dev_upload(ctx, &h, fp32, &d->dev);
     if (!st)    /* the copies are staged already; the sync surfaces a failed one here */
         st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "ell-cuda upload");
     d->h_val = h.val;                                  /* kept for value updates */
@@ -424,6 +469,17 @@ static spk_status ell_setup(spk_context *ctx, const spk_csr *A, void **state)
     return SPK_OK;
 }
 
+static spk_status ell_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    return ell_setup_as(ctx, A, 0, state);
+}
+
+static spk_status ell32_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    return ell_setup_as(ctx, A, 1, state);
+}
+
+/* spmv, spmv_dot and the updates serve both rows: the state says which values it holds. */
 static spk_status ell_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
                            double beta, double *y)
 {
@@ -442,9 +498,11 @@ static spk_status ell_update(spk_context *ctx, void *state, const spk_csr *A)
     if (!d || d->dev.nrows != A->nrows || d->dev.nnz != A->nnz)
         return spk_fail(ctx, SPK_ERR_ARG, "ell-cuda update: the layout does not match the matrix");
     spk_ell_fill_values(A, d->dev.width, d->h_val);
-    return spk_cuda_upload_into(ctx, d->dev.val, d->h_val,
-                                (size_t)d->dev.nrows * (size_t)d->dev.width * sizeof(double),
-                                "ELL values (update)");
+    const size_t slots = (size_t)d->dev.nrows * (size_t)d->dev.width;
+    return d->dev.val32 ? spk_cuda_upload_values_into(ctx, d->dev.val32, d->h_val, d->h_val32,
+                                                      slots, 1, "ELL values (update)")
+                        : spk_cuda_upload_values_into(ctx, d->dev.val, d->h_val, NULL, slots, 0,
+                                                      "ELL values (update)");
 }
 
 /* The update on the device: the slots refilled from the canonical values by a kernel, which
@@ -469,6 +527,19 @@ extern "C" int spk_ell_cuda_state_rows(const void *state)
     return ((const ell_cuda *)state)->dev.rows;
 }
 
+extern "C" const spk_spmv_backend spk_backend_ell32_cuda = {
+    .name = "ell32-cuda",
+    .format = SPK_FMT_ELL,
+    .device = SPK_DEVICE_CUDA,
+    .setup = ell32_setup,
+    .spmv = ell_spmv,
+    .destroy = ell_destroy,
+    .update = ell_update,
+    .spmv_dot = ell_spmv_dot,
+    .update_device = ell_update_device,
+    .fp32 = NULL,
+};
+
 extern "C" const spk_spmv_backend spk_backend_ell_cuda = {
     .name = "ell-cuda",
     .format = SPK_FMT_ELL,
@@ -479,4 +550,5 @@ extern "C" const spk_spmv_backend spk_backend_ell_cuda = {
     .update = ell_update,
     .spmv_dot = ell_spmv_dot,
     .update_device = ell_update_device,
+    .fp32 = &spk_backend_ell32_cuda,
 };

@@ -115,6 +115,11 @@ extern const spk_spmv_backend spk_backend_csr_cpu, spk_backend_coo_cpu, spk_back
     spk_backend_hyb_cpu, spk_backend_jds_cpu, spk_backend_dia_cpu;
 extern const spk_spmv_backend spk_backend_csr_cuda, spk_backend_coo_cuda, spk_backend_ell_cuda,
     spk_backend_hyb_cuda, spk_backend_jds_cuda;
+/* Their fp32 twins (spk_spmv_backend.fp32; not in the registry): the same layouts with float
+ * values, the same kernels instantiated for them. A build without CUDA has none (the stub
+ * rows' fp32 is NULL). */
+extern const spk_spmv_backend spk_backend_csr32_cuda, spk_backend_coo32_cuda,
+    spk_backend_ell32_cuda, spk_backend_hyb32_cuda, spk_backend_jds32_cuda;
 
 /* CSR with fp32 values (kernels/csr32_cpu.c): the operator of a mixed-precision solve's inner
  * method, used by src/mixed.c directly and kept out of the registry (no format choice or

@@ -18,6 +18,8 @@ typedef struct hyb_dev {
     spk_coo_dev coo;
     double     *h_ell_val;              /* nrows * ell.width */
     double     *h_coo_val;              /* coo.nnz           */
+    float      *h_val32;                /* hyb32-cuda: staging of the rounded values, as many
+                                         * as the larger of the two parts                     */
     /* made at the first update on the device: A's row offsets, and where each row's tail
      * starts in the COO part (nrows + 1 each) */
     int64_t    *d_rowptr, *d_tail_ptr;
@@ -32,12 +34,14 @@ static void hyb_destroy(void *state)
     spk_coo_dev_free(&d->coo);
     spk_free(d->h_ell_val);
     spk_free(d->h_coo_val);
+    spk_free(d->h_val32);
     (void)cudaFree(d->d_rowptr);
     (void)cudaFree(d->d_tail_ptr);
     spk_free(d);
 }
 
-static spk_status hyb_setup(spk_context *ctx, const spk_csr *A, void **state)
+/* The layout with fp64 values (hyb-cuda) or fp32 ones (hyb32-cuda). */
+static spk_status hyb_setup_as(spk_context *ctx, const spk_csr *A, int fp32, void **state)
 {
     *state = NULL;
     spk_cuda_state *cs;
@@ -49,13 +53,18 @@ static spk_status hyb_setup(spk_context *ctx, const spk_csr *A, void **state)
     if ((st = spk_hyb_from_csr(ctx, A, &h)))
         return st;
     hyb_dev *d = (hyb_dev *)spk_calloc(ctx, 1, sizeof *d);
-    if (!d) {
+    const size_t slots = (size_t)h.ell.nrows * (size_t)h.ell.width, tail = (size_t)h.coo.nnz;
+    const size_t stage = slots > tail ? slots : tail;
+    if (!d || (fp32 && !(d->h_val32 = (float *)spk_malloc(ctx, stage > 0 ? stage : 1,
+                                                            sizeof(float))))) {
         spk_hyb_fmt_free(&h);
-        return spk_fail(ctx, SPK_ERR_NOMEM, "hyb-cuda state: out of host memory");
+        hyb_destroy(d);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "%s state: out of host memory",
+                        fp32 ? "hyb32-cuda" : "hyb-cuda");
     }
     d->nrows = A->nrows;
-    if (!(st = spk_ell_dev_upload(ctx, &h.ell, &d->ell)) &&
-        !(st = spk_coo_dev_upload(ctx, &h.coo, &d->coo)))
+    if (!(st = spk_ell_dev_upload(ctx, &h.ell, fp32, &d->ell)) &&
+        !(st = spk_coo_dev_upload(ctx, &h.coo, fp32, &d->coo)))
         st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "hyb-cuda upload");
     d->ell.stream = h.coo.nnz > 0;      /* a tail: the ELL part loads evict-first (spk_ldm) */
     d->h_ell_val = h.ell.val;                          /* kept for value updates */
@@ -68,6 +77,16 @@ static spk_status hyb_setup(spk_context *ctx, const spk_csr *A, void **state)
     }
     *state = d;
     return SPK_OK;
+}
+
+static spk_status hyb_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    return hyb_setup_as(ctx, A, 0, state);
+}
+
+static spk_status hyb32_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    return hyb_setup_as(ctx, A, 1, state);
 }
 
 static spk_status hyb_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
@@ -94,27 +113,31 @@ static spk_status hyb_update(spk_context *ctx, void *state, const spk_csr *A)
     if (!d || d->nrows != A->nrows || d->ell.nnz + d->coo.nnz != A->nnz)
         return spk_fail(ctx, SPK_ERR_ARG, "hyb-cuda update: the layout does not match the matrix");
     spk_hyb_fill_values(A, d->ell.width, d->h_ell_val, d->h_coo_val);
-    spk_status st = spk_cuda_upload_into(ctx, d->ell.val, d->h_ell_val,
-                                         (size_t)d->ell.nrows * (size_t)d->ell.width * sizeof(double),
-                                         "HYB ELL values (update)");
-    if (!st)
-        st = spk_cuda_upload_into(ctx, d->coo.val, d->h_coo_val, (size_t)d->coo.nnz * sizeof(double),
-                                  "HYB COO values (update)");
+    const int fp32 = d->ell.val32 || d->coo.val32;
+    void *ev = fp32 ? (void *)d->ell.val32 : (void *)d->ell.val;
+    void *cv = fp32 ? (void *)d->coo.val32 : (void *)d->coo.val;
+    spk_status st = spk_cuda_upload_values_into(ctx, ev, d->h_ell_val, d->h_val32,
+                                                (size_t)d->ell.nrows * (size_t)d->ell.width, fp32,
+                                                "HYB ELL values (update)");
+    if (!st)   /* the ELL part's upload has waited: the staging is free again */
+        st = spk_cuda_upload_values_into(ctx, cv, d->h_coo_val, d->h_val32, (size_t)d->coo.nnz,
+                                         fp32, "HYB COO values (update)");
     return st;
 }
 
 /* Tail entry t of row r = Ti[t] is entry width + (t - Tp[r]) of the row in the canonical CSR
  * (the tail lists the rows' overflow in row order, spk_hyb_fill_values). One thread per tail
  * entry, so a long row's tail is spread over many threads. */
+template <class V>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 hyb_tail_refill_kernel(int64_t ntail, int64_t width, const int32_t *__restrict__ Ti,
                        const int64_t *__restrict__ Tp, const int64_t *__restrict__ Ap,
-                       const double *__restrict__ Av, double *__restrict__ Tv)
+                       const double *__restrict__ Av, V *__restrict__ Tv)
 {
     for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < ntail;
          t += (int64_t)gridDim.x * blockDim.x) {
         const int32_t r = __ldg(&Ti[t]);
-        Tv[t] = __ldg(&Av[__ldg(&Ap[r]) + width + (t - __ldg(&Tp[r]))]);
+        Tv[t] = (V)__ldg(&Av[__ldg(&Ap[r]) + width + (t - __ldg(&Tp[r]))]);
     }
 }
 
@@ -166,9 +189,13 @@ static spk_status hyb_update_device(spk_context *ctx, void *state, const spk_csr
         return st;
     if (d->coo.nnz == 0)                               /* never launch a zero-size grid */
         return SPK_OK;
-    hyb_tail_refill_kernel<<<spk_cuda_grid(cs, d->coo.nnz, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
-                             cs->stream>>>(d->coo.nnz, d->ell.width, d->coo.row, d->d_tail_ptr,
-                                           d->d_rowptr, d_val, d->coo.val);
+    const unsigned grid = spk_cuda_grid(cs, d->coo.nnz, SPK_CUDA_BLOCK);
+    if (d->coo.val32)
+        hyb_tail_refill_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            d->coo.nnz, d->ell.width, d->coo.row, d->d_tail_ptr, d->d_rowptr, d_val, d->coo.val32);
+    else
+        hyb_tail_refill_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            d->coo.nnz, d->ell.width, d->coo.row, d->d_tail_ptr, d->d_rowptr, d_val, d->coo.val);
     return spk_cuda_launched(ctx, "hyb_tail_refill_kernel");
 }
 
@@ -176,6 +203,19 @@ extern "C" int spk_hyb_cuda_state_rows(const void *state)
 {
     return ((const hyb_dev *)state)->ell.rows;
 }
+
+extern "C" const spk_spmv_backend spk_backend_hyb32_cuda = {
+    .name = "hyb32-cuda",
+    .format = SPK_FMT_HYB,
+    .device = SPK_DEVICE_CUDA,
+    .setup = hyb32_setup,
+    .spmv = hyb_spmv,
+    .destroy = hyb_destroy,
+    .update = hyb_update,
+    .spmv_dot = NULL,
+    .update_device = hyb_update_device,
+    .fp32 = NULL,
+};
 
 extern "C" const spk_spmv_backend spk_backend_hyb_cuda = {
     .name = "hyb-cuda",
@@ -187,4 +227,5 @@ extern "C" const spk_spmv_backend spk_backend_hyb_cuda = {
     .update = hyb_update,
     .spmv_dot = NULL,                /* none; written out, as C++ warns of omitted fields */
     .update_device = hyb_update_device,
+    .fp32 = &spk_backend_hyb32_cuda,
 };

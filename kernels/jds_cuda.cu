@@ -23,17 +23,20 @@ typedef struct jds_dev {
     int64_t *jd_ptr;                    /* ndiags + 1 offsets                                  */
     int32_t *col;
     double  *val;
+    float   *val32;                     /* or (val NULL): jds32-cuda's values in fp32         */
     /* host mirrors kept from setup for value updates: the order and the values */
     int32_t *h_perm;
     int64_t *h_jd_ptr;
     double  *h_val;
+    float   *h_val32;                   /* jds32-cuda: staging of the rounded values          */
     int64_t *d_rowptr;                  /* nrows + 1: made at the first update on the device  */
 } jds_dev;
 
+template <class V>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 jds_kernel(int64_t nrows, int64_t ndiags, const int32_t *__restrict__ perm,
            const int64_t *__restrict__ jd_ptr, const int32_t *__restrict__ Aj,
-           const double *__restrict__ Ax, const double *__restrict__ x, double alpha, double beta,
+           const V *__restrict__ Ax, const double *__restrict__ x, double alpha, double beta,
            double *__restrict__ y)
 {
     for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < nrows;
@@ -45,7 +48,7 @@ jds_kernel(int64_t nrows, int64_t ndiags, const int32_t *__restrict__ perm,
             if (k >= next - start)              /* diagonals only shorten: row k is done */
                 break;
             int64_t p = start + k;
-            s += __ldg(&Ax[p]) * __ldg(&x[__ldg(&Aj[p])]);
+            s += (double)__ldg(&Ax[p]) * __ldg(&x[__ldg(&Aj[p])]);
             start = next;
         }
         int64_t row = __ldg(&perm[k]);
@@ -61,8 +64,15 @@ static spk_status jds_spmv(spk_context *ctx, const void *state, double alpha, co
     spk_status st = spk_cuda_state_of(ctx, &cs);
     if (st || A->nrows == 0)                           /* never launch a zero-size grid */
         return st;
-    jds_kernel<<<spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0, cs->stream>>>(
-        A->nrows, A->ndiags, A->perm, A->jd_ptr, A->col, A->val, x, alpha, beta, y);
+    const unsigned grid = spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK);
+    if (A->val32)
+        jds_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->ndiags, A->perm,
+                                                            A->jd_ptr, A->col, A->val32, x,
+                                                            alpha, beta, y);
+    else
+        jds_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->ndiags, A->perm,
+                                                            A->jd_ptr, A->col, A->val, x, alpha,
+                                                            beta, y);
     return spk_cuda_launched(ctx, "jds_kernel");
 }
 
@@ -75,14 +85,17 @@ static void jds_destroy(void *state)
     (void)cudaFree(d->jd_ptr);
     (void)cudaFree(d->col);
     (void)cudaFree(d->val);
+    (void)cudaFree(d->val32);
     spk_free(d->h_perm);
     spk_free(d->h_jd_ptr);
     spk_free(d->h_val);
+    spk_free(d->h_val32);
     (void)cudaFree(d->d_rowptr);
     spk_free(d);
 }
 
-static spk_status jds_setup(spk_context *ctx, const spk_csr *A, void **state)
+/* The layout with fp64 values (jds-cuda) or fp32 ones (jds32-cuda). */
+static spk_status jds_setup_as(spk_context *ctx, const spk_csr *A, int fp32, void **state)
 {
     *state = NULL;
     spk_cuda_state *cs;
@@ -94,9 +107,12 @@ static spk_status jds_setup(spk_context *ctx, const spk_csr *A, void **state)
     if ((st = spk_jds_from_csr(ctx, A, &h)))
         return st;
     jds_dev *d = (jds_dev *)spk_calloc(ctx, 1, sizeof *d);
-    if (!d) {
+    if (!d || (fp32 && !(d->h_val32 = (float *)spk_malloc(ctx, h.nnz > 0 ? (size_t)h.nnz : 1,
+                                                            sizeof(float))))) {
         spk_jds_fmt_free(&h);
-        return spk_fail(ctx, SPK_ERR_NOMEM, "jds-cuda state: out of host memory");
+        jds_destroy(d);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "%s state: out of host memory",
+                        fp32 ? "jds32-cuda" : "jds-cuda");
     }
     d->nrows = h.nrows;
     d->ncols = h.ncols;
@@ -104,11 +120,16 @@ static spk_status jds_setup(spk_context *ctx, const spk_csr *A, void **state)
     d->ndiags = h.ndiags;
     size_t nnz = (size_t)h.nnz, n = (size_t)h.nrows;
     size_t ptr_bytes = h.ndiags > 0 ? ((size_t)h.ndiags + 1) * sizeof(int64_t) : 0;
+    void *v = NULL;
     if (!(st = spk_cuda_upload_new(ctx, &d->perm, h.perm, n * sizeof(int32_t), "JDS row order")) &&
         !(st = spk_cuda_upload_new(ctx, &d->jd_ptr, h.jd_ptr, ptr_bytes, "JDS diagonal offsets")) &&
         !(st = spk_cuda_upload_new(ctx, &d->col, h.col, nnz * sizeof(int32_t), "JDS columns")) &&
-        !(st = spk_cuda_upload_new(ctx, &d->val, h.val, nnz * sizeof(double), "JDS values")))
+        !(st = spk_cuda_upload_values(ctx, &v, h.val, nnz, fp32, "JDS values")))
         st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "jds-cuda upload");
+    if (fp32)
+        d->val32 = (float *)v;
+    else
+        d->val = (double *)v;
     d->h_perm = h.perm;                                /* kept for value updates */
     d->h_jd_ptr = h.jd_ptr;
     d->h_val = h.val;
@@ -124,29 +145,42 @@ static spk_status jds_setup(spk_context *ctx, const spk_csr *A, void **state)
     return SPK_OK;
 }
 
+static spk_status jds_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    return jds_setup_as(ctx, A, 0, state);
+}
+
+static spk_status jds32_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    return jds_setup_as(ctx, A, 1, state);
+}
+
 static spk_status jds_update(spk_context *ctx, void *state, const spk_csr *A)
 {
     jds_dev *d = (jds_dev *)state;
     if (!d || d->nrows != A->nrows || d->nnz != A->nnz)
         return spk_fail(ctx, SPK_ERR_ARG, "jds-cuda update: the layout does not match the matrix");
     spk_jds_fill_values(A, d->h_perm, d->h_jd_ptr, d->h_val);
-    return spk_cuda_upload_into(ctx, d->val, d->h_val, (size_t)d->nnz * sizeof(double),
-                                "JDS values (update)");
+    return d->val32 ? spk_cuda_upload_values_into(ctx, d->val32, d->h_val, d->h_val32,
+                                                  (size_t)d->nnz, 1, "JDS values (update)")
+                    : spk_cuda_upload_values_into(ctx, d->val, d->h_val, NULL, (size_t)d->nnz, 0,
+                                                  "JDS values (update)");
 }
 
 /* Sorted row k (original row perm[k]) puts its entry d at jd_ptr[d] + k (spk_jds_fill_values):
  * one thread per sorted row, so at each d consecutive threads store consecutive entries. A
  * row is walked by one thread, as the SpMV kernel walks it. */
+template <class V>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 jds_refill_kernel(int64_t nrows, const int32_t *__restrict__ perm,
                   const int64_t *__restrict__ jd_ptr, const int64_t *__restrict__ Ap,
-                  const double *__restrict__ Av, double *__restrict__ val)
+                  const double *__restrict__ Av, V *__restrict__ val)
 {
     for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < nrows;
          k += (int64_t)gridDim.x * blockDim.x) {
         const int64_t r = __ldg(&perm[k]), p0 = __ldg(&Ap[r]), len = __ldg(&Ap[r + 1]) - p0;
         for (int64_t d = 0; d < len; d++)
-            val[__ldg(&jd_ptr[d]) + k] = __ldg(&Av[p0 + d]);
+            val[__ldg(&jd_ptr[d]) + k] = (V)__ldg(&Av[p0 + d]);
     }
 }
 
@@ -169,10 +203,28 @@ static spk_status jds_update_device(spk_context *ctx, void *state, const spk_csr
         return st;
     if (!d_val || d->nrows == 0 || d->nnz == 0)        /* never launch a zero-size grid */
         return SPK_OK;
-    jds_refill_kernel<<<spk_cuda_grid(cs, d->nrows, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
-                        cs->stream>>>(d->nrows, d->perm, d->jd_ptr, d->d_rowptr, d_val, d->val);
+    const unsigned grid = spk_cuda_grid(cs, d->nrows, SPK_CUDA_BLOCK);
+    if (d->val32)
+        jds_refill_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(d->nrows, d->perm, d->jd_ptr,
+                                                                   d->d_rowptr, d_val, d->val32);
+    else
+        jds_refill_kernel<<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(d->nrows, d->perm, d->jd_ptr,
+                                                                   d->d_rowptr, d_val, d->val);
     return spk_cuda_launched(ctx, "jds_refill_kernel");
 }
+
+extern "C" const spk_spmv_backend spk_backend_jds32_cuda = {
+    .name = "jds32-cuda",
+    .format = SPK_FMT_JDS,
+    .device = SPK_DEVICE_CUDA,
+    .setup = jds32_setup,
+    .spmv = jds_spmv,
+    .destroy = jds_destroy,
+    .update = jds_update,
+    .spmv_dot = NULL,
+    .update_device = jds_update_device,
+    .fp32 = NULL,
+};
 
 extern "C" const spk_spmv_backend spk_backend_jds_cuda = {
     .name = "jds-cuda",
@@ -184,4 +236,5 @@ extern "C" const spk_spmv_backend spk_backend_jds_cuda = {
     .update = jds_update,
     .spmv_dot = NULL,                /* none; written out, as C++ warns of omitted fields */
     .update_device = jds_update_device,
+    .fp32 = &spk_backend_jds32_cuda,
 };

@@ -54,6 +54,23 @@ spk_status spk_cuda_yscale(spk_context *ctx, int64_t n, double beta, double *y)
     return spk_cuda_launched(ctx, "yscale_kernel");
 }
 
+__global__ void round_kernel(int64_t n, const double *__restrict__ src, float *__restrict__ dst)
+{
+    SPK_GRID_STRIDE(i, n)
+        dst[i] = (float)src[i];
+}
+
+spk_status spk_cuda_round_values(spk_context *ctx, int64_t n, const double *src, float *dst)
+{
+    spk_cuda_state *cs;
+    spk_status st = vec_begin(ctx, n, &cs, "round");
+    if (st || n == 0)
+        return st;
+    round_kernel<<<spk_cuda_grid(cs, n, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0, cs->stream>>>(
+        n, src, dst);
+    return spk_cuda_launched(ctx, "round_kernel");
+}
+
 __global__ void fill_kernel(int64_t n, double a, double *__restrict__ y)
 {
     SPK_GRID_STRIDE(i, n)
@@ -481,6 +498,7 @@ static const spk_vec_ops cuda_ops = {
     .put = spk_cuda_put,
     .steps = spk_cuda_steps,
     .graph_free = spk_cuda_graph_free,
+    .distributed = SPK_DIST_NONE,    /* a rank's composed table is made from this one */
 };
 
 extern "C" const spk_vec_ops *spk_vec_ops_cuda(void) { return &cuda_ops; }

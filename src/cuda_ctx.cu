@@ -138,6 +138,36 @@ spk_status spk_cuda_upload_into(spk_context *ctx, void *d, const void *host, siz
                     what);
 }
 
+spk_status spk_cuda_upload_values(spk_context *ctx, void **d, const double *host, size_t n,
+                                  int fp32, const char *what)
+{
+    *d = NULL;
+    if (!fp32)
+        return spk_cuda_upload_new(ctx, d, host, n * sizeof(double), what);
+    if (n == 0)
+        return SPK_OK;
+    float *h = (float *)spk_malloc(ctx, n, sizeof *h);
+    if (!h)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "%s in fp32: out of host memory (%zu bytes)", what,
+                        n * sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = (float)host[i];
+    /* pageable memory: the driver has staged the copy when cudaMemcpyAsync returns */
+    spk_status st = spk_cuda_upload_new(ctx, d, (const void *)h, n * sizeof *h, what);
+    spk_free(h);
+    return st;
+}
+
+spk_status spk_cuda_upload_values_into(spk_context *ctx, void *d, const double *host,
+                                       float *stage, size_t n, int fp32, const char *what)
+{
+    if (!fp32)
+        return spk_cuda_upload_into(ctx, d, host, n * sizeof(double), what);
+    for (size_t i = 0; i < n; i++)
+        stage[i] = (float)host[i];
+    return spk_cuda_upload_into(ctx, d, stage, n * sizeof *stage, what);
+}
+
 spk_status spk_cuda_download_bytes(spk_context *ctx, void *host, const void *dev, size_t bytes)
 {
     if (bytes == 0)

@@ -148,10 +148,6 @@ static spk_status check_setup(spk_context *ctx, const char *fn, const spk_matrix
     if ((unsigned)opt->precision > SPK_PRECISION_MIXED)
         return spk_fail(ctx, SPK_ERR_ARG, "%s: precision = %d: double or mixed", fn,
                         (int)opt->precision);
-    if (opt->precision == SPK_PRECISION_MIXED && ctx->device != SPK_DEVICE_CPU)
-        return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "%s: mixed precision runs on the CPU backend "
-                        "so far (this context is on the %s): use precision double, or a CPU "
-                        "context", fn, spk_device_str(ctx->device));
     if (opt->precond == SPK_PRECOND_USER && (!opt->precond_user || !opt->precond_user->apply))
         return spk_fail(ctx, SPK_ERR_ARG, "%s: SPK_PRECOND_USER needs spk_options.precond_user "
                         "with an apply callback", fn);
@@ -338,9 +334,9 @@ static spk_status solver_refresh(spk_solver *S)
      * GPU keeps the scale it had: a power of two stays exact, only its range may narrow) */
     if (!S->M->host_stale)
         S->a_scale = matrix_scale(spk_matrix_info_of(S->M), &S->a_fits);
-    /* mixed: the fp32 copy of the matrix the method runs on (a CPU context: its host values
-     * are current) */
-    if (S->opt.precision == SPK_PRECISION_MIXED)
+    /* mixed: the fp32 copy of the matrix the method runs on, checked and rounded from the
+     * host values (an update made on the GPU is downloaded for it, into A's own array) */
+    if (S->opt.precision == SPK_PRECISION_MIXED && !(st = spk_matrix_host_values(S->ctx, S->M)))
         st = spk_mixed_prepare(S->ctx, &S->mix, &S->M->csr, S->a_scale);
     if (st)
         return st;
