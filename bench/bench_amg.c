@@ -5,11 +5,15 @@
  * (warm: the second of two solves, so that no first-use cost is in it), the iterations and
  * the time to solution (setup + solve).
  *
- *   bench_amg [--device cpu|gpu|auto] [--rtol X] [--json FILE] SPEC[@rbm][@bN][@chebK]...
+ *   bench_amg [--device cpu|gpu|auto] [--rtol X] [--json FILE]
+ *             SPEC[@rbm][@bN][@chebK][@fp32][@mixed]...
  *
  * SPEC is a generator spec or a Matrix Market file; SPEC@rbm gives AMG the generator's node
  * coordinates (spk_generate_coords: the rigid-body modes, lame3d), @bN a block size N, @chebK
- * Chebyshev smoothing of degree K instead of damped Jacobi.
+ * Chebyshev smoothing of degree K instead of damped Jacobi, @fp32 the V-cycle's matrices in
+ * fp32 values inside the fp64 solve (spk_amg_options.fp32), @mixed both solves in mixed
+ * precision (spk_options.precision; AMG's cycle then takes fp32 values too). The same SPEC
+ * with and without a suffix, in one run, measures what it changes.
  * b = A x with x uniform in [0, 1) (seeded): a right-hand side with every frequency, unlike
  * A * ones, which lies in smoothed aggregation's coarse space (one V-cycle solves it).
  * A table on stdout, and one JSON object per case in FILE. Exit 0, or 1 when a solve failed
@@ -32,7 +36,7 @@ int main(int argc, char **argv)
             json_path = argv[++first];
         else {
             fprintf(stderr, "usage: bench_amg [--device cpu|gpu|auto] [--rtol X] [--json FILE] "
-                            "SPEC[@rbm][@bN][@chebK]...\n");
+                            "SPEC[@rbm][@bN][@chebK][@fp32][@mixed]...\n");
             return 2;
         }
     }
@@ -51,11 +55,15 @@ int main(int argc, char **argv)
         char spec[256];
         snprintf(spec, sizeof spec, "%s", argv[c]);
         /* SPEC@rbm, @bN (block size N), @chebK (Chebyshev smoothing of degree K), combinable */
-        int rbm = 0, bs = 0, cheb = 0;
+        int rbm = 0, bs = 0, cheb = 0, fp32 = 0, mixed = 0;
         for (char *at = strchr(spec, '@'); at; at = strchr(at + 1, '@')) {
             *at = '\0';
             if (!strncmp(at + 1, "rbm", 3))
                 rbm = 1;
+            else if (!strncmp(at + 1, "fp32", 4))
+                fp32 = 1;
+            else if (!strncmp(at + 1, "mixed", 5))
+                mixed = 1;
             else if (!strncmp(at + 1, "cheb", 4))
                 cheb = atoi(at + 5);
             else if (at[1] == 'b')
@@ -87,6 +95,9 @@ int main(int argc, char **argv)
             }
         }
         opt.amg.block_size = bs;
+        opt.amg.fp32 = fp32;
+        if (mixed)
+            opt.precision = SPK_PRECISION_MIXED;
         if (cheb > 0) {
             opt.amg.smoother = SPK_AMG_CHEBYSHEV;
             opt.amg.degree = cheb;

@@ -32,12 +32,15 @@
  * cores, most of it generating the matrices and converting formats on the host.
  *
  *   bench_spmv [--inputs DIR] [--out FILE.json|FILE.csv]... [--reps 50] [--warmup 10]
- *              [--copy-mb 2048] [--timeout 120] [--probe] [--self-test] [MATRIX ...]
+ *              [--copy-mb 2048] [--timeout 120] [--fp32] [--probe] [--self-test] [MATRIX ...]
  *
  * --self-test runs, without a GPU, what can be checked on the host: the sliced ELL layout given
  * to cuSPARSE (its host SpMV against the reference) and the writers on made-up timings.
  * MATRIX: a generator spec or a .mtx path. Without any, the five default generator matrices;
- * --inputs adds every square real coordinate .mtx of DIR. Exit codes: bench_util.h. */
+ * --inputs adds every square real coordinate .mtx of DIR. --fp32 adds each spk format's fp32
+ * twin (spk_spmv_backend.fp32, the operator of mixed precision) after its fp64 row, checked to
+ * MAX_REL_ERR_FP32, and a line per format with the two times; the choices and ratios above
+ * stay the fp64 rows'. Exit codes: bench_util.h. */
 #include "bench_util.h"
 
 #include <dirent.h>
@@ -48,6 +51,9 @@
 #define DEFAULT_COPY_MB 2048
 #define DEFAULT_TIMEOUT 120          /* seconds per matrix before the watchdog ends the run */
 #define MAX_REL_ERR 1e-12
+/* An fp32 twin's products differ from the fp64 ones by the rounding of each a_ij (2^-24
+ * relative): |y - y_ref| <= 2^-24 sum |a_ij x_j|, a few times 1e-7 of max |y| here. */
+#define MAX_REL_ERR_FP32 1e-6
 #define SELL_SLICE 32                /* rows per slice: one warp                               */
 #define X_SEED 20261129u
 
@@ -70,7 +76,7 @@ static const char *const cusp_names[] = {"csr-default", "csr-alg2", "coo-alg1", 
 typedef enum { ROW_OK, ROW_REFUSED, ROW_SKIPPED, ROW_ERROR } row_state;
 
 typedef struct row {
-    const char *impl;                /* "spk" or "cusparse"                                     */
+    const char *impl;                /* "spk", "spk-fp32" (an fp32 twin, --fp32) or "cusparse"  */
     char        fmt[32];
     row_state   state;
     char        note[320];           /* why refused, skipped or failed; preprocess notes       */
@@ -86,7 +92,7 @@ typedef struct mresult {
     double   ell_bytes;              /* what spk's CUDA ELL moves: rows x width slots of 10 bytes
                                       * (int16 offsets; 12 where a column is 32768 or more from
                                       * its row), x and y once                                  */
-    row      rows[N_SPK + N_CUSP];
+    row      rows[2 * N_SPK + N_CUSP];
     int      nrows_out;
     spk_format auto_fmt;
     spk_matrix_info info;            /* the row-length statistics the choice was made from      */
@@ -102,6 +108,7 @@ typedef struct bench {
     cusparseHandle_t   sp;
     const spk_vec_ops *ops;
     int                reps, warmup;
+    int                fp32;         /* --fp32: each spk format's fp32 twin beside it           */
     double             copy_gbs;
     unsigned           timeout;
     int                failures;
@@ -151,7 +158,8 @@ static void row_error(bench *B, row *r, const char *what, const char *msg)
 /* Fill y with NaN, run one SpMV, bring y back and compare it with the reference. launch()
  * returns 1 on success, else 0 with the reason in err. Returns 0 when the call failed. */
 template <class F>
-static int check_result(bench *B, mrun *R, row *r, const char *what, const char *err, F launch)
+static int check_result(bench *B, mrun *R, row *r, const char *what, const char *err, F launch,
+                        double tol = MAX_REL_ERR)
 {
     bench_spk(B->ctx, B->ops->fill(B->ctx, R->A->nrows, NAN, R->d_y), "fill y with NaN");
     if (!launch()) {
@@ -160,25 +168,29 @@ static int check_result(bench *B, mrun *R, row *r, const char *what, const char 
     }
     bench_spk(B->ctx, B->ops->download(B->ctx, R->A->nrows, R->d_y, R->y), "download of y");
     r->err = rel_err(R->y, R->yref, R->A->nrows, R->yref_max);
-    if (!(r->err <= MAX_REL_ERR)) {
+    if (!(r->err <= tol)) {
         r->fail = 1;
         B->failures++;
         printf("FAIL %s: relative error %.3e > %.0e against spk_csr_spmv_ref\n", what, r->err,
-               MAX_REL_ERR);
+               tol);
     }
     return 1;
 }
 
 /* ---- spk formats --------------------------------------------------------------------------- */
 
-static void run_spk(bench *B, mrun *R, const char *mname, spk_format fmt, row *r)
+/* fp32: the format's fp32 twin (spk_spmv_backend.fp32) instead of its fp64 row. */
+static void run_spk(bench *B, mrun *R, const char *mname, spk_format fmt, int fp32, row *r)
 {
     const spk_spmv_backend *be = spk_backend_find(fmt, SPK_DEVICE_CUDA);
-    r->impl = "spk";
+    if (be && fp32)
+        be = be->fp32;
+    r->impl = fp32 ? "spk-fp32" : "spk";
     snprintf(r->fmt, sizeof r->fmt, "%s", spk_format_str(fmt));
     if (!be) {
         r->state = ROW_SKIPPED;
-        snprintf(r->note, sizeof r->note, "no cuda backend for %s", spk_format_str(fmt));
+        snprintf(r->note, sizeof r->note, "no cuda %sbackend for %s", fp32 ? "fp32 " : "",
+                 spk_format_str(fmt));
         return;
     }
     bench_watchdog(B->timeout, "%s: spk %s", mname, be->name);
@@ -206,7 +218,7 @@ static void run_spk(bench *B, mrun *R, const char *mname, spk_format fmt, row *r
             snprintf(err, sizeof err, "spmv: %s: %s", spk_status_str(s), spk_last_error(B->ctx));
         return s == SPK_OK;
     };
-    if (check_result(B, R, r, what, err, call)) {
+    if (check_result(B, R, r, what, err, call, fp32 ? MAX_REL_ERR_FP32 : MAX_REL_ERR)) {
         r->us = bench_time_us(B->stream, B->warmup, B->reps, [&]() {
             if (!call())
                 bench_die(BENCH_EXIT_SYSTEM, "%s: %s", what, err);
@@ -501,8 +513,11 @@ static void run_matrix(bench *B, const char *spec, mresult *out)
     bench_spk(B->ctx, B->ops->upload(B->ctx, A->ncols, R.x, R.d_x), "upload of x");
 
     int k = 0;
-    for (size_t f = 0; f < N_SPK; f++)
-        run_spk(B, &R, out->name, spk_formats[f], &out->rows[k++]);
+    for (size_t f = 0; f < N_SPK; f++) {
+        run_spk(B, &R, out->name, spk_formats[f], 0, &out->rows[k++]);
+        if (B->fp32)
+            run_spk(B, &R, out->name, spk_formats[f], 1, &out->rows[k++]);
+    }
     for (int c = 0; c < N_CUSP; c++)
         run_cusparse(B, &R, out->name, (cusp_kind)c, &out->rows[k++]);
     out->nrows_out = k;
@@ -513,7 +528,7 @@ static void run_matrix(bench *B, const char *spec, mresult *out)
     out->auto_us = out->best_spk_us = out->best_cusp_us = out->csr_default_us = INFINITY;
     for (int i = 0; i < k; i++) {
         const row *r = &out->rows[i];
-        if (r->state != ROW_OK)
+        if (r->state != ROW_OK || !strcmp(r->impl, "spk-fp32"))   /* the choices are fp64's */
             continue;
         int spk = strcmp(r->impl, "spk") == 0;
         if (spk && r->us < out->best_spk_us) {
@@ -572,6 +587,13 @@ static void print_matrix(const bench *B, const mresult *m)
                r->us, gbs, 100.0 * gbs / B->copy_gbs, r->setup_ms, 1e3 * r->setup_ms / r->us,
                m->best_cusp_us / r->us, r->err, r->fail ? "  FAIL" : "", r->note[0] ? "  " : "",
                r->note);
+    }
+    for (int i = 0; i + 1 < m->nrows_out; i++) {          /* --fp32: each twin after its row */
+        const row *a = &m->rows[i], *t = &m->rows[i + 1];
+        if (!strcmp(a->impl, "spk") && !strcmp(t->impl, "spk-fp32") && a->state == ROW_OK &&
+            t->state == ROW_OK)
+            printf("fp32 %-5s %8.1f us against fp64 %8.1f us: %.2fx\n", a->fmt, t->us, a->us,
+                   a->us / t->us);
     }
     if (!isfinite(m->auto_us)) {
         printf("auto: %s (%s): that format did not run here\n", spk_format_str(m->auto_fmt),
@@ -905,9 +927,10 @@ static int self_test(const char *const *specs, int nspec, const char *const *out
 
 static const char usage[] =
     "usage: bench_spmv [--inputs DIR] [--out FILE.json|FILE.csv]... [--reps N] [--warmup N]\n"
-    "                  [--copy-mb MB] [--timeout S] [--probe] [MATRIX ...]\n"
+    "                  [--copy-mb MB] [--timeout S] [--fp32] [--probe] [MATRIX ...]\n"
     "MATRIX: a generator spec (poisson3d:150 ...) or a .mtx file. Without any: the issue's\n"
     "five generator matrices. --inputs adds every square real coordinate .mtx of DIR.\n"
+    "--fp32: each spk format's fp32 twin beside it (mixed precision's operator).\n"
     "--probe: print the GPU and exit (0, or 77 without a usable GPU).\n"
     "--self-test: host-only checks (SELL layout, writers on made-up timings), no GPU.\n";
 
@@ -936,6 +959,8 @@ int main(int argc, char **argv)
             probe = 1;
         } else if (!strcmp(a, "--self-test")) {
             selftest = 1;
+        } else if (!strcmp(a, "--fp32")) {
+            B.fp32 = 1;
         } else if (!strcmp(a, "--inputs") && v) {
             inputs = v;
             i++;

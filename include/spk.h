@@ -406,6 +406,13 @@ typedef struct spk_amg_options {
      * 1 builds the whole hierarchy again (new strength, aggregates and T from the new values,
      * with the near-null space given at setup): for values that change what is strong */
     int           rebuild;
+    /* the V-cycle's matrix values (every level's A, P and R, and the coarsest level's dense
+     * inverse): 1 fp32 (half the bytes of each value; products and sums stay fp64, and the
+     * cycle stays a fixed symmetric operator, so CG keeps its fp64 answer and about its
+     * iteration count), -1 fp64, 0 (default) fp32 when spk_options.precision is MIXED, fp64
+     * otherwise. A matrix whose values leave fp32's range, or whose format has no fp32
+     * kernel on the device, keeps fp64 (spk_solver_precond_describe says so) */
+    int           fp32;
 } spk_amg_options;
 
 /* The incomplete factorizations (SPK_PRECOND_ILU0, IC0, ILUT). Their triangular solves run

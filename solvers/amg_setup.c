@@ -36,6 +36,9 @@ static spk_status check_options(spk_context *ctx, int64_t n, const spk_amg_optio
         return spk_fail(ctx, SPK_ERR_ARG, "AMG: theta = %g must be in [0, 1]", o->theta);
     if (o->max_levels > maxl)
         return spk_fail(ctx, SPK_ERR_ARG, "AMG: max_levels = %d, at most %d", o->max_levels, maxl);
+    if (o->fp32 < -1 || o->fp32 > 1)
+        return spk_fail(ctx, SPK_ERR_ARG, "AMG: fp32 = %d: 1 (fp32 values), -1 (fp64) or 0 "
+                        "(as the solve's precision)", o->fp32);
     if (o->smoother != SPK_AMG_JACOBI && o->smoother != SPK_AMG_CHEBYSHEV)
         return spk_fail(ctx, SPK_ERR_ARG, "AMG: unknown smoother %d", (int)o->smoother);
     if (o->degree > 10 || o->sweeps > 100)

@@ -10,7 +10,7 @@
 static spk_status residual(const spk_cheby *c, const double *b, const double *x, double *r)
 {
     spk_status st = c->ops->copy(c->ctx, c->n, b, r);
-    return st ? st : c->A->be->spmv(c->ctx, c->A->state, -1.0, x, 1.0, r);
+    return st ? st : c->be->spmv(c->ctx, c->state, -1.0, x, 1.0, r);
 }
 
 spk_status spk_cheby_sweep(const spk_cheby *c, const double *b, double *x, int zero_x)

@@ -15,7 +15,10 @@ extern "C" {
 typedef struct spk_cheby {
     spk_context       *ctx;
     const spk_vec_ops *ops;
-    const spk_matrix  *A;          /* prepared on ctx: its SpMV through A->be              */
+    /* the operator's SpMV: a prepared matrix's row and state, or its fp32 twin's (AMG's
+     * fp32 levels) */
+    const spk_spmv_backend *be;
+    const void        *state;
     int64_t            n;
     const double      *dinv;       /* D^-1, n doubles                                       */
     double             lmin, lmax; /* the interval the polynomial is built on, 0 < lmin     */

@@ -12,11 +12,20 @@
  * with S the smoother: damped Jacobi x += omega D^-1 (b - A x), omega = 4 / (3 rho(D^-1 A)),
  * or Chebyshev of the given degree in D^-1 A on [rho / 30, 1.1 rho] (Saad, Iterative Methods,
  * 2nd ed., alg. 12.1; solvers/cheby.c, shared with the Chebyshev preconditioner). The same
- * smoothing before and after makes M symmetric, as CG needs. */
+ * smoothing before and after makes M symmetric, as CG needs.
+ *
+ * With fp32 values (spk_amg_options.fp32) every level matrix also gets its format's fp32
+ * twin (spk_spmv_backend.fp32), made from the same host CSR, and the cycle runs on the
+ * twins: half the bytes of each value, the products summed in fp64. Rounding each entry of
+ * A_l, P and R = P^T to float keeps A_l symmetric and R the transpose of P, so the cycle is
+ * still a fixed symmetric operator (AMGCL's fp32 preconditioner inside an fp64 solve). Level
+ * 0's twin is a copy of the solver's A of its own (its indices again, 4 bytes per value). */
 #include "amg.h"
 #include "cheby.h"
 #include "precond.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +42,7 @@
 typedef struct amg_level_dev {
     spk_matrix *A;                 /* level 0: the solver's A (not owned)                   */
     spk_matrix *P, *R;             /* to the next level; NULL on the coarsest               */
+    void       *A32, *P32, *R32;   /* their fp32 twins' states (be->fp32), or NULL: fp64    */
     double     *wdinv;             /* Jacobi: omega D^-1; Chebyshev: D^-1 (device)         */
     double     *x, *b, *r, *d;     /* device vectors (level 0: x and b are the apply's)    */
     int64_t     n;
@@ -45,16 +55,21 @@ typedef struct pc_amg {
     spk_amg_hier       H;
     amg_level_dev      lev[32];
     spk_matrix        *Cinv;       /* the coarsest level's inverse, dense, as a CSR matrix  */
+    void              *Cinv32;     /* its fp32 twin, or NULL                                */
+    int                fp32;       /* the cycle asked for fp32 values                       */
+    int                n32, nmat;  /* matrices that have a twin, of the cycle's matrices    */
     double            *host;       /* n_0 doubles: staging of the diagonals                 */
     double             setup_s;    /* the whole setup: hierarchy, matrices, uploads         */
     double             host_s;     /* its share on the host                                 */
     const char        *b_source;   /* what the near-null space is, for describe            */
 } pc_amg;
 
-static spk_status spmv(pc_amg *M, spk_matrix *A, double alpha, const double *x, double beta,
-                       double *y)
+/* y = alpha A x + beta y with A's fp32 twin (state s32) where it has one, else A itself. */
+static spk_status spmv(pc_amg *M, const spk_matrix *A, const void *s32, double alpha,
+                       const double *x, double beta, double *y)
 {
-    return A->be->spmv(M->ctx, A->state, alpha, x, beta, y);
+    return s32 ? A->be->fp32->spmv(M->ctx, s32, alpha, x, beta, y)
+               : A->be->spmv(M->ctx, A->state, alpha, x, beta, y);
 }
 
 /* r = b - A x */
@@ -62,7 +77,7 @@ static spk_status residual(pc_amg *M, amg_level_dev *L, const double *b, const d
                            double *r)
 {
     spk_status st = M->ops->copy(M->ctx, L->n, b, r);
-    return st ? st : spmv(M, L->A, -1.0, x, 1.0, r);
+    return st ? st : spmv(M, L->A, L->A32, -1.0, x, 1.0, r);
 }
 
 static spk_status smooth_jacobi(pc_amg *M, amg_level_dev *L, const double *b, double *x,
@@ -86,7 +101,8 @@ static spk_status smooth_chebyshev(pc_amg *M, amg_level_dev *L, const double *b,
     const spk_cheby c = {
         .ctx = M->ctx,
         .ops = M->ops,
-        .A = L->A,
+        .be = L->A32 ? L->A->be->fp32 : L->A->be,
+        .state = L->A32 ? L->A32 : L->A->state,
         .n = L->n,
         .dinv = L->wdinv,
         .lmin = L->lmin,
@@ -111,12 +127,12 @@ static spk_status vcycle(pc_amg *M, int l, const double *b, double *x)
 {
     amg_level_dev *L = &M->lev[l];
     if (l == M->H.nlevels - 1)
-        return spmv(M, M->Cinv, 1.0, b, 0.0, x);
+        return spmv(M, M->Cinv, M->Cinv32, 1.0, b, 0.0, x);
     amg_level_dev *C = &M->lev[l + 1];
     spk_status st;
     if ((st = smooth(M, L, b, x, 1)) || (st = residual(M, L, b, x, L->r)) ||
-        (st = spmv(M, L->R, 1.0, L->r, 0.0, C->b)) || (st = vcycle(M, l + 1, C->b, C->x)) ||
-        (st = spmv(M, L->P, 1.0, C->x, 1.0, x)))
+        (st = spmv(M, L->R, L->R32, 1.0, L->r, 0.0, C->b)) ||
+        (st = vcycle(M, l + 1, C->b, C->x)) || (st = spmv(M, L->P, L->P32, 1.0, C->x, 1.0, x)))
         return st;
     return smooth(M, L, b, x, 0);
 }
@@ -143,6 +159,90 @@ static spk_status upload_diagonals(pc_amg *M)
     return st;
 }
 
+/* ---- the fp32 twins --------------------------------------------------------------------- */
+
+/* Every value of c holds in fp32 to its relative precision: no |a| above FLT_MAX (it would be
+ * Inf), no nonzero below FLT_MIN (subnormal or zero). */
+static int fits_fp32(const spk_csr *c)
+{
+    for (int64_t p = 0; p < c->nnz; p++) {
+        const double a = fabs(c->val[p]);
+        if (a > FLT_MAX || (a != 0.0 && a < FLT_MIN))
+            return 0;
+    }
+    return 1;
+}
+
+/* D's twin from c (D's host CSR), or none (*s32 NULL) where D's format has no fp32 kernel on
+ * this device or c's values leave fp32's range. */
+static spk_status twin_make(pc_amg *M, const spk_matrix *D, const spk_csr *c, void **s32)
+{
+    *s32 = NULL;
+    M->nmat++;
+    if (!D->be->fp32 || !fits_fp32(c))
+        return SPK_OK;
+    spk_status st = D->be->fp32->setup(M->ctx, c, s32);
+    M->n32 += !st;
+    return st;
+}
+
+static spk_status twin_update(pc_amg *M, const spk_matrix *D, void *s32, const spk_csr *c)
+{
+    return s32 ? D->be->fp32->update(M->ctx, s32, c) : SPK_OK;
+}
+
+static void twin_free(const spk_matrix *D, void **s32)
+{
+    if (*s32)
+        D->be->fp32->destroy(*s32);
+    *s32 = NULL;
+}
+
+/* The twins of every matrix of the cycle (setup) or their new values (refresh). A value
+ * update that leaves fp32's range is refused: the twin would be wrong, and dropping it
+ * would change what the cycle is between two solves. */
+static spk_status twins(pc_amg *M, spk_matrix *A, int refresh)
+{
+    const spk_amg_hier *H = &M->H;
+    spk_status st = SPK_OK;
+    if (!refresh)
+        M->n32 = M->nmat = 0;
+    for (int l = 0; l < H->nlevels && !st; l++) {
+        amg_level_dev *L = &M->lev[l];
+        const spk_csr *a = l == 0 ? &A->csr : &H->lev[l].A;
+        const int last = l == H->nlevels - 1;
+        if (refresh) {
+            const spk_csr *c[3] = {a, last ? NULL : &H->lev[l].P, last ? NULL : &H->lev[l].R};
+            void *s[3] = {L->A32, L->P32, L->R32};
+            for (int k = 0; k < 3 && !st; k++)
+                if (s[k] && !fits_fp32(c[k]))
+                    st = spk_fail(M->ctx, SPK_ERR_ARG, "AMG refresh: level %d's new values "
+                                  "leave fp32's range, which its fp32 values need (spk_amg_"
+                                  "options.fp32 = -1 keeps fp64)", l);
+            if (!st && !(st = twin_update(M, L->A, L->A32, a)) && !last &&
+                !(st = twin_update(M, L->P, L->P32, &H->lev[l].P)))
+                st = twin_update(M, L->R, L->R32, &H->lev[l].R);
+            continue;
+        }
+        if (last) {
+            /* the coarsest level's A is never applied: its dense inverse is */
+            continue;
+        }
+        if (!(st = twin_make(M, L->A, a, &L->A32)) &&
+            !(st = twin_make(M, L->P, &H->lev[l].P, &L->P32)))
+            st = twin_make(M, L->R, &H->lev[l].R, &L->R32);
+    }
+    if (st)
+        return st;
+    if (refresh) {
+        if (M->Cinv32 && !fits_fp32(&H->Cinv))
+            return spk_fail(M->ctx, SPK_ERR_ARG, "AMG refresh: the coarse inverse's new values "
+                            "leave fp32's range (spk_amg_options.fp32 = -1 keeps fp64)");
+        return twin_update(M, M->Cinv, M->Cinv32, &H->Cinv);
+    }
+    return twin_make(M, M->Cinv, &H->Cinv, &M->Cinv32);
+}
+
 static void amg_destroy(void *state)
 {
     pc_amg *M = state;
@@ -150,6 +250,12 @@ static void amg_destroy(void *state)
         return;
     for (int l = 0; l < (int)(sizeof M->lev / sizeof M->lev[0]); l++) {
         amg_level_dev *L = &M->lev[l];
+        if (L->A)
+            twin_free(L->A, &L->A32);
+        if (L->P)
+            twin_free(L->P, &L->P32);
+        if (L->R)
+            twin_free(L->R, &L->R32);
         if (l > 0) {
             spk_matrix_destroy(L->A);
             M->ops->free(M->ctx, L->x);
@@ -161,6 +267,8 @@ static void amg_destroy(void *state)
         M->ops->free(M->ctx, L->r);
         M->ops->free(M->ctx, L->d);
     }
+    if (M->Cinv)
+        twin_free(M->Cinv, &M->Cinv32);
     spk_matrix_destroy(M->Cinv);
     spk_amg_free(&M->H);
     spk_free(M->host);
@@ -215,6 +323,11 @@ static spk_status amg_setup(spk_context *ctx, spk_matrix *A, const spk_options *
     }
     if (!st)
         st = device_matrix(M, &M->H.Cinv, &M->Cinv);
+    /* fp32 values: resolved here once, and kept in the hierarchy's options for a rebuild */
+    M->fp32 = opt->amg.fp32 > 0 || (opt->amg.fp32 == 0 && opt->precision == SPK_PRECISION_MIXED);
+    M->H.opt.fp32 = M->fp32 ? 1 : -1;
+    if (!st && M->fp32)
+        st = twins(M, A, 0);
     if (!st)
         st = upload_diagonals(M);
     if (!st)
@@ -276,6 +389,8 @@ static spk_status amg_refresh(void *state, spk_matrix *A)
     }
     if (!st)
         st = update(M, M->Cinv, &M->H.Cinv);
+    if (!st && M->fp32)
+        st = twins(M, A, 1);
     if (!st)
         st = upload_diagonals(M);
     M->setup_s = spk_now() - t0;
@@ -357,7 +472,15 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
     PUT("  coarsest: dense inverse (LU, partial pivoting) of order %lld, %s, %.1f MB\n",
         (long long)H->nc, M->Cinv->be ? spk_format_str(M->Cinv->be->format) : "-",
         matrix_bytes(M->Cinv) / 1e6);
-    PUT("  device memory beyond the solver's own A: %.1f MB\n", total / 1e6);
+    if (M->fp32)
+        PUT("  values: fp32 in the cycle for %d of its %d matrices (products in fp64)%s\n",
+            M->n32, M->nmat, M->n32 < M->nmat ? "; the others keep fp64 (no fp32 kernel for "
+            "their format here, or values outside fp32's range)" : "");
+    else
+        PUT("  values: fp64\n");
+    PUT("  device memory beyond the solver's own A: %.1f MB%s\n", total / 1e6,
+        M->n32 > 0 ? " (with the fp32 twins' own copies beside: about 8 bytes an entry more in "
+        "CSR)" : "");
     PUT("  setup %.3f s (hierarchy on the host %.3f s)", M->setup_s, M->host_s);
 #undef PUT
     return used;
@@ -393,9 +516,9 @@ spk_status spk_amg_time_parts(void *state, const double *r, double *z, int reps,
         amg_level_dev *L = &M->lev[l], *C = &M->lev[l + 1];
         const double *b = l == 0 ? r : L->b;
         double *x = l == 0 ? z : L->x;
-        TIME_PART(M, reps, t->spmv_a[l], spmv(M, L->A, -1.0, x, 1.0, L->r));
-        TIME_PART(M, reps, t->spmv_r[l], spmv(M, L->R, 1.0, L->r, 0.0, C->b));
-        TIME_PART(M, reps, t->spmv_p[l], spmv(M, L->P, 1.0, C->x, 1.0, x));
+        TIME_PART(M, reps, t->spmv_a[l], spmv(M, L->A, L->A32, -1.0, x, 1.0, L->r));
+        TIME_PART(M, reps, t->spmv_r[l], spmv(M, L->R, L->R32, 1.0, L->r, 0.0, C->b));
+        TIME_PART(M, reps, t->spmv_p[l], spmv(M, L->P, L->P32, 1.0, C->x, 1.0, x));
         /* SpMVs with A a cycle: the residual before restriction, and the smoothers' (from
          * zero the first Jacobi sweep needs none; a Chebyshev sweep of degree d needs d, the
          * one from zero d - 1) */
@@ -410,7 +533,7 @@ spk_status spk_amg_time_parts(void *state, const double *r, double *z, int reps,
     amg_level_dev *Lc = &M->lev[M->H.nlevels - 1];
     const double *bc = M->H.nlevels == 1 ? r : Lc->b;
     double *xc = M->H.nlevels == 1 ? z : Lc->x;
-    TIME_PART(M, reps, t->coarse, spmv(M, M->Cinv, 1.0, bc, 0.0, xc));
+    TIME_PART(M, reps, t->coarse, spmv(M, M->Cinv, M->Cinv32, 1.0, bc, 0.0, xc));
     return SPK_OK;
 }
 

@@ -94,7 +94,8 @@ static spk_status cheby_setup(spk_context *ctx, spk_matrix *A, const spk_options
     spk_cheby *c = &P->c;
     c->ctx = ctx;
     c->ops = spk_vec_ops_for(ctx->device);
-    c->A = A;
+    c->be = A->be;
+    c->state = A->state;
     c->n = n;
     c->degree = degree;
     P->require_positive = opt->method == SPK_METHOD_CG;

@@ -130,6 +130,9 @@ static const char usage_text[] =
     "  --amg-degree K      Chebyshev degree (default 2)\n"
     "  --amg-max-coarse N  rows of the coarsest level, solved directly (default 500)\n"
     "  --amg-max-levels L  levels at most (default 10)\n"
+    "  --amg-values V      fp32|fp64|auto: the V-cycle's matrix values; fp32 halves their\n"
+    "                      bytes (products in fp64, the answer still fp64); auto (default):\n"
+    "                      fp32 with --precision mixed, fp64 otherwise\n"
     "  --ilu-trisolve T    ilu0, ic0, ilut: exact|jacobi|auto: the triangular solves exactly\n"
     "                      (the CPU's row loops, cuSPARSE SpSV on the GPU) or by a fixed\n"
     "                      number of Jacobi sweeps (SpMVs only); auto (default): exact, but\n"
@@ -451,6 +454,16 @@ static void parse_args(int argc, char **argv, cli *c)
                 c->opt.amg.smoother = SPK_AMG_CHEBYSHEV;
             else
                 die_usage("--amg-smoother expects jacobi|chebyshev, got '%s'", v);
+        } else if (!strcmp(a, "--amg-values")) {
+            const char *v = need_arg(argc, argv, &i);
+            if (!strcmp(v, "fp32"))
+                c->opt.amg.fp32 = 1;
+            else if (!strcmp(v, "fp64"))
+                c->opt.amg.fp32 = -1;
+            else if (!strcmp(v, "auto"))
+                c->opt.amg.fp32 = 0;
+            else
+                die_usage("--amg-values expects fp32|fp64|auto, got '%s'", v);
         } else if (!strcmp(a, "--amg-sweeps")) {
             c->opt.amg.sweeps = (int)parse_int(a, need_arg(argc, argv, &i), 1, 100);
         } else if (!strcmp(a, "--amg-degree")) {
