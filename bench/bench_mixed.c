@@ -1,12 +1,13 @@
-/* bench/bench_mixed.c -- mixed precision on the CPU (docs/solvers.md, "Mixed precision"):
- * (1) the SpMV of csr32-cpu (fp32 values, 8 bytes a nonzero) against csr-cpu (fp64, 12 bytes),
- * the median of ROUNDS calls each, alternating, with 64 MB read before every call so that
- * the matrix comes from memory as in a Krylov iteration; (2) CG + Jacobi to rtol 1e-8 from the
- * same b = A x (bench_case.h), in double (CSR, and the format auto picks) and in mixed (A in
- * CSR for the fp64 residual), the median of SOLVES solves after a first one, with the
- * iterations, the
- * refinement steps and the true residuals ||b - A x|| / ||b|| side by side. Threads: OpenMP's
- * default (OMP_NUM_THREADS).
+/* bench/bench_mixed.c -- mixed precision on the CPU (docs/solvers.md, "Mixed precision"), on
+ * CSR and on the format auto picks (DIA on a stencil): (1) the SpMV of each of those CPU rows
+ * against its fp32 twin (spk_spmv_backend.fp32: csr-cpu 12 bytes a nonzero against
+ * csr32-cpu's 8, dia-cpu 8 bytes a slot against dia32-cpu's 4), the median of ROUNDS calls
+ * each, alternating, with 64 MB read before every call so that the matrix comes from memory
+ * as in a Krylov iteration; (2) CG + Jacobi to rtol 1e-8 from the same b = A x
+ * (bench_case.h), in double and in mixed (the inner solves on the twin of A's row, the fp64
+ * residual on the row itself) in each of the two formats, the median of SOLVES solves after
+ * a first one, with the iterations, the refinement steps and the true residuals
+ * ||b - A x|| / ||b|| side by side. Threads: OpenMP's default (OMP_NUM_THREADS).
  *
  *   bench_mixed [A ...]      default: poisson3d:64 poisson3d:100 inputs/bcsstk13.mtx */
 #include "spk_internal.h"
@@ -39,18 +40,21 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median seconds of csr-cpu (t[0]) and csr32-cpu (t[1]) on A's CSR. */
-static int spmv_times(spk_context *ctx, const spk_csr *A, double t[2])
+/* Median seconds of the row `row` (t[0]) and of its fp32 twin (t[1]) on A's CSR. */
+static int spmv_times(spk_context *ctx, const spk_spmv_backend *row, const spk_csr *A,
+                      double t[2])
 {
-    const spk_spmv_backend *be[2] = {&spk_backend_csr_cpu, &spk_backend_csr32_cpu};
+    const spk_spmv_backend *be[2] = {row, row->fp32};
     void *state[2] = {NULL, NULL};
     double *x = malloc((size_t)A->ncols * sizeof *x + 8), *y = malloc((size_t)A->nrows * sizeof *y + 8);
     static double s[2][ROUNDS];
     for (int64_t j = 0; j < A->ncols; j++)
         x[j] = 1.0 + 1e-3 * (double)(j % 97);
     for (int b = 0; b < 2; b++)
-        if (be[b]->setup(ctx, A, &state[b]))
+        if (be[b]->setup(ctx, A, &state[b])) {
+            fprintf(stderr, "bench_mixed: %s\n", spk_last_error(ctx));
             return 1;
+        }
     for (int r = 0; r < ROUNDS; r++)
         for (int b = 0; b < 2; b++) {
             flush_cache();
@@ -73,6 +77,7 @@ typedef struct solve_row {
     int64_t its, steps;
     spk_reason reason;
     char format[16];
+    char op[16];                               /* the inner SpMV's row: "dia32-cpu"      */
 } solve_row;
 
 static int solve_case(spk_context *ctx, spk_matrix *A, const double *b, int64_t n, spk_format fmt,
@@ -102,6 +107,10 @@ static int solve_case(spk_context *ctx, spk_matrix *A, const double *b, int64_t 
         o->steps = res.refinement_steps;
         o->reason = res.reason;
         snprintf(o->format, sizeof o->format, "%s", spk_format_str(res.format));
+        /* precision_reason ends "... on fp32 values (dia32-cpu)" */
+        const char *open = strrchr(res.precision_reason, '(');
+        snprintf(o->op, sizeof o->op, "%.*s", open ? (int)strcspn(open + 1, ")") : 0,
+                 open ? open + 1 : "");
     } else {
         fprintf(stderr, "bench_mixed: %s\n", spk_last_error(ctx));
     }
@@ -122,8 +131,9 @@ int main(int argc, char **argv)
     flush_buf = malloc(FLUSH_DOUBLES * sizeof *flush_buf);
     for (size_t i = 0; i < FLUSH_DOUBLES; i++)
         flush_buf[i] = (double)(i & 7);
-    printf("mixed precision on the CPU: SpMV median of %d, CG + Jacobi to rtol 1e-8 (median of "
-           "%d warm solves)\n", ROUNDS, SOLVES);
+    printf("mixed precision on the CPU, CSR and the format auto picks: each row's SpMV against "
+           "its fp32 twin's (median of %d), CG + Jacobi to rtol 1e-8 in double and mixed (median "
+           "of %d warm solves)\n", ROUNDS, SOLVES);
     int bad = 0;
     for (int m = 0; m < nm; m++) {
         spk_matrix *A = bc_matrix("bench_mixed", ctx, mats[m]);
@@ -138,25 +148,49 @@ int main(int argc, char **argv)
         const int64_t n = info.nrows;
         const spk_csr C = {.nrows = n, .ncols = n, .nnz = info.nnz, .rowptr = (int64_t *)rp,
                            .colind = (int32_t *)ci, .val = (double *)va};
-        double t[2];
-        bad |= spmv_times(ctx, &C, t);
-        printf("\n%s: %lld rows, %lld nonzeros\n", mats[m], (long long)n, (long long)info.nnz);
-        printf("  spmv   csr fp64 %9.3f ms   csr32 %9.3f ms   ratio %.2fx\n", 1e3 * t[0],
-               1e3 * t[1], t[0] / t[1]);
+        /* the rows: CSR's, and the one auto picks when it is another */
+        spk_format fmts[2] = {SPK_FMT_CSR, SPK_FMT_AUTO};
+        if (spk_matrix_prepare(ctx, A, SPK_FMT_AUTO)) {
+            fprintf(stderr, "bench_mixed: %s\n", spk_last_error(ctx));
+            return 1;
+        }
+        fmts[1] = spk_matrix_format(A);
+        const int nf = fmts[1] == SPK_FMT_CSR ? 1 : 2;
+        printf("\n%s: %lld rows, %lld nonzeros, auto picks %s\n", mats[m], (long long)n,
+               (long long)info.nnz, spk_format_str(fmts[1]));
+        for (int f = 0; f < nf; f++) {
+            const spk_spmv_backend *row = spk_backend_find(fmts[f], SPK_DEVICE_CPU);
+            double t[2] = {0.0, 0.0};
+            if (!row || !row->fp32) {
+                printf("  spmv   %-10s has no fp32 twin\n", row ? row->name : spk_format_str(fmts[f]));
+                continue;
+            }
+            bad |= spmv_times(ctx, row, &C, t);
+            printf("  spmv   %-10s %9.3f ms   %-10s %9.3f ms   ratio %.2fx\n", row->name,
+                   1e3 * t[0], row->fp32->name, 1e3 * t[1], t[0] / t[1]);
+        }
         double *b = bc_rhs(ctx, A, n);
-        solve_row r[3];
+        solve_row r[2][2];                        /* [format][double, mixed] */
         memset(r, 0, sizeof r);
-        bad |= solve_case(ctx, A, b, n, SPK_FMT_CSR, SPK_PRECISION_DOUBLE, &r[0]);
-        bad |= solve_case(ctx, A, b, n, SPK_FMT_AUTO, SPK_PRECISION_DOUBLE, &r[1]);
-        bad |= solve_case(ctx, A, b, n, SPK_FMT_CSR, SPK_PRECISION_MIXED, &r[2]);
-        const char *label[3] = {"double", "double", "mixed"};
-        for (int k = 0; k < 3; k++)
-            printf("  cg     %-6s %-4s %8.3f s  %5lld its (%7.1f us/it)  %lld steps  %-16s "
-                   "true rel %.2e\n", label[k], r[k].format, r[k].solve_s, (long long)r[k].its,
-                   1e6 * r[k].solve_s / (double)(r[k].its > 0 ? r[k].its : 1),
-                   (long long)r[k].steps, spk_reason_str(r[k].reason), r[k].true_rel);
-        printf("  time to solution: mixed / double csr %.2f, mixed / double %s %.2f\n",
-               r[2].solve_s / r[0].solve_s, r[1].format, r[2].solve_s / r[1].solve_s);
+        for (int f = 0; f < nf; f++)
+            for (int k = 0; k < 2; k++)
+                bad |= solve_case(ctx, A, b, n, fmts[f],
+                                  k ? SPK_PRECISION_MIXED : SPK_PRECISION_DOUBLE, &r[f][k]);
+        for (int f = 0; f < nf; f++)
+            for (int k = 0; k < 2; k++) {
+                const solve_row *o = &r[f][k];
+                printf("  cg     %-6s %-4s %8.3f s  %5lld its (%7.1f us/it)  %lld steps  %-16s "
+                       "true rel %.2e%s%s%s\n", k ? "mixed" : "double", o->format, o->solve_s,
+                       (long long)o->its, 1e6 * o->solve_s / (double)(o->its > 0 ? o->its : 1),
+                       (long long)o->steps, spk_reason_str(o->reason), o->true_rel,
+                       k ? "  (" : "", k ? o->op : "", k ? ")" : "");
+            }
+        printf("  time to solution, mixed / double:");
+        for (int f = 0; f < nf; f++)
+            printf("%s %s %.2f", f ? "," : "", r[f][1].format, r[f][1].solve_s / r[f][0].solve_s);
+        if (nf == 2)
+            printf("; mixed %s / double csr %.2f", r[1][1].format, r[1][1].solve_s / r[0][0].solve_s);
+        printf("\n");
         free(b);
         spk_matrix_destroy(A);
     }

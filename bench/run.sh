@@ -18,7 +18,8 @@
 #    once against SciPy's csr_matrix and once against its dia_matrix), results in
 #    bench/results/<date>-cpu-<host>-cg-vs-scipy-{csr,dia}.json, and bench_dia_cpu (DIA against
 #    CSR SpMV, the data of the CPU rule) in <date>-cpu-<host>-dia-vs-csr-spmv.txt, and
-#    bench_mixed (fp32 against fp64 CSR SpMV, CG in double and mixed) in
+#    bench_mixed (each fp64 SpMV row of CSR and of the automatic format against its fp32 twin,
+#    CG in double and mixed in both formats) in
 #    <date>-cpu-<host>-mixed.txt, and bench_mpi (distributed CG on 1 and 2 ranks, a build with
 #    MPI) in <date>-cpu-<host>-mpi.{txt,json}; their tables
 #    are printed for the CPU sections, which are edited by hand (they record the machine and its

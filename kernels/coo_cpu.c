@@ -8,7 +8,11 @@
  * SpMV here: y = beta*y in one row-parallel pass, then the nonzeros cut into one contiguous
  * segment per thread, each cut moved forward to the next row start, so that every row belongs
  * to exactly one thread and no atomics are needed (the CPU analogue of a segmented reduction).
- * A row longer than a segment simply makes that thread's segment longer. */
+ * A row longer than a segment simply makes that thread's segment longer.
+ *
+ * The fp32 twin, coo32-cpu (src/mixed.c's operator): the same triplets with float values, 12
+ * bytes a nonzero, and the same kernel with (double)val32[k] in place of val[k]: its y has
+ * the bits of coo-cpu on the values rounded to float. */
 #include "formats.h"
 
 #include <string.h>
@@ -55,6 +59,7 @@ void spk_coo_fmt_free(spk_coo_fmt *f)
     spk_free(f->row);
     spk_free(f->col);
     spk_free(f->val);
+    spk_free(f->val32);
     memset(f, 0, sizeof *f);
 }
 
@@ -75,7 +80,7 @@ spk_status spk_coo_to_csr(spk_context *ctx, const spk_coo_fmt *f, spk_csr *out)
             w = out->rowptr[prev];
         }
         out->colind[w] = f->col[k];
-        out->val[w] = f->val[k];
+        out->val[w] = spk_val(f->val, f->val32, k);
         w++;
     }
     return SPK_OK;
@@ -83,7 +88,8 @@ spk_status spk_coo_to_csr(spk_context *ctx, const spk_coo_fmt *f, spk_csr *out)
 
 size_t spk_coo_bytes(const spk_coo_fmt *f)
 {
-    return (size_t)f->nnz * (2 * sizeof(int32_t) + sizeof(double));
+    const size_t value = f->val32 ? sizeof(float) : sizeof(double);
+    return (size_t)f->nnz * (2 * sizeof(int32_t) + value);
 }
 
 /* First entry of a row at or after position k: k itself if a row starts there, else the end
@@ -104,14 +110,32 @@ static int64_t row_start_at_or_after(const spk_coo_fmt *f, int64_t k)
     return lo;
 }
 
+/* y += alpha A x over the entries [lo, hi), whole rows: one sum a row. The values are v64
+ * (coo-cpu) or v32 (coo32-cpu), the other one a constant NULL where the body is inlined. */
+static inline __attribute__((always_inline)) void
+coo_segment(const spk_coo_fmt *f, const double *v64, const float *v32, int64_t lo, int64_t hi,
+            double alpha, const double *x, double *y)
+{
+    const int32_t *row = f->row, *col = f->col;
+    int64_t k = lo;
+    while (k < hi) {
+        int32_t i = row[k];
+        double s = 0.0;
+        do {
+            s += spk_val(v64, v32, k) * x[col[k]];
+            k++;
+        } while (k < hi && row[k] == i);
+        y[i] += alpha * s;
+    }
+}
+
+/* coo-cpu's and coo32-cpu's: the layout's values say which loop runs. */
 static spk_status coo_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
                            double beta, double *y)
 {
     const spk_coo_fmt *f = state;
     if (!f)
-        return spk_fail(ctx, SPK_ERR_ARG, "coo-cpu spmv: NULL state (not prepared)");
-    const int32_t *row = f->row, *col = f->col;
-    const double *val = f->val;
+        return spk_fail(ctx, SPK_ERR_ARG, "coo spmv: NULL state (not prepared)");
 
     if (beta != 1.0) {
 #pragma omp parallel for schedule(static) if(f->nrows > OMP_MIN_WORK)
@@ -131,16 +155,10 @@ static spk_status coo_spmv(spk_context *ctx, const void *state, double alpha, co
         int64_t q = f->nnz / nt, r = f->nnz % nt;
         int64_t lo = row_start_at_or_after(f, q * t + r * t / nt);
         int64_t hi = row_start_at_or_after(f, q * (t + 1) + r * (t + 1) / nt);
-        int64_t k = lo;
-        while (k < hi) {
-            int32_t i = row[k];
-            double s = 0.0;
-            do {
-                s += val[k] * x[col[k]];
-                k++;
-            } while (k < hi && row[k] == i);
-            y[i] += alpha * s;
-        }
+        if (f->val32)
+            coo_segment(f, NULL, f->val32, lo, hi, alpha, x, y);
+        else
+            coo_segment(f, f->val, NULL, lo, hi, alpha, x, y);
     }
     return SPK_OK;
 }
@@ -168,16 +186,45 @@ static void coo_destroy(void *state)
     spk_free(state);
 }
 
-/* The entries are in CSR order (sorted by row, then column): the values are A's, copied. */
+/* coo-cpu's layout, its values then rounded to float. */
+static spk_status coo32_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    spk_status st = coo_setup(ctx, A, state);
+    if (st)
+        return st;
+    spk_coo_fmt *f = *state;
+    st = spk_values_fp32(ctx, "coo32-cpu setup", f->nnz, &f->val, &f->val32);
+    if (st) {
+        coo_destroy(f);
+        *state = NULL;
+    }
+    return st;
+}
+
+/* The entries are in CSR order (sorted by row, then column): the values are A's, copied (or
+ * rounded to float for the twin). */
 static spk_status coo_update(spk_context *ctx, void *state, const spk_csr *A)
 {
     spk_coo_fmt *f = state;
     if (!f || f->nnz != A->nnz || f->nrows != A->nrows)
-        return spk_fail(ctx, SPK_ERR_ARG, "coo-cpu update: the layout does not match the matrix");
-    if (A->nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s update: the layout does not match the matrix",
+                        f && f->val32 ? "coo32-cpu" : "coo-cpu");
+    if (f->val32)
+        spk_round_fp32(A->val, A->nnz, f->val32);
+    else if (A->nnz)
         memcpy(f->val, A->val, (size_t)A->nnz * sizeof *f->val);
     return SPK_OK;
 }
+
+const spk_spmv_backend spk_backend_coo32_cpu = {
+    .name = "coo32-cpu",
+    .format = SPK_FMT_COO,
+    .device = SPK_DEVICE_CPU,
+    .setup = coo32_setup,
+    .spmv = coo_spmv,
+    .destroy = coo_destroy,
+    .update = coo_update,
+};
 
 const spk_spmv_backend spk_backend_coo_cpu = {
     .name = "coo-cpu",
@@ -188,4 +235,5 @@ const spk_spmv_backend spk_backend_coo_cpu = {
     .destroy = coo_destroy,
     .update = coo_update,
     /* update_device: the host refill is the update */
+    .fp32 = &spk_backend_coo32_cpu,
 };

@@ -1,11 +1,12 @@
-/* kernels/csr32_cpu.c -- CSR SpMV with the values in fp32: the matrix of a mixed-precision
- * solve's inner Krylov method (src/mixed.c, docs/solvers.md). One read of the matrix costs 8
- * bytes per entry (4 value + 4 column) + 8 per row, against csr-cpu's 12 + 8: on a CPU whose
- * SpMV is bound by memory bandwidth, about 2/3 of its time. Each product a_ij x_j is formed
- * and summed in double, row by row in csr-cpu's order, so the only difference from csr-cpu is
- * the rounding of each a_ij to float (a relative change of at most 2^-24). Not in the
- * registry (kernels/backends.c): a layout of its own copy of the indices, never chosen as a
- * format. */
+/* kernels/csr32_cpu.c -- CSR SpMV with the values in fp32, csr-cpu's fp32 twin: the matrix of
+ * a mixed-precision solve's inner Krylov method (src/mixed.c, docs/solvers.md). One read of
+ * the matrix costs 8 bytes per entry (4 value + 4 column) + 8 per row, against csr-cpu's 12 +
+ * 8: on a CPU whose SpMV is bound by memory bandwidth, about 2/3 of its time. Each product
+ * a_ij x_j is formed and summed in double, row by row in csr-cpu's order, so the only
+ * difference from csr-cpu is the rounding of each a_ij to float (a relative change of at most
+ * 2^-24). Not in the registry (kernels/backends.c): a layout of its own copy of the indices,
+ * never chosen as a format. Also here: the rounding every fp32 twin's values take
+ * (kernels/formats.h). */
 #include "formats.h"
 
 #include <string.h>
@@ -20,12 +21,25 @@ static void csr32_free(spk_csr32 *f)
     spk_free(f);
 }
 
-/* Round A's values to float; the caller has checked that each fits (src/mixed.c). */
-static void csr32_fill(const spk_csr *A, float *val)
+void spk_round_fp32(const double *v, int64_t n, float *out)
 {
-#pragma omp parallel for schedule(static) if (A->nnz > 32768)
-    for (int64_t p = 0; p < A->nnz; p++)
-        val[p] = (float)A->val[p];
+#pragma omp parallel for schedule(static) if (n > 32768)
+    for (int64_t p = 0; p < n; p++)
+        out[p] = (float)v[p];
+}
+
+spk_status spk_values_fp32(spk_context *ctx, const char *who, int64_t n, double **val,
+                           float **val32)
+{
+    float *v = spk_malloc(ctx, (size_t)(n > 0 ? n : 1), sizeof *v);
+    if (!v)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "%s: %lld values in fp32: out of memory", who,
+                        (long long)n);
+    spk_round_fp32(*val, n, v);
+    spk_free(*val);
+    *val = NULL;
+    *val32 = v;
+    return SPK_OK;
 }
 
 static spk_status csr32_setup(spk_context *ctx, const spk_csr *A, void **state)
@@ -48,7 +62,7 @@ static spk_status csr32_setup(spk_context *ctx, const spk_csr *A, void **state)
     memcpy(f->rowptr, A->rowptr, ((size_t)A->nrows + 1) * sizeof *f->rowptr);
     if (A->nnz > 0)
         memcpy(f->colind, A->colind, (size_t)A->nnz * sizeof *f->colind);
-    csr32_fill(A, f->val);
+    spk_round_fp32(A->val, A->nnz, f->val);
     *state = f;
     return SPK_OK;
 }
@@ -76,7 +90,7 @@ static spk_status csr32_update(spk_context *ctx, void *state, const spk_csr *A)
     spk_csr32 *f = state;
     if (!f || f->nrows != A->nrows || f->nnz != A->nnz)
         return spk_fail(ctx, SPK_ERR_ARG, "csr32-cpu update: the layout belongs to another matrix");
-    csr32_fill(A, f->val);
+    spk_round_fp32(A->val, A->nnz, f->val);
     return SPK_OK;
 }
 

@@ -37,4 +37,5 @@ const spk_spmv_backend spk_backend_csr_cpu = {
     .update = csr_update,
     /* spmv_dot: kept apart, see docs/benchmarks.md (CPU) */
     /* update_device: the host refill is the update */
+    .fp32 = &spk_backend_csr32_cpu,
 };

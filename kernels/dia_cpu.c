@@ -25,6 +25,14 @@
  * kernel is also compiled for AVX2 and chosen at run time; AVX2 without FMA keeps every
  * multiply and add a separate IEEE operation, as the SSE2 build does.
  *
+ * The fp32 twin, dia32-cpu (the operator of a mixed-precision solve, src/mixed.c): the same
+ * layout with the slots in float, 4 bytes a slot in place of 8; CSR's own twin (csr32-cpu)
+ * still reads 8 bytes a nonzero, so on a stencil this is where fp32 values save traffic. Its
+ * row kernel is this one, with (double)val32[q] in place of val[q] (exact): AVX2 widens four
+ * floats at a time (vcvtps2pd) where the fp64 kernel loads four doubles, and the lanes and
+ * each row's order are unchanged, so its y has the bits of dia-cpu on the rounded values, as
+ * the plain loop does; the fix rows and the finiteness check are the same.
+ *
  * The CPU-only format: the CUDA backends have no DIA row (the GPU rule chooses ELL, whose
  * compact-index kernel serves the same matrices; docs/formats.md). */
 #include "formats.h"
@@ -57,6 +65,7 @@ void spk_dia_fmt_free(spk_dia_fmt *f)
         return;
     spk_free(f->off);
     spk_free(f->val);
+    spk_free(f->val32);
     spk_free(f->fix_row);
     spk_free(f->fix_mask);
     spk_free(f->fix_ptr);
@@ -73,16 +82,22 @@ static int64_t find_diag(const int64_t *off, int64_t nd, int64_t o, int64_t *d)
     return *d;
 }
 
-/* Write A's values into the slots (the slots of the layout's pattern; val zeroed first). */
-static void scatter_values(const spk_csr *A, const int64_t *off, int64_t nd, double *val)
+/* Write A's values into the slots of the layout's pattern (the caller has zeroed them): into
+ * val, or rounded to float into val32 when val is NULL (an fp32 twin's). */
+static void scatter_values(const spk_csr *A, const int64_t *off, int64_t nd, double *val,
+                           float *val32)
 {
     const int64_t n = A->nrows;
-    memset(val, 0, (size_t)(nd * n) * sizeof *val);
 #pragma omp parallel for schedule(static) if(A->nnz > OMP_MIN_WORK)
     for (int64_t i = 0; i < n; i++) {
         int64_t d = 0;
-        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
-            val[find_diag(off, nd, (int64_t)A->colind[p] - i, &d) * n + i] = A->val[p];
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            const int64_t q = find_diag(off, nd, (int64_t)A->colind[p] - i, &d) * n + i;
+            if (val)
+                val[q] = A->val[p];
+            else
+                val32[q] = (float)A->val[p];
+        }
     }
 }
 
@@ -96,7 +111,8 @@ size_t spk_dia_bytes_for(int64_t nrows, int64_t ndiag, int64_t nfix)
 
 size_t spk_dia_bytes(const spk_dia_fmt *f)
 {
-    return spk_dia_bytes_for(f->nrows, f->ndiag, f->nfix);
+    const size_t b = spk_dia_bytes_for(f->nrows, f->ndiag, f->nfix);
+    return f->val32 ? b - 4 * (size_t)f->ndiag * (size_t)f->nrows : b;   /* float slots */
 }
 
 spk_status spk_dia_from_csr(spk_context *ctx, const spk_csr *A, spk_dia_fmt *out)
@@ -140,7 +156,8 @@ spk_status spk_dia_from_csr(spk_context *ctx, const spk_csr *A, spk_dia_fmt *out
                         (long long)nd, (long long)n);
     }
     memcpy(out->off, off, (size_t)nd * sizeof *off);
-    scatter_values(A, out->off, nd, out->val);
+    memset(out->val, 0, (size_t)(nd * n) * sizeof *out->val);
+    scatter_values(A, out->off, nd, out->val, NULL);
 
     /* the fix rows in ascending order, indexed by chunk, with the diagonals each one holds */
     int64_t k = 0;
@@ -165,7 +182,14 @@ spk_status spk_dia_from_csr(spk_context *ctx, const spk_csr *A, spk_dia_fmt *out
 
 void spk_dia_fill_values(const spk_csr *A, const spk_dia_fmt *f, double *val)
 {
-    scatter_values(A, f->off, f->ndiag, val);
+    memset(val, 0, (size_t)(f->ndiag * f->nrows) * sizeof *val);
+    scatter_values(A, f->off, f->ndiag, val, NULL);
+}
+
+void spk_dia_fill_values32(const spk_csr *A, const spk_dia_fmt *f, float *val)
+{
+    memset(val, 0, (size_t)(f->ndiag * f->nrows) * sizeof *val);
+    scatter_values(A, f->off, f->ndiag, NULL, val);
 }
 
 /* 1 if row i holds an entry on diagonal d (fix rows by their mask; *k walks the fix list in
@@ -188,7 +212,7 @@ spk_status spk_dia_to_csr(spk_context *ctx, const spk_dia_fmt *f, spk_csr *out)
         for (int64_t d = 0; d < nd; d++)
             if (holds(f, i, d, k)) {
                 out->colind[w] = (int32_t)(i + f->off[d]);
-                out->val[w] = f->val[d * n + i];
+                out->val[w] = spk_val(f->val, f->val32, d * n + i);
                 w++;
             }
         if (k < f->nfix && f->fix_row[k] == i)
@@ -219,13 +243,13 @@ static inline double dia_out(double s, double alpha, double beta, const double *
  * the diagonals are streamed one after the other, each over the rows whose column it has in
  * [0, ncols), a contiguous run of values and of x, so only two streams are open at a time;
  * each row adds its diagonals in order. A slot without an entry adds its 0 * x: exact for a
- * finite x (dia_chunk), and a fix row is recomputed otherwise. */
+ * finite x (dia_chunk), and a fix row is recomputed otherwise. The values are v64 (dia-cpu)
+ * or v32 (dia32-cpu), the other one a constant NULL where the body is inlined. */
 static inline __attribute__((always_inline)) SPK_DIA_NO_JAM void
-dia_rows_body(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha, const double *x,
-              double beta, double *y)
+dia_rows_body(const spk_dia_fmt *f, const double *v64, const float *v32, int64_t a, int64_t b,
+              double alpha, const double *x, double beta, double *y)
 {
     const int64_t n = f->nrows, nd = f->ndiag, m = b - a;
-    const double *const val = f->val + a;
     const int64_t *const off = f->off;
     double s[SPK_DIA_ROW_BLOCK];
     for (int64_t r = 0; r < m; r++)
@@ -235,12 +259,14 @@ dia_rows_body(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha, const do
         const int64_t r1 = f->ncols - off[d] - a < m ? f->ncols - off[d] - a : m;
         if (r0 >= r1)
             continue;
-        /* pointers formed only inside the arrays: rows [a + r0, a + r1) of diagonal d */
-        const double *v = val + d * n + r0, *xd = x + (a + r0 + off[d]);
+        /* pointers formed only inside the arrays: rows [a + r0, a + r1) of diagonal d, its
+         * slots from q on */
+        const int64_t q = d * n + a + r0;
+        const double *xd = x + (a + r0 + off[d]);
         double *sd = s + r0;
 #pragma GCC ivdep
         for (int64_t r = 0; r < r1 - r0; r++)
-            sd[r] += v[r] * xd[r];
+            sd[r] += spk_val(v64, v32, q + r) * xd[r];
     }
     for (int64_t r = 0; r < m; r++)
         y[a + r] = dia_out(s[r], alpha, beta, y, a + r);
@@ -252,7 +278,13 @@ typedef void (*dia_rows_fn)(const spk_dia_fmt *, int64_t, int64_t, double, const
 static SPK_DIA_NO_JAM void dia_rows_plain(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha,
                            const double *x, double beta, double *y)
 {
-    dia_rows_body(f, a, b, alpha, x, beta, y);
+    dia_rows_body(f, f->val, NULL, a, b, alpha, x, beta, y);
+}
+
+static SPK_DIA_NO_JAM void dia32_rows_plain(const spk_dia_fmt *f, int64_t a, int64_t b,
+                                            double alpha, const double *x, double beta, double *y)
+{
+    dia_rows_body(f, NULL, f->val32, a, b, alpha, x, beta, y);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -261,21 +293,45 @@ __attribute__((target("avx2"))) static SPK_DIA_NO_JAM void
 dia_rows_avx2(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha, const double *x,
               double beta, double *y)
 {
-    dia_rows_body(f, a, b, alpha, x, beta, y);
+    dia_rows_body(f, f->val, NULL, a, b, alpha, x, beta, y);
 }
 
-static dia_rows_fn dia_rows_pick(void)
+/* Four floats widened (vcvtps2pd, exact) where dia_rows_avx2 loads four doubles. */
+__attribute__((target("avx2"))) static SPK_DIA_NO_JAM void
+dia32_rows_avx2(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha, const double *x,
+                double beta, double *y)
+{
+    dia_rows_body(f, NULL, f->val32, a, b, alpha, x, beta, y);
+}
+
+static int dia_have_avx2(void)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") ? dia_rows_avx2 : dia_rows_plain;
+    return __builtin_cpu_supports("avx2");
+}
+
+/* The row kernel for this CPU, of the fp64 layout or (fp32) of the twin's. */
+static dia_rows_fn dia_rows_pick(int fp32)
+{
+    if (!dia_have_avx2())
+        return fp32 ? dia32_rows_plain : dia_rows_plain;
+    return fp32 ? dia32_rows_avx2 : dia_rows_avx2;
 }
 #else
-static dia_rows_fn dia_rows_pick(void) { return dia_rows_plain; }
+static dia_rows_fn dia_rows_pick(int fp32) { return fp32 ? dia32_rows_plain : dia_rows_plain; }
 #endif
+
+/* The row kernel of f's values: the plain one when `plain`, else the one for this CPU. */
+static dia_rows_fn dia_rows_for(const spk_dia_fmt *f, int plain)
+{
+    if (plain)
+        return f->val32 ? dia32_rows_plain : dia_rows_plain;
+    return dia_rows_pick(f->val32 != NULL);
+}
 
 const char *spk_dia_cpu_kernel(void)
 {
-    return dia_rows_pick() == dia_rows_plain ? "plain" : "avx2";
+    return dia_rows_pick(0) == dia_rows_plain ? "plain" : "avx2";
 }
 
 /* finite_sum (the caller's, declared before the parallel region, so shared) += x_j * 0 over
@@ -318,7 +374,7 @@ static void dia_chunk(const spk_dia_fmt *f, dia_rows_fn rows, int c, int nc, int
             double s = 0.0;
             for (int64_t d = 0; d < nd; d++)
                 if ((mask[d / 64] >> (d % 64)) & 1)
-                    s += f->val[d * n + i] * x[i + f->off[d]];
+                    s += spk_val(f->val, f->val32, d * n + i) * x[i + f->off[d]];
             y[i] = beta == 0.0 ? alpha * s : alpha * s + beta * old[j - k0];
         }
     }
@@ -327,7 +383,7 @@ static void dia_chunk(const spk_dia_fmt *f, dia_rows_fn rows, int c, int nc, int
 void spk_dia_spmv_host(const spk_dia_fmt *f, int plain, double alpha, const double *x,
                        double beta, double *y)
 {
-    const dia_rows_fn rows = plain ? dia_rows_plain : dia_rows_pick();
+    const dia_rows_fn rows = dia_rows_for(f, plain);
     const int nc = spk_chunks(f->nrows);
     double finite_sum = 0.0;
 #pragma omp parallel if(nc > 1)
@@ -342,7 +398,7 @@ void spk_dia_spmv_host(const spk_dia_fmt *f, int plain, double alpha, const doub
 
 double spk_dia_spmv_dot_host(const spk_dia_fmt *f, int plain, const double *x, double *y)
 {
-    const dia_rows_fn rows = plain ? dia_rows_plain : dia_rows_pick();
+    const dia_rows_fn rows = dia_rows_for(f, plain);
     const int nc = spk_chunks(f->nrows);
     double part[SPK_CHUNKS];
     double finite_sum = 0.0;
@@ -360,13 +416,23 @@ double spk_dia_spmv_dot_host(const spk_dia_fmt *f, int plain, const double *x, d
     return spk_chunks_sum(part, nc);
 }
 
+/* The row a layout belongs to, for messages: the fp32 twin's values are in val32. */
+static const char *dia_row(const spk_dia_fmt *f) { return f->val32 ? "dia32-cpu" : "dia-cpu"; }
+
+/* dia-cpu's and dia32-cpu's: the layout's values say which kernel runs. */
 static spk_status dia_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
                            double beta, double *y)
 {
     if (!state)
-        return spk_fail(ctx, SPK_ERR_ARG, "dia-cpu spmv: NULL state (not prepared)");
+        return spk_fail(ctx, SPK_ERR_ARG, "dia spmv: NULL state (not prepared)");
     spk_dia_spmv_host((const spk_dia_fmt *)state, 0, alpha, x, beta, y);
     return SPK_OK;
+}
+
+static void dia_destroy(void *state)
+{
+    spk_dia_fmt_free(state);
+    spk_free(state);
 }
 
 static spk_status dia_setup(spk_context *ctx, const spk_csr *A, void **state)
@@ -386,6 +452,21 @@ static spk_status dia_setup(spk_context *ctx, const spk_csr *A, void **state)
     return SPK_OK;
 }
 
+/* dia-cpu's layout, its slots then rounded to float. */
+static spk_status dia32_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    spk_status st = dia_setup(ctx, A, state);
+    if (st)
+        return st;
+    spk_dia_fmt *f = *state;
+    st = spk_values_fp32(ctx, "dia32-cpu setup", f->ndiag * f->nrows, &f->val, &f->val32);
+    if (st) {
+        dia_destroy(f);
+        *state = NULL;
+    }
+    return st;
+}
+
 /* q = A p and p'q in one pass (CG, solvers/cg.c): each chunk's p'q taken while its q is in
  * cache, by the CPU dot's own chunk body, so the sum has the bits of spmv then dot_sink. */
 static spk_status dia_spmv_dot(spk_context *ctx, const void *state, const double *x, double *y,
@@ -393,7 +474,7 @@ static spk_status dia_spmv_dot(spk_context *ctx, const void *state, const double
 {
     const spk_dia_fmt *f = state;
     if (!f || f->nrows != f->ncols)
-        return spk_fail(ctx, SPK_ERR_ARG, "dia-cpu spmv_dot: %s",
+        return spk_fail(ctx, SPK_ERR_ARG, "%s spmv_dot: %s", f ? dia_row(f) : "dia",
                         f ? "the matrix is not square" : "NULL state (not prepared)");
     if (sink->skip && *sink->skip)
         return SPK_OK;
@@ -401,20 +482,30 @@ static spk_status dia_spmv_dot(spk_context *ctx, const void *state, const double
     return SPK_OK;
 }
 
-static void dia_destroy(void *state)
-{
-    spk_dia_fmt_free(state);
-    spk_free(state);
-}
-
+/* The slots refilled in place, in float for the twin. */
 static spk_status dia_update(spk_context *ctx, void *state, const spk_csr *A)
 {
     spk_dia_fmt *f = state;
     if (!f || f->nrows != A->nrows || f->nnz != A->nnz)
-        return spk_fail(ctx, SPK_ERR_ARG, "dia-cpu update: the layout does not match the matrix");
-    spk_dia_fill_values(A, f, f->val);
+        return spk_fail(ctx, SPK_ERR_ARG, "%s update: the layout does not match the matrix",
+                        f ? dia_row(f) : "dia");
+    if (f->val32)
+        spk_dia_fill_values32(A, f, f->val32);
+    else
+        spk_dia_fill_values(A, f, f->val);
     return SPK_OK;
 }
+
+const spk_spmv_backend spk_backend_dia32_cpu = {
+    .name = "dia32-cpu",
+    .format = SPK_FMT_DIA,
+    .device = SPK_DEVICE_CPU,
+    .setup = dia32_setup,
+    .spmv = dia_spmv,
+    .destroy = dia_destroy,
+    .update = dia_update,
+    .spmv_dot = dia_spmv_dot,
+};
 
 const spk_spmv_backend spk_backend_dia_cpu = {
     .name = "dia-cpu",
@@ -426,4 +517,5 @@ const spk_spmv_backend spk_backend_dia_cpu = {
     .update = dia_update,
     .spmv_dot = dia_spmv_dot,
     /* update_device: the host refill is the update */
+    .fp32 = &spk_backend_dia32_cpu,
 };

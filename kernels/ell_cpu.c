@@ -9,7 +9,11 @@
  * tolerance") unless the caller asks otherwise (HYB's ELL part, tests).
  *
  * The CPU kernel walks a block of consecutive rows slot by slot: the column-major layout is
- * then read contiguously, and each row sums its entries in the same order as CSR does. */
+ * then read contiguously, and each row sums its entries in the same order as CSR does.
+ *
+ * The fp32 twin, ell32-cpu (src/mixed.c's operator): the same layout with float values, 8
+ * bytes a slot in place of 12, and the same kernel with (double)val32[q] in place of val[q],
+ * so its y has the bits of ell-cpu on the values rounded to float. */
 #include "formats.h"
 
 #include <string.h>
@@ -28,6 +32,7 @@ void spk_ell_fmt_free(spk_ell_fmt *f)
         return;
     spk_free(f->col);
     spk_free(f->val);
+    spk_free(f->val32);
     memset(f, 0, sizeof *f);
 }
 
@@ -91,7 +96,8 @@ spk_status spk_ell_from_csr(spk_context *ctx, const spk_csr *A, int64_t width, i
     return SPK_OK;
 }
 
-void spk_ell_fill_values(const spk_csr *A, int64_t width, double *val)
+/* The slots' values from A: into val, or rounded to float into val32 when val is NULL. */
+static void ell_fill(const spk_csr *A, int64_t width, double *val, float *val32)
 {
     const int64_t n = A->nrows, K = width;
 #pragma omp parallel for schedule(static) if(n * K > OMP_MIN_WORK)
@@ -100,11 +106,28 @@ void spk_ell_fill_values(const spk_csr *A, int64_t width, double *val)
         int64_t len = A->rowptr[i + 1] - p0;
         if (len > K)
             len = K;
-        for (int64_t k = 0; k < len; k++)
-            val[k * n + i] = A->val[p0 + k];
-        for (int64_t k = len; k < K; k++)
-            val[k * n + i] = 0.0;
+        if (val) {
+            for (int64_t k = 0; k < len; k++)
+                val[k * n + i] = A->val[p0 + k];
+            for (int64_t k = len; k < K; k++)
+                val[k * n + i] = 0.0;
+        } else {
+            for (int64_t k = 0; k < len; k++)
+                val32[k * n + i] = (float)A->val[p0 + k];
+            for (int64_t k = len; k < K; k++)
+                val32[k * n + i] = 0.0f;
+        }
     }
+}
+
+void spk_ell_fill_values(const spk_csr *A, int64_t width, double *val)
+{
+    ell_fill(A, width, val, NULL);
+}
+
+void spk_ell_fill_values32(const spk_csr *A, int64_t width, float *val)
+{
+    ell_fill(A, width, NULL, val);
 }
 
 spk_status spk_ell_to_csr(spk_context *ctx, const spk_ell_fmt *f, spk_csr *out)
@@ -125,7 +148,7 @@ spk_status spk_ell_to_csr(spk_context *ctx, const spk_ell_fmt *f, spk_csr *out)
         for (int64_t k = 0; k < K; k++)
             if (f->col[k * n + i] != SPK_ELL_PAD) {
                 out->colind[w] = f->col[k * n + i];
-                out->val[w] = f->val[k * n + i];
+                out->val[w] = spk_val(f->val, f->val32, k * n + i);
                 w++;
             }
     }
@@ -134,31 +157,47 @@ spk_status spk_ell_to_csr(spk_context *ctx, const spk_ell_fmt *f, spk_csr *out)
 
 size_t spk_ell_bytes(const spk_ell_fmt *f)
 {
-    return (size_t)f->nrows * (size_t)f->width * (sizeof(int32_t) + sizeof(double));
+    const size_t value = f->val32 ? sizeof(float) : sizeof(double);
+    return (size_t)f->nrows * (size_t)f->width * (sizeof(int32_t) + value);
 }
 
+/* Rows [i0, i0 + m) of y = alpha A x + beta y, m <= ELL_CPU_ROW_BLOCK: the block's slot
+ * columns one after the other, each row adding its slots in order. The values are v64
+ * (ell-cpu) or v32 (ell32-cpu), the other one a constant NULL where the body is inlined. */
+static inline __attribute__((always_inline)) void
+ell_block(const spk_ell_fmt *f, const double *v64, const float *v32, int64_t i0, int64_t m,
+          double alpha, const double *x, double beta, double *y)
+{
+    const int64_t n = f->nrows, K = f->width;
+    double s[ELL_CPU_ROW_BLOCK] = {0};
+    for (int64_t k = 0; k < K; k++) {
+        const int32_t *Aj = f->col + k * n + i0;
+        const int64_t q = k * n + i0;
+        for (int64_t r = 0; r < m; r++)
+            if (Aj[r] != SPK_ELL_PAD)
+                s[r] += spk_val(v64, v32, q + r) * x[Aj[r]];
+    }
+    for (int64_t r = 0; r < m; r++)
+        y[i0 + r] = beta == 0.0 ? alpha * s[r] : alpha * s[r] + beta * y[i0 + r];
+}
+
+/* ell-cpu's and ell32-cpu's: the layout's values say which loop runs. */
 static spk_status ell_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
                            double beta, double *y)
 {
     const spk_ell_fmt *f = state;
     if (!f)
-        return spk_fail(ctx, SPK_ERR_ARG, "ell-cpu spmv: NULL state (not prepared)");
+        return spk_fail(ctx, SPK_ERR_ARG, "ell spmv: NULL state (not prepared)");
     const int64_t n = f->nrows, K = f->width;
     const int64_t nblocks = (n + ELL_CPU_ROW_BLOCK - 1) / ELL_CPU_ROW_BLOCK;
 #pragma omp parallel for schedule(static) if(n * K > OMP_MIN_WORK)
     for (int64_t b = 0; b < nblocks; b++) {
         const int64_t i0 = b * ELL_CPU_ROW_BLOCK;
         const int64_t m = n - i0 < ELL_CPU_ROW_BLOCK ? n - i0 : ELL_CPU_ROW_BLOCK;
-        double s[ELL_CPU_ROW_BLOCK] = {0};
-        for (int64_t k = 0; k < K; k++) {
-            const int32_t *Aj = f->col + k * n + i0;
-            const double *Ax = f->val + k * n + i0;
-            for (int64_t r = 0; r < m; r++)
-                if (Aj[r] != SPK_ELL_PAD)
-                    s[r] += Ax[r] * x[Aj[r]];
-        }
-        for (int64_t r = 0; r < m; r++)
-            y[i0 + r] = beta == 0.0 ? alpha * s[r] : alpha * s[r] + beta * y[i0 + r];
+        if (f->val32)
+            ell_block(f, NULL, f->val32, i0, m, alpha, x, beta, y);
+        else
+            ell_block(f, f->val, NULL, i0, m, alpha, x, beta, y);
     }
     return SPK_OK;
 }
@@ -186,14 +225,44 @@ static void ell_destroy(void *state)
     spk_free(state);
 }
 
+/* ell-cpu's layout, its slots then rounded to float. */
+static spk_status ell32_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    spk_status st = ell_setup(ctx, A, state);
+    if (st)
+        return st;
+    spk_ell_fmt *f = *state;
+    st = spk_values_fp32(ctx, "ell32-cpu setup", f->nrows * f->width, &f->val, &f->val32);
+    if (st) {
+        ell_destroy(f);
+        *state = NULL;
+    }
+    return st;
+}
+
+/* The slots refilled in place, in float for the twin. */
 static spk_status ell_update(spk_context *ctx, void *state, const spk_csr *A)
 {
     spk_ell_fmt *f = state;
     if (!f || f->nrows != A->nrows || f->nnz != A->nnz)
-        return spk_fail(ctx, SPK_ERR_ARG, "ell-cpu update: the layout does not match the matrix");
-    spk_ell_fill_values(A, f->width, f->val);
+        return spk_fail(ctx, SPK_ERR_ARG, "%s update: the layout does not match the matrix",
+                        f && f->val32 ? "ell32-cpu" : "ell-cpu");
+    if (f->val32)
+        spk_ell_fill_values32(A, f->width, f->val32);
+    else
+        spk_ell_fill_values(A, f->width, f->val);
     return SPK_OK;
 }
+
+const spk_spmv_backend spk_backend_ell32_cpu = {
+    .name = "ell32-cpu",
+    .format = SPK_FMT_ELL,
+    .device = SPK_DEVICE_CPU,
+    .setup = ell32_setup,
+    .spmv = ell_spmv,
+    .destroy = ell_destroy,
+    .update = ell_update,
+};
 
 const spk_spmv_backend spk_backend_ell_cpu = {
     .name = "ell-cpu",
@@ -204,4 +273,5 @@ const spk_spmv_backend spk_backend_ell_cpu = {
     .destroy = ell_destroy,
     .update = ell_update,
     /* update_device: the host refill is the update */
+    .fp32 = &spk_backend_ell32_cpu,
 };

@@ -1,6 +1,8 @@
 /* kernels/formats.h -- host layouts of the six formats, built from the canonical CSR by the
  * conversions in <fmt>_cpu.c. The CPU backends compute on them directly; the CUDA backends
- * build the same layout on the host and upload it, so the two can never disagree on layout. */
+ * build the same layout on the host and upload it, so the two can never disagree on layout.
+ * Each layout holds its values in double (val) or, in an fp32 twin's layout
+ * (spk_spmv_backend.fp32), in float (val32, val NULL): the indices are the same either way. */
 #ifndef SPK_FORMATS_H
 #define SPK_FORMATS_H
 
@@ -25,15 +27,18 @@ typedef struct spk_coo_fmt {          /* entries sorted by row, then column     
     int64_t  nrows, ncols, nnz;
     int32_t *row, *col;
     double  *val;
+    float   *val32;                   /* an fp32 twin's values (val NULL), else NULL         */
 } spk_coo_fmt;
 
 typedef struct spk_ell_fmt {          /* column-major: slot k of row i at k * nrows + i       */
     int64_t  nrows, ncols, width, nnz;
     int32_t *col;                     /* SPK_ELL_PAD in padding slots                         */
     double  *val;                     /* 0 in padding slots                                   */
+    float   *val32;                   /* an fp32 twin's values (val NULL), else NULL          */
 } spk_ell_fmt;
 
-typedef struct spk_hyb_fmt {          /* ELL part of `ell.width` + COO tail of the rest        */
+typedef struct spk_hyb_fmt {          /* ELL part of `ell.width` + COO tail of the rest;
+                                         an fp32 twin's values in both parts' val32           */
     spk_ell_fmt ell;
     spk_coo_fmt coo;
 } spk_hyb_fmt;
@@ -44,12 +49,14 @@ typedef struct spk_jds_fmt {          /* rows sorted by length, descending      
     int64_t *jd_ptr;                  /* ndiags + 1 start offsets of each jagged diagonal      */
     int32_t *col;                     /* nnz, diagonal by diagonal                             */
     double  *val;
+    float   *val32;                   /* an fp32 twin's values (val NULL), else NULL           */
 } spk_jds_fmt;
 
 typedef struct spk_dia_fmt {          /* diagonals: a(i, i + off[d]) at val[d * nrows + i]     */
     int64_t   nrows, ncols, nnz, ndiag;
     int64_t  *off;                    /* ndiag offsets, ascending                              */
     double   *val;                    /* ndiag * nrows, 0 in slots without an entry            */
+    float    *val32;                  /* an fp32 twin's values (val NULL), else NULL           */
     int64_t   nfix, words;            /* rows without an entry on every diagonal; mask words   */
     int64_t  *fix_row;                /* nfix rows, ascending                                  */
     uint64_t *fix_mask;               /* nfix * words: bit d set when the row holds diagonal d */
@@ -121,17 +128,52 @@ extern const spk_spmv_backend spk_backend_csr_cuda, spk_backend_coo_cuda, spk_ba
 extern const spk_spmv_backend spk_backend_csr32_cuda, spk_backend_coo32_cuda,
     spk_backend_ell32_cuda, spk_backend_hyb32_cuda, spk_backend_jds32_cuda;
 
-/* CSR with fp32 values (kernels/csr32_cpu.c): the operator of a mixed-precision solve's inner
- * method, used by src/mixed.c directly and kept out of the registry (no format choice or
- * --format reaches it). setup copies rowptr and colind and rounds the values to float; update
- * rounds them again. The layout: */
+/* ---- the fp32 twins (spk_spmv_backend.fp32): the CPU rows with their values in float -------
+ * The operators of a mixed-precision solve's inner method (src/mixed.c), kept out of the
+ * registry (no format choice or --format reaches them), one in the file of each format. A
+ * twin's setup builds its format's fp64 layout by the conversion above, then
+ * spk_values_fp32 rounds the values into val32 and frees val: the indices, the padding and
+ * the fix rows are the fp64 layout's. Its kernel is the fp64 row's own, reading
+ * (double)val32[q] where that reads val[q], in the same order, so its y has the bits of the
+ * fp64 row run on A's values rounded to float. Its update rounds the new values into val32
+ * in place (the *_fill_values32 refills, by the rules of the fp64 ones), allocating nothing.
+ * csr-cpu has no layout of its own (it reads the matrix's CSR): its twin, csr32-cpu, copies
+ * the indices into one. */
+
+/* Value q of a layout, widened exactly: v32[q] in an fp32 twin's layout, else v64[q]. A
+ * kernel's body takes both pointers and is inlined twice, each time with one of them a
+ * constant NULL, so the test folds away and one source gives both rows their loops. */
+static inline double spk_val(const double *v64, const float *v32, int64_t q)
+{
+    return v32 ? (double)v32[q] : v64[q];
+}
+
+/* out[0 .. n) = v[0 .. n) rounded to float: every twin's rounding (the caller has checked
+ * that the values fit fp32, src/mixed.c). */
+void spk_round_fp32(const double *v, int64_t n, float *out);
+/* A fresh fp64 layout's n values made its twin's: *val32 allocated (counted) and filled with
+ * them rounded, then *val freed and set NULL. SPK_ERR_NOMEM, naming `who` and leaving the
+ * layout as it was, when the floats cannot be allocated. */
+spk_status spk_values_fp32(spk_context *ctx, const char *who, int64_t n, double **val,
+                           float **val32);
+void spk_ell_fill_values32(const spk_csr *A, int64_t width, float *val);
+void spk_hyb_fill_values32(const spk_csr *A, int64_t width, float *ell_val, float *tail_val);
+void spk_jds_fill_values32(const spk_csr *A, const int32_t *perm, const int64_t *jd_ptr,
+                           float *val);
+void spk_dia_fill_values32(const spk_csr *A, const spk_dia_fmt *f, float *val);
+
+/* CSR with fp32 values (kernels/csr32_cpu.c): setup copies rowptr and colind and rounds the
+ * values to float; update rounds them again. The layout: */
 typedef struct spk_csr32 {
     int64_t  nrows, ncols, nnz;
     int64_t *rowptr;
     int32_t *colind;
     float   *val;
 } spk_csr32;
-extern const spk_spmv_backend spk_backend_csr32_cpu;
+/* The twins of the CPU rows: csr32-cpu, coo32-cpu, ell32-cpu, hyb32-cpu, jds32-cpu,
+ * dia32-cpu. */
+extern const spk_spmv_backend spk_backend_csr32_cpu, spk_backend_coo32_cpu,
+    spk_backend_ell32_cpu, spk_backend_hyb32_cpu, spk_backend_jds32_cpu, spk_backend_dia32_cpu;
 
 /* Rows per thread of the CUDA ELL layout in a state made by spk_backend_ell_cuda's or
  * spk_backend_hyb_cuda's setup (1 or 2), for tests; 0 in a build without CUDA. */

@@ -11,7 +11,11 @@
  *
  * Cost: 12 * nrows * K bytes for the ELL part (at most 3x its nonzeros by construction) plus
  * 16 bytes per tail entry. The ELL part is built without the fill guard: K is chosen so that
- * the padding is bounded. */
+ * the padding is bounded.
+ *
+ * The fp32 twin, hyb32-cpu (src/mixed.c's operator): both parts with float values (8 bytes an
+ * ELL slot, 12 a tail entry) and the same kernel with (double)val32[q] in place of val[q]:
+ * its y has the bits of hyb-cpu on the values rounded to float. */
 #include "formats.h"
 
 #include <string.h>
@@ -67,6 +71,15 @@ void spk_hyb_fill_values(const spk_csr *A, int64_t width, double *ell_val, doubl
             tail_val[w++] = A->val[p];
 }
 
+void spk_hyb_fill_values32(const spk_csr *A, int64_t width, float *ell_val, float *tail_val)
+{
+    spk_ell_fill_values32(A, width, ell_val);
+    int64_t w = 0;
+    for (int64_t i = 0; i < A->nrows; i++)
+        for (int64_t p = A->rowptr[i] + width; p < A->rowptr[i + 1]; p++)
+            tail_val[w++] = (float)A->val[p];
+}
+
 /* Row i is its ELL slots followed by its tail entries: columns stay sorted because the ELL
  * part took the first K entries of the sorted row. */
 spk_status spk_hyb_to_csr(spk_context *ctx, const spk_hyb_fmt *f, spk_csr *out)
@@ -90,11 +103,11 @@ spk_status spk_hyb_to_csr(spk_context *ctx, const spk_hyb_fmt *f, spk_csr *out)
         for (int64_t k = 0; k < K; k++)
             if (E->col[k * n + i] != SPK_ELL_PAD) {
                 out->colind[w] = E->col[k * n + i];
-                out->val[w++] = E->val[k * n + i];
+                out->val[w++] = spk_val(E->val, E->val32, k * n + i);
             }
         for (; c < C->nnz && C->row[c] == i; c++) {
             out->colind[w] = C->col[c];
-            out->val[w++] = C->val[c];
+            out->val[w++] = spk_val(C->val, C->val32, c);
         }
     }
     return SPK_OK;
@@ -125,31 +138,47 @@ static int64_t tail_lower_bound(const spk_coo_fmt *c, int64_t r)
  * partial sums added at the end, as the GPU's two kernels do, moved CG on 1138_bus from 2204
  * to 2118 iterations). Blocks of rows keep the column-major ELL reads contiguous. */
 #define HYB_CPU_ROW_BLOCK 256
+
+/* Rows [r0, r1) of one block. The values are (ev64, cv64) (hyb-cpu) or (ev32, cv32)
+ * (hyb32-cpu), the others constant NULLs where the body is inlined. */
+static inline __attribute__((always_inline)) void
+hyb_block(const spk_hyb_fmt *f, const double *ev64, const float *ev32, const double *cv64,
+          const float *cv32, int64_t r0, int64_t r1, double alpha, const double *x, double beta,
+          double *y)
+{
+    const spk_ell_fmt *e = &f->ell;
+    const spk_coo_fmt *c = &f->coo;
+    const int64_t n = e->nrows, K = e->width;
+    double s[HYB_CPU_ROW_BLOCK] = {0};
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t i = r0; i < r1; i++) {
+            const int32_t j = e->col[k * n + i];
+            if (j != SPK_ELL_PAD)
+                s[i - r0] += spk_val(ev64, ev32, k * n + i) * x[j];
+        }
+    for (int64_t q = tail_lower_bound(c, r0); q < c->nnz && c->row[q] < r1; q++)
+        s[c->row[q] - r0] += spk_val(cv64, cv32, q) * x[c->col[q]];
+    for (int64_t i = r0; i < r1; i++)
+        y[i] = beta == 0.0 ? alpha * s[i - r0] : alpha * s[i - r0] + beta * y[i];
+}
+
+/* hyb-cpu's and hyb32-cpu's: the layout's values say which loop runs. */
 static spk_status hyb_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
                            double beta, double *y)
 {
     const spk_hyb_fmt *f = state;
     if (!f)
-        return spk_fail(ctx, SPK_ERR_ARG, "hyb-cpu spmv: NULL state (not prepared)");
-    const spk_ell_fmt *e = &f->ell;
-    const spk_coo_fmt *c = &f->coo;
-    const int64_t n = e->nrows, K = e->width;
+        return spk_fail(ctx, SPK_ERR_ARG, "hyb spmv: NULL state (not prepared)");
+    const int64_t n = f->ell.nrows, K = f->ell.width;
     const int64_t nblocks = (n + HYB_CPU_ROW_BLOCK - 1) / HYB_CPU_ROW_BLOCK;
-#pragma omp parallel for schedule(static) if (n * K + c->nnz > 65536)
+#pragma omp parallel for schedule(static) if (n * K + f->coo.nnz > 65536)
     for (int64_t b = 0; b < nblocks; b++) {
         const int64_t r0 = b * HYB_CPU_ROW_BLOCK;
         const int64_t r1 = n - r0 < HYB_CPU_ROW_BLOCK ? n : r0 + HYB_CPU_ROW_BLOCK;
-        double s[HYB_CPU_ROW_BLOCK] = {0};
-        for (int64_t k = 0; k < K; k++)
-            for (int64_t i = r0; i < r1; i++) {
-                const int32_t j = e->col[k * n + i];
-                if (j != SPK_ELL_PAD)
-                    s[i - r0] += e->val[k * n + i] * x[j];
-            }
-        for (int64_t q = tail_lower_bound(c, r0); q < c->nnz && c->row[q] < r1; q++)
-            s[c->row[q] - r0] += c->val[q] * x[c->col[q]];
-        for (int64_t i = r0; i < r1; i++)
-            y[i] = beta == 0.0 ? alpha * s[i - r0] : alpha * s[i - r0] + beta * y[i];
+        if (f->ell.val32)
+            hyb_block(f, NULL, f->ell.val32, NULL, f->coo.val32, r0, r1, alpha, x, beta, y);
+        else
+            hyb_block(f, f->ell.val, NULL, f->coo.val, NULL, r0, r1, alpha, x, beta, y);
     }
     return SPK_OK;
 }
@@ -177,14 +206,47 @@ static void hyb_destroy(void *state)
     spk_free(state);
 }
 
+/* hyb-cpu's layout, both parts' values then rounded to float. */
+static spk_status hyb32_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    spk_status st = hyb_setup(ctx, A, state);
+    if (st)
+        return st;
+    spk_hyb_fmt *f = *state;
+    spk_ell_fmt *e = &f->ell;
+    st = spk_values_fp32(ctx, "hyb32-cpu setup", e->nrows * e->width, &e->val, &e->val32);
+    if (!st)
+        st = spk_values_fp32(ctx, "hyb32-cpu setup", f->coo.nnz, &f->coo.val, &f->coo.val32);
+    if (st) {
+        hyb_destroy(f);
+        *state = NULL;
+    }
+    return st;
+}
+
+/* Both parts refilled in place, in float for the twin. */
 static spk_status hyb_update(spk_context *ctx, void *state, const spk_csr *A)
 {
     spk_hyb_fmt *f = state;
     if (!f || f->ell.nrows != A->nrows || f->ell.nnz + f->coo.nnz != A->nnz)
-        return spk_fail(ctx, SPK_ERR_ARG, "hyb-cpu update: the layout does not match the matrix");
-    spk_hyb_fill_values(A, f->ell.width, f->ell.val, f->coo.val);
+        return spk_fail(ctx, SPK_ERR_ARG, "%s update: the layout does not match the matrix",
+                        f && f->ell.val32 ? "hyb32-cpu" : "hyb-cpu");
+    if (f->ell.val32)
+        spk_hyb_fill_values32(A, f->ell.width, f->ell.val32, f->coo.val32);
+    else
+        spk_hyb_fill_values(A, f->ell.width, f->ell.val, f->coo.val);
     return SPK_OK;
 }
+
+const spk_spmv_backend spk_backend_hyb32_cpu = {
+    .name = "hyb32-cpu",
+    .format = SPK_FMT_HYB,
+    .device = SPK_DEVICE_CPU,
+    .setup = hyb32_setup,
+    .spmv = hyb_spmv,
+    .destroy = hyb_destroy,
+    .update = hyb_update,
+};
 
 const spk_spmv_backend spk_backend_hyb_cpu = {
     .name = "hyb-cpu",
@@ -195,4 +257,5 @@ const spk_spmv_backend spk_backend_hyb_cpu = {
     .destroy = hyb_destroy,
     .update = hyb_update,
     /* update_device: the host refill is the update */
+    .fp32 = &spk_backend_hyb32_cpu,
 };

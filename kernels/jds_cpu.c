@@ -15,7 +15,11 @@
  * because it leaves the solver and the vectors untouched.
  *
  * The CPU kernel walks a block of consecutive sorted rows diagonal by diagonal, which reads
- * each diagonal contiguously and sums each row in CSR order. */
+ * each diagonal contiguously and sums each row in CSR order.
+ *
+ * The fp32 twin, jds32-cpu (src/mixed.c's operator): the same layout with float values, 8
+ * bytes a nonzero, and the same kernel with (double)val32[q] in place of val[q]: its y has
+ * the bits of jds-cpu on the values rounded to float. */
 #include "formats.h"
 
 #include <string.h>
@@ -35,6 +39,7 @@ void spk_jds_fmt_free(spk_jds_fmt *f)
     spk_free(f->jd_ptr);
     spk_free(f->col);
     spk_free(f->val);
+    spk_free(f->val32);
     memset(f, 0, sizeof *f);
 }
 
@@ -105,6 +110,17 @@ void spk_jds_fill_values(const spk_csr *A, const int32_t *perm, const int64_t *j
     }
 }
 
+void spk_jds_fill_values32(const spk_csr *A, const int32_t *perm, const int64_t *jd_ptr,
+                           float *val)
+{
+#pragma omp parallel for schedule(static) if(A->nnz > OMP_MIN_WORK)
+    for (int64_t k = 0; k < A->nrows; k++) {
+        const int64_t r = perm[k], p0 = A->rowptr[r], len = row_len(A, r);
+        for (int64_t d = 0; d < len; d++)
+            val[jd_ptr[d] + k] = (float)A->val[p0 + d];
+    }
+}
+
 /* Length of sorted row k: the number of diagonals that reach position k. */
 static int64_t sorted_len(const spk_jds_fmt *f, int64_t k)
 {
@@ -128,7 +144,7 @@ spk_status spk_jds_to_csr(spk_context *ctx, const spk_jds_fmt *f, spk_csr *out)
         const int64_t p0 = out->rowptr[f->perm[k]], len = sorted_len(f, k);
         for (int64_t d = 0; d < len; d++) {
             out->colind[p0 + d] = f->col[f->jd_ptr[d] + k];
-            out->val[p0 + d] = f->val[f->jd_ptr[d] + k];
+            out->val[p0 + d] = spk_val(f->val, f->val32, f->jd_ptr[d] + k);
         }
     }
     return SPK_OK;
@@ -136,35 +152,49 @@ spk_status spk_jds_to_csr(spk_context *ctx, const spk_jds_fmt *f, spk_csr *out)
 
 size_t spk_jds_bytes(const spk_jds_fmt *f)
 {
-    return (size_t)f->nnz * (sizeof(int32_t) + sizeof(double)) +
+    const size_t value = f->val32 ? sizeof(float) : sizeof(double);
+    return (size_t)f->nnz * (sizeof(int32_t) + value) +
            (size_t)f->nrows * sizeof(int32_t) + ((size_t)f->ndiags + 1) * sizeof(int64_t);
 }
 
+/* Sorted rows [k0, k1) of one block. The values are v64 (jds-cpu) or v32 (jds32-cpu), the
+ * other one a constant NULL where the body is inlined. */
+static inline __attribute__((always_inline)) void
+jds_block(const spk_jds_fmt *f, const double *v64, const float *v32, int64_t k0, int64_t k1,
+          double alpha, const double *x, double beta, double *y)
+{
+    double s[JDS_CPU_ROW_BLOCK] = {0};
+    for (int64_t d = 0; d < f->ndiags; d++) {
+        const int64_t base = f->jd_ptr[d], cnt = f->jd_ptr[d + 1] - base;
+        if (cnt <= k0)
+            break;                             /* diagonals only get shorter */
+        const int64_t hi = cnt < k1 ? cnt : k1;
+        for (int64_t k = k0; k < hi; k++)
+            s[k - k0] += spk_val(v64, v32, base + k) * x[f->col[base + k]];
+    }
+    for (int64_t k = k0; k < k1; k++) {
+        double *yi = &y[f->perm[k]];
+        *yi = beta == 0.0 ? alpha * s[k - k0] : alpha * s[k - k0] + beta * *yi;
+    }
+}
+
+/* jds-cpu's and jds32-cpu's: the layout's values say which loop runs. */
 static spk_status jds_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
                            double beta, double *y)
 {
     const spk_jds_fmt *f = state;
     if (!f)
-        return spk_fail(ctx, SPK_ERR_ARG, "jds-cpu spmv: NULL state (not prepared)");
+        return spk_fail(ctx, SPK_ERR_ARG, "jds spmv: NULL state (not prepared)");
     const int64_t n = f->nrows;
     const int64_t nblocks = (n + JDS_CPU_ROW_BLOCK - 1) / JDS_CPU_ROW_BLOCK;
 #pragma omp parallel for schedule(static) if(f->nnz + n > OMP_MIN_WORK)
     for (int64_t b = 0; b < nblocks; b++) {
         const int64_t k0 = b * JDS_CPU_ROW_BLOCK;
         const int64_t k1 = n - k0 < JDS_CPU_ROW_BLOCK ? n : k0 + JDS_CPU_ROW_BLOCK;
-        double s[JDS_CPU_ROW_BLOCK] = {0};
-        for (int64_t d = 0; d < f->ndiags; d++) {
-            const int64_t base = f->jd_ptr[d], cnt = f->jd_ptr[d + 1] - base;
-            if (cnt <= k0)
-                break;                             /* diagonals only get shorter */
-            const int64_t hi = cnt < k1 ? cnt : k1;
-            for (int64_t k = k0; k < hi; k++)
-                s[k - k0] += f->val[base + k] * x[f->col[base + k]];
-        }
-        for (int64_t k = k0; k < k1; k++) {
-            double *yi = &y[f->perm[k]];
-            *yi = beta == 0.0 ? alpha * s[k - k0] : alpha * s[k - k0] + beta * *yi;
-        }
+        if (f->val32)
+            jds_block(f, NULL, f->val32, k0, k1, alpha, x, beta, y);
+        else
+            jds_block(f, f->val, NULL, k0, k1, alpha, x, beta, y);
     }
     return SPK_OK;
 }
@@ -192,14 +222,44 @@ static void jds_destroy(void *state)
     spk_free(state);
 }
 
+/* jds-cpu's layout, its values then rounded to float. */
+static spk_status jds32_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    spk_status st = jds_setup(ctx, A, state);
+    if (st)
+        return st;
+    spk_jds_fmt *f = *state;
+    st = spk_values_fp32(ctx, "jds32-cpu setup", f->nnz, &f->val, &f->val32);
+    if (st) {
+        jds_destroy(f);
+        *state = NULL;
+    }
+    return st;
+}
+
+/* The values refilled in place by the layout's permutation, in float for the twin. */
 static spk_status jds_update(spk_context *ctx, void *state, const spk_csr *A)
 {
     spk_jds_fmt *f = state;
     if (!f || f->nrows != A->nrows || f->nnz != A->nnz)
-        return spk_fail(ctx, SPK_ERR_ARG, "jds-cpu update: the layout does not match the matrix");
-    spk_jds_fill_values(A, f->perm, f->jd_ptr, f->val);
+        return spk_fail(ctx, SPK_ERR_ARG, "%s update: the layout does not match the matrix",
+                        f && f->val32 ? "jds32-cpu" : "jds-cpu");
+    if (f->val32)
+        spk_jds_fill_values32(A, f->perm, f->jd_ptr, f->val32);
+    else
+        spk_jds_fill_values(A, f->perm, f->jd_ptr, f->val);
     return SPK_OK;
 }
+
+const spk_spmv_backend spk_backend_jds32_cpu = {
+    .name = "jds32-cpu",
+    .format = SPK_FMT_JDS,
+    .device = SPK_DEVICE_CPU,
+    .setup = jds32_setup,
+    .spmv = jds_spmv,
+    .destroy = jds_destroy,
+    .update = jds_update,
+};
 
 const spk_spmv_backend spk_backend_jds_cpu = {
     .name = "jds-cpu",
@@ -210,4 +270,5 @@ const spk_spmv_backend spk_backend_jds_cpu = {
     .destroy = jds_destroy,
     .update = jds_update,
     /* update_device: the host refill is the update */
+    .fp32 = &spk_backend_jds32_cpu,
 };

@@ -1,8 +1,10 @@
 /* src/mixed.c -- mixed precision by iterative refinement (Wilkinson's defect correction;
  * Moler 1967; for Krylov inner solvers Anzt, Heuveline and Rocker, "Mixed precision iterative
- * refinement methods for linear systems", 2010). The method's SpMV reads A32 = fl32(A), 8
- * bytes a CSR entry in place of 12; the vectors, reductions and the preconditioner (built from
- * the fp64 A) stay fp64. Around it, with the fp64 A:
+ * refinement methods for linear systems", 2010). The method's SpMV reads A32 = fl32(A) in the
+ * layout of A's own format, through the fp32 twin of A's backend row (spk_spmv_backend.fp32:
+ * 4 bytes a DIA slot in place of 8, 8 an ELL slot or a CSR entry in place of 12); the
+ * vectors, reductions and the preconditioner (built from the fp64 A) stay fp64. Around it,
+ * with the fp64 A:
  *
  *     r = b - A x;  until ||r|| <= max(rtol ||b||, atol):
  *         solve A32 d = r from d = 0 to max(1e-6, 0.5 thr / ||r||) relative;  x += d;
@@ -47,10 +49,30 @@ static int mixed_values_fit(const spk_csr *A, char *why, size_t len)
     return 1;
 }
 
-spk_status spk_mixed_prepare(spk_context *ctx, spk_mixed *m, const spk_csr *A, double a_scale)
+/* The fp32 operator for the method's row: its twin, or csr32-cpu for a CPU row without one
+ * (the CSR twin reads the canonical CSR, which every matrix has); NULL: none on its device. */
+static const spk_spmv_backend *mixed_row(const spk_spmv_backend *be)
 {
-    m->be = &spk_backend_csr32_cpu;
+    if (be->fp32)
+        return be->fp32;
+    return be->device == SPK_DEVICE_CPU ? &spk_backend_csr32_cpu : NULL;
+}
+
+spk_status spk_mixed_prepare(spk_context *ctx, spk_mixed *m, const spk_spmv_backend *be,
+                             const spk_csr *A, double a_scale)
+{
+    const spk_spmv_backend *be32 = mixed_row(be);
+    if (m->be != be32) {                 /* another row: A32's layout is not this one's */
+        spk_mixed_free(m);
+        m->be = be32;
+    }
     m->why[0] = '\0';
+    if (!be32) {
+        snprintf(m->why, sizeof m->why, "mixed: fell back to double: %s has no fp32 twin",
+                 be->name);
+        m->ok = 0;
+        return SPK_OK;
+    }
     m->ok = mixed_values_fit(A, m->why, sizeof m->why);
     /* a_scale != 1 needs max |a| outside [2^-128, 2^128], which the values check refuses
      * already; kept so that a change of either range cannot let a scaled system through */
@@ -71,6 +93,7 @@ void spk_mixed_free(spk_mixed *m)
     if (m->be)
         m->be->destroy(m->state);
     m->state = NULL;
+    m->be = NULL;
 }
 
 /* The loop's state: the fp64 operator and the caller's settings, put back after each inner
