@@ -8,7 +8,9 @@
  * Cost per SpMV: 12 bytes per slot including padding (nrows * width slots), 10 when every
  * column lies within SPK_ELL_OFF16_MAX of its row and the device keeps int16 offsets from the
  * row instead of columns; a gather of x per real entry, y written once (read when beta != 0).
- * The host refuses ELL above SPK_ELL_MAX_FILL padding (formats.h), where HYB wins.
+ * The host refuses ELL above SPK_ELL_MAX_FILL padding (formats.h), where HYB wins. The fp32
+ * twin (ell32-cuda) stores the values as float: 6 bytes a slot with int16 offsets, 8 with
+ * int32 columns; the same kernels, instantiated for float, sum in fp64.
  * The layout is built by spk_ell_from_csr (ell_cpu.c) and uploaded as is (the offsets are
  * the columns minus the row, nothing else), so the CPU and GPU backends can never disagree on
  * it. */
@@ -111,6 +113,59 @@ __device__ __forceinline__ void ell_pair(int64_t i, int64_t nrows, int64_t width
     }
 }
 
+/* Four rows per thread (spk_ell_dev.rows == 4, fp32 values only): with 4-byte values a pair
+ * of rows loads 8 bytes a slot, too little a load to keep the memory system as busy as the
+ * fp64 pair's 16; four rows load one float4 of values and one short4 (or int4) of indices.
+ * The same order of the sums as ell_row. Slot k * nrows + i with i a multiple of 4 is 16-byte
+ * aligned when k * nrows is a multiple of 4 (uniform over the warp); else one at a time. */
+template <class T> struct ell_quad_of;
+template <> struct ell_quad_of<float>   { typedef float4 type; };
+template <> struct ell_quad_of<int32_t> { typedef int4 type; };
+template <> struct ell_quad_of<int16_t> { typedef short4 type; };
+
+template <bool STREAM, class T>
+__device__ __forceinline__ void ell_load4(const T *__restrict__ p, bool aligned, T (&a)[4])
+{
+    if (aligned) {
+        typedef typename ell_quad_of<T>::type V;
+        const V v = spk_ldm<STREAM>(reinterpret_cast<const V *>(p));
+        a[0] = v.x;
+        a[1] = v.y;
+        a[2] = v.z;
+        a[3] = v.w;
+    } else {
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+            a[q] = spk_ldm<STREAM>(p + q);
+    }
+}
+
+template <class V, class Idx, bool STREAM>
+__device__ __forceinline__ void ell_quad(int64_t i, int64_t nrows, int64_t width,
+                                         const Idx *__restrict__ Aj,
+                                         const V *__restrict__ Ax,
+                                         const double *__restrict__ x, double (&s)[4])
+{
+#pragma unroll
+    for (int q = 0; q < 4; q++)
+        s[q] = 0.0;
+#pragma unroll SPK_ELL_UNROLL
+    for (int64_t k = 0; k < width; k++) {
+        const int64_t slot = k * nrows + i;
+        const bool aligned = ((k * nrows) & 3) == 0;   /* uniform over the warp */
+        Idx j[4];
+        V v[4];
+        ell_load4<STREAM>(Aj + slot, aligned, j);
+        ell_load4<STREAM>(Ax + slot, aligned, v);
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            int64_t c;
+            if (ell_real(j[q], i + q, c))
+                s[q] += (double)v[q] * __ldg(&x[c]);
+        }
+    }
+}
+
 /* Rows i .. i + R - 1 (R = 1 or 2; with 2 and an odd row count the last thread takes one
  * row): their sums in s0 (and s1), their count returned. */
 template <class V, class Idx, bool STREAM, int R>
@@ -140,7 +195,19 @@ ell_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
     for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < (nrows + R - 1) / R;
          g += (int64_t)gridDim.x * blockDim.x) {
         const int64_t i = g * R;
-        if (R == 2 && i + 1 < nrows) {
+        if constexpr (R == 4) {
+            if (i + 3 < nrows) {
+                double s[4];
+                ell_quad<V, Idx, STREAM>(i, nrows, width, Aj, Ax, x, s);
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    y[i + q] = spk_spmv_out(alpha, s[q], beta, y, i + q);
+            } else {                                   /* the last rows, one at a time */
+                for (int64_t r = i; r < nrows; r++)
+                    y[r] = spk_spmv_out(alpha, ell_row<V, Idx, STREAM>(r, nrows, width, Aj, Ax, x),
+                                        beta, y, r);
+            }
+        } else if (R == 2 && i + 1 < nrows) {
             double s0, s1;
             ell_pair<V, Idx, STREAM>(i, nrows, width, Aj, Ax, x, s0, s1);
             y[i] = spk_spmv_out(alpha, s0, beta, y, i);
@@ -166,6 +233,24 @@ ell_dot_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
     for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < (nrows + R - 1) / R;
          g += (int64_t)gridDim.x * blockDim.x) {
         const int64_t i = g * R;
+        if constexpr (R == 4) {
+            if (i + 3 < nrows) {
+                double s[4];
+                ell_quad<V, Idx, false>(i, nrows, width, Aj, Ax, x, s);
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    y[i + q] = s[q];
+                    d[0] += x[i + q] * s[q];
+                }
+            } else {
+                for (int64_t r = i; r < nrows; r++) {
+                    const double s0 = ell_row<V, Idx, false>(r, nrows, width, Aj, Ax, x);
+                    y[r] = s0;
+                    d[0] += x[r] * s0;
+                }
+            }
+            continue;
+        }
         double s0, s1;
         const int m = ell_group<V, Idx, false, R>(i, nrows, width, Aj, Ax, x, s0, s1);
         y[i] = s0;
@@ -223,6 +308,15 @@ template <class V>
 static void ell_dot_dispatch(const spk_cuda_state *cs, const spk_ell_dev *A, const V *Av,
                              const double *x, double *y, const spk_dot_sink *sink)
 {
+    if constexpr (sizeof(V) == 4) {                    /* four rows a thread: fp32 only */
+        if (A->rows == 4) {
+            if (A->off)
+                ell_dot_launch<V, int16_t, 4>(cs, A, A->off, Av, x, y, sink);
+            else
+                ell_dot_launch<V, int32_t, 4>(cs, A, A->col, Av, x, y, sink);
+            return;
+        }
+    }
     if (A->off && A->rows == 2)
         ell_dot_launch<V, int16_t, 2>(cs, A, A->off, Av, x, y, sink);
     else if (A->off)
@@ -264,6 +358,15 @@ template <class V>
 static void ell_dispatch(const spk_cuda_state *cs, const spk_ell_dev *A, const V *Av,
                          double alpha, const double *x, double beta, double *y)
 {
+    if constexpr (sizeof(V) == 4) {                    /* four rows a thread: fp32 only */
+        if (A->rows == 4) {
+            if (A->off)
+                ell_launch<V, int16_t, 4>(cs, A, A->off, Av, alpha, x, beta, y);
+            else
+                ell_launch<V, int32_t, 4>(cs, A, A->col, Av, alpha, x, beta, y);
+            return;
+        }
+    }
     if (A->off && A->rows == 2)
         ell_launch<V, int16_t, 2>(cs, A, A->off, Av, alpha, x, beta, y);
     else if (A->off)
@@ -323,6 +426,10 @@ spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, int fp32, 
     d->nnz = h->nnz;
     d->stream = 0;
     d->rows = ell_rows_per_thread(ctx, h);
+    if (fp32 && d->rows == 2 && !ctx->tune.ell_rows)  /* fp32 pairs: four rows (ell_quad) */
+        d->rows = 4;
+    if (!fp32 && d->rows == 4)                         /* the knob's 4 is for fp32 values */
+        d->rows = 2;
     d->col = NULL;
     d->off = NULL;
     d->val = NULL;

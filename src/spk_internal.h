@@ -26,7 +26,7 @@ typedef struct spk_tuning {
     int    cuda_graph;   /* SPK_CUDA_GRAPH: 0 launches the iterations one by one             */
     int    csr_kernel;   /* SPK_CSR_KERNEL: SPK_CSR_VECTOR / _MERGE / _ADAPTIVE, or AUTO     */
     int    ell_index32;  /* SPK_ELL_INDEX=32: keep int32 columns, never int16 offsets         */
-    int    ell_rows;     /* SPK_ELL_ROWS: 1 or 2 rows per thread; 0 by the width             */
+    int    ell_rows;     /* SPK_ELL_ROWS: 1, 2 or 4 (fp32 values) rows per thread; 0: rule   */
     int    gs_rows;      /* SPK_GS_ROWS: 1, 2 or 4 rows per lane in GMRES's CGS2; 0 by n      */
     int    gs_rows_only; /* SPK_GS_KERNEL=rows: CGS2's second pass on the rows kernel         */
     int    hugepages;    /* SPK_HUGEPAGES: 0 makes large host arrays plain malloc              */

@@ -69,7 +69,7 @@ spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t)
     static const char *const on_off[] = {"0", "1"};
     static const char *const csr[] = {"auto", "vector", "merge", "adaptive"};
     static const char *const ell_index[] = {"auto", "32"};
-    static const char *const ell_rows[] = {"auto", "1", "2"};
+    static const char *const ell_rows[] = {"auto", "1", "2", "4"};
     static const char *const gs_rows[] = {"auto", "1", "2", "4"};
     static const char *const gs_kernel[] = {"auto", "rows"};
     static const char *const mpi_steps[] = {"auto", "host", "composed", "direct"};
@@ -81,8 +81,8 @@ spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t)
         t->csr_kernel = w <= 0 ? SPK_TUNE_AUTO : w - 1;   /* SPK_CSR_VECTOR, _MERGE, _ADAPTIVE */
     if (!st && !(st = knob_word(ctx, "SPK_ELL_INDEX", ell_index, 2, &w)))
         t->ell_index32 = w == 1;
-    if (!st && !(st = knob_word(ctx, "SPK_ELL_ROWS", ell_rows, 3, &w)))
-        t->ell_rows = w <= 0 ? 0 : w;                     /* 0: by the width */
+    if (!st && !(st = knob_word(ctx, "SPK_ELL_ROWS", ell_rows, 4, &w)))
+        t->ell_rows = w <= 0 ? 0 : w == 3 ? 4 : w;        /* 0: by the width */
     if (!st && !(st = knob_word(ctx, "SPK_GS_ROWS", gs_rows, 4, &w)))
         t->gs_rows = w <= 0 ? 0 : 1 << (w - 1);           /* 0: by n; else 1, 2, 4 */
     if (!st && !(st = knob_word(ctx, "SPK_GS_KERNEL", gs_kernel, 2, &w)))
