@@ -233,8 +233,8 @@ typedef struct spk_ell_dev {
     double  *val;
     float   *val32;                     /* or (val NULL): the values in fp32 (a twin's layout) */
     int      stream;                    /* 1: loaded evict-first (HYB's part beside a tail)    */
-    int      rows;                      /* rows per thread: 1 or 2 (ell_rows_per_thread), 4 for
-                                         * fp32 values where it would be 2 (ell_quad)          */
+    int      rows;                      /* rows per thread: 1 or 2 (ell_rows_per_thread; 2 for
+                                         * fp32 values), 4 (fp32, SPK_ELL_ROWS=4, ell_quad)    */
 } spk_ell_dev;
 /* fp32: the values rounded to float into val32 (val stays NULL). */
 spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, int fp32, spk_ell_dev *d);

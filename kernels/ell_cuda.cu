@@ -113,9 +113,10 @@ __device__ __forceinline__ void ell_pair(int64_t i, int64_t nrows, int64_t width
     }
 }
 
-/* Four rows per thread (spk_ell_dev.rows == 4, fp32 values only): with 4-byte values a pair
- * of rows loads 8 bytes a slot, too little a load to keep the memory system as busy as the
- * fp64 pair's 16; four rows load one float4 of values and one short4 (or int4) of indices.
+/* Four rows per thread (spk_ell_dev.rows == 4, SPK_ELL_ROWS=4, fp32 values only): written
+ * because a pair of fp32 rows loads 8 bytes of values a slot against the fp64 pair's 16; four
+ * rows load one float4 of values and one short4 (or int4) of indices. Measured, it is no
+ * faster on narrow rows (see spk_ell_dev_upload), so the rule does not choose it.
  * The same order of the sums as ell_row. Slot k * nrows + i with i a multiple of 4 is 16-byte
  * aligned when k * nrows is a multiple of 4 (uniform over the warp); else one at a time. */
 template <class T> struct ell_quad_of;
@@ -426,8 +427,13 @@ spk_status spk_ell_dev_upload(spk_context *ctx, const spk_ell_fmt *h, int fp32, 
     d->nnz = h->nnz;
     d->stream = 0;
     d->rows = ell_rows_per_thread(ctx, h);
-    if (fp32 && d->rows == 2 && !ctx->tune.ell_rows)  /* fp32 pairs: four rows (ell_quad) */
-        d->rows = 4;
+    /* fp32 values: two rows a thread at every width. Measured on the H200 (bench_spmv --fp32,
+     * SPK_ELL_ROWS = the rule / 2 / 4, us): poisson3d:150 (width 7) 62.2 / 61.1 / 62.0,
+     * poisson3d27:100 (27) 57.2 / 52.7 / 66.8, lame3d:48 (81) 66.1 / 60.4 / 78.4,
+     * elasticity3d:60 (81) 102.6 / 115.9 / 96.1 (docs/benchmarks.md). Four rows (ell_quad)
+     * gained nothing on the narrow rows it was written for; it stays behind the knob. */
+    if (fp32 && !ctx->tune.ell_rows)
+        d->rows = 2;
     if (!fp32 && d->rows == 4)                         /* the knob's 4 is for fp32 values */
         d->rows = 2;
     d->col = NULL;

@@ -251,6 +251,11 @@ static void test_no_alloc(void)
             "second solve: %s", spk_reason_str(r.reason));
     T_CHECK(spk_context_alloc_count(ctx) == before, "the second solve allocated %llu times",
             (unsigned long long)(spk_context_alloc_count(ctx) - before));
+    /* a first update of the same values: on a GPU the first one makes, counted, what the
+     * device refills need (canonical values and row offsets on the device) */
+    memcpy(val, A->csr.val, (size_t)nnz * sizeof *val);
+    T_CHECK(spk_matrix_update_values(ctx, A, nnz, val, 0) == SPK_OK &&
+            spk_solver_solve(S, b, x, &r) == SPK_OK && r.reason > 0, "the first update");
     /* new values: the diagonal doubled */
     for (int64_t i = 0; i < n; i++)
         for (int64_t p = A->csr.rowptr[i]; p < A->csr.rowptr[i + 1]; p++)
@@ -368,8 +373,11 @@ static void test_stops(void)
     o.monitor = monitor;
     o.monitor_user = &m;
     T_CHECK(spk_solve(ctx, A, b, x, &o, &r) == SPK_OK, "%s", spk_last_error(ctx));
-    T_CHECK(r.reason == SPK_DIVERGED_INTERRUPTED && r.iterations == first_end + 5 &&
-            r.refinement_steps == 2,
+    /* the CPU stops at the iteration the monitor stopped; a GPU at the end of the batch of
+     * iterations queued with it (solvers/batch.c: at most two batches of 32) */
+    const int64_t late = dev == SPK_DEVICE_CPU ? 0 : 64;
+    T_CHECK(r.reason == SPK_DIVERGED_INTERRUPTED && r.iterations >= first_end + 5 &&
+            r.iterations <= first_end + 5 + late && r.refinement_steps == 2,
             "the monitor's stop: %s after %lld iterations, %lld steps", spk_reason_str(r.reason),
             (long long)r.iterations, (long long)r.refinement_steps);
     T_CHECK(m.ordered, "the monitor saw the iterations in increasing order");
