@@ -183,6 +183,7 @@ void spk_coo_dev_free(spk_coo_dev *d)
 typedef struct coo_cuda {
     spk_coo_dev dev;
     float      *h_val32;                /* coo32-cuda: staging of the rounded values (nnz)    */
+    int         borrowed;               /* a twin of setup_from: dev.row and dev.col its row's */
 } coo_cuda;
 
 static void coo_destroy(void *state)
@@ -190,7 +191,10 @@ static void coo_destroy(void *state)
     coo_cuda *d = (coo_cuda *)state;
     if (!d)
         return;
-    spk_coo_dev_free(&d->dev);
+    if (d->borrowed)
+        (void)cudaFree(d->dev.val32);
+    else
+        spk_coo_dev_free(&d->dev);
     spk_free(d->h_val32);
     spk_free(d);
 }
@@ -234,6 +238,48 @@ static spk_status coo_setup(spk_context *ctx, const spk_csr *A, void **state)
 static spk_status coo32_setup(spk_context *ctx, const spk_csr *A, void **state)
 {
     return coo_setup_as(ctx, A, 1, state);
+}
+
+/* coo32-cuda from a coo-cuda state on the device (spk_spmv_backend.setup_from). */
+static spk_status coo32_setup_from(spk_context *ctx, const void *row, void **state, int *fits)
+{
+    *state = NULL;
+    *fits = 0;
+    const coo_cuda *r = (const coo_cuda *)row;
+    if (!r || r->borrowed || !r->dev.val)
+        return spk_fail(ctx, SPK_ERR_ARG, "coo32-cuda: setup_from needs a coo-cuda state");
+    const size_t nnz = (size_t)(r->dev.nnz > 0 ? r->dev.nnz : 1);
+    coo_cuda *d = (coo_cuda *)spk_calloc(ctx, 1, sizeof *d);
+    float *stage = (float *)spk_malloc(ctx, nnz, sizeof(float));
+    if (!d || !stage) {
+        spk_free(d);
+        spk_free(stage);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "coo32-cuda state: out of host memory");
+    }
+    d->dev = r->dev;
+    d->dev.val = NULL;
+    d->dev.val32 = NULL;
+    d->h_val32 = stage;
+    d->borrowed = 1;
+    spk_status st = spk_cuda_malloc(ctx, &d->dev.val32, nnz * sizeof(float), "COO values in fp32");
+    if (!st)
+        st = spk_cuda_round_checked(ctx, r->dev.nnz, r->dev.val, d->dev.val32, fits);
+    if (st) {
+        coo_destroy(d);
+        return st;
+    }
+    *state = d;
+    return SPK_OK;
+}
+
+static spk_status coo32_refill(spk_context *ctx, void *state, const void *row, int *fits)
+{
+    coo_cuda *d = (coo_cuda *)state;
+    const coo_cuda *r = (const coo_cuda *)row;
+    *fits = 0;
+    if (!d || !d->dev.val32 || !r || !r->dev.val || r->dev.nnz != d->dev.nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "coo32-cuda refill: the row's layout is not this one's");
+    return spk_cuda_round_checked(ctx, d->dev.nnz, r->dev.val, d->dev.val32, fits);
 }
 
 static spk_status coo_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
@@ -288,6 +334,8 @@ extern "C" const spk_spmv_backend spk_backend_coo32_cuda = {
     .spmv_dot = NULL,
     .update_device = coo_update_device,
     .fp32 = NULL,
+    .setup_from = coo32_setup_from,
+    .refill = coo32_refill,
 };
 
 extern "C" const spk_spmv_backend spk_backend_coo_cuda = {
@@ -301,4 +349,6 @@ extern "C" const spk_spmv_backend spk_backend_coo_cuda = {
     .spmv_dot = NULL,                /* none; written out, as C++ warns of omitted fields */
     .update_device = coo_update_device,
     .fp32 = &spk_backend_coo32_cuda,
+    .setup_from = NULL,              /* a twin's entries */
+    .refill = NULL,
 };

@@ -69,6 +69,9 @@ typedef struct csr_dev {
     int64_t *tile_begin, *tile_end;     /* ntiles entry ranges                                 */
     double  *tile_part;                 /* ntiles partial sums (scratch, rewritten each SpMV)  */
     float   *h_val32;                   /* csr32-cuda: staging of the rounded values (nnz)     */
+    int      borrowed;                  /* a twin of setup_from: every array but val32 and
+                                         * h_val32 is its row's (the row's scratch too: both
+                                         * run on the context's one stream)                   */
     int      kernel;                    /* SPK_CSR_VECTOR (the three above), _MERGE, _ADAPTIVE */
     spk_csr_merge mp;                   /* merge path's tiles (the lists above stay empty)     */
     spk_csr_adaptive ad;                /* row blocks (the lists above stay empty)             */
@@ -352,6 +355,12 @@ static void csr_destroy(void *state)
     csr_dev *d = (csr_dev *)state;
     if (!d)
         return;
+    if (d->borrowed) {
+        (void)cudaFree(d->val32);
+        spk_free(d->h_val32);
+        spk_free(d);
+        return;
+    }
     (void)cudaFree(d->rowptr);
     (void)cudaFree(d->col);
     (void)cudaFree(d->val);
@@ -479,6 +488,48 @@ static spk_status csr32_setup(spk_context *ctx, const spk_csr *A, void **state)
     return csr_setup_as(ctx, A, 1, state);
 }
 
+/* csr32-cuda from a csr-cuda state on the device (spk_spmv_backend.setup_from). */
+static spk_status csr32_setup_from(spk_context *ctx, const void *row, void **state, int *fits)
+{
+    *state = NULL;
+    *fits = 0;
+    const csr_dev *r = (const csr_dev *)row;
+    if (!r || r->borrowed || !r->val)
+        return spk_fail(ctx, SPK_ERR_ARG, "csr32-cuda: setup_from needs a csr-cuda state");
+    const size_t nnz = (size_t)(r->nnz > 0 ? r->nnz : 1);
+    csr_dev *d = (csr_dev *)spk_calloc(ctx, 1, sizeof *d);
+    float *stage = (float *)spk_malloc(ctx, nnz, sizeof(float));
+    if (!d || !stage) {
+        spk_free(d);
+        spk_free(stage);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "csr32-cuda state: out of host memory");
+    }
+    *d = *r;
+    d->val = NULL;
+    d->val32 = NULL;
+    d->h_val32 = stage;
+    d->borrowed = 1;
+    spk_status st = spk_cuda_malloc(ctx, &d->val32, nnz * sizeof(float), "CSR values in fp32");
+    if (!st)
+        st = spk_cuda_round_checked(ctx, r->nnz, r->val, d->val32, fits);
+    if (st) {
+        csr_destroy(d);
+        return st;
+    }
+    *state = d;
+    return SPK_OK;
+}
+
+static spk_status csr32_refill(spk_context *ctx, void *state, const void *row, int *fits)
+{
+    csr_dev *d = (csr_dev *)state;
+    const csr_dev *r = (const csr_dev *)row;
+    *fits = 0;
+    if (!d || !d->val32 || !r || !r->val || r->nnz != d->nnz || r->nrows != d->nrows)
+        return spk_fail(ctx, SPK_ERR_ARG, "csr32-cuda refill: the row's layout is not this one's");
+    return spk_cuda_round_checked(ctx, d->nnz, r->val, d->val32, fits);
+}
+
 /* The device array is the canonical value array itself: one upload. The long-row tiles hold
  * positions, not values, so they stay. */
 static spk_status csr_update(spk_context *ctx, void *state, const spk_csr *A)
@@ -524,6 +575,8 @@ extern "C" const spk_spmv_backend spk_backend_csr32_cuda = {
     .spmv_dot = csr_spmv_dot,
     .update_device = csr_update_device,
     .fp32 = NULL,
+    .setup_from = csr32_setup_from,
+    .refill = csr32_refill,
 };
 
 extern "C" const spk_spmv_backend spk_backend_csr_cuda = {
@@ -537,4 +590,6 @@ extern "C" const spk_spmv_backend spk_backend_csr_cuda = {
     .spmv_dot = csr_spmv_dot,
     .update_device = csr_update_device,
     .fp32 = &spk_backend_csr32_cuda,
+    .setup_from = NULL,              /* a twin's entries */
+    .refill = NULL,
 };

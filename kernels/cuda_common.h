@@ -167,6 +167,10 @@ spk_status spk_cuda_upload_values_into(spk_context *ctx, void *d, const double *
  * value update of a twin whose layout is the canonical value array: CSR, COO's order)
  * (kernels/vec_cuda.cu). */
 spk_status spk_cuda_round_values(spk_context *ctx, int64_t n, const double *src, float *dst);
+/* The same, then waits and sets *fits = 0 when a value leaves fp32's range (|v| > FLT_MAX, or
+ * v != 0 with |v| < FLT_MIN), else 1 (a twin's setup_from and refill). */
+spk_status spk_cuda_round_checked(spk_context *ctx, int64_t n, const double *src, float *dst,
+                                  int *fits);
 
 /* The context's CUDA state, or SPK_ERR_ARG with a message when ctx has none (a CPU context
  * handed to a CUDA backend, or a failed spk_cuda_init). */

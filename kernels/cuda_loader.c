@@ -51,7 +51,7 @@ static const spk_cuda_plugin *plugin_check(void *h, const char *path)
                    p->backend[i]->update && p->backend[i]->update_device && p->backend[i]->fp32;
         const spk_spmv_backend *t = shape_ok ? p->backend[i]->fp32 : NULL;
         shape_ok = shape_ok && t->setup && t->spmv && t->update && t->update_device &&
-                   (i != 1 && i != 2 ? 1 : t->spmv_dot != NULL);
+                   t->setup_from && t->refill && (i != 1 && i != 2 ? 1 : t->spmv_dot != NULL);
     }
     if (p->abi != SPK_CUDA_PLUGIN_ABI || strcmp(p->version, SPK_VERSION_STRING) != 0 ||
         p->context_size != sizeof(spk_context) || !shape_ok) {
@@ -269,6 +269,16 @@ BACKEND_ROW(4, SPK_FMT_JDS, jds)
                                                 const spk_csr *A, const double *d_val)        \
     {                                                                                         \
         return plugin()->backend[idx]->fp32->update_device(ctx, state, A, d_val);             \
+    }                                                                                         \
+    static spk_status fwd32_setup_from_##idx(spk_context *ctx, const void *row, void **state, \
+                                             int *fits)                                       \
+    {                                                                                         \
+        return plugin()->backend[idx]->fp32->setup_from(ctx, row, state, fits);               \
+    }                                                                                         \
+    static spk_status fwd32_refill_##idx(spk_context *ctx, void *state, const void *row,      \
+                                         int *fits)                                           \
+    {                                                                                         \
+        return plugin()->backend[idx]->fp32->refill(ctx, state, row, fits);                   \
     }
 
 BACKEND_ROW32(0, coo)
@@ -306,7 +316,8 @@ static spk_status fwd32_spmv_dot_2(spk_context *ctx, const void *state, const do
         .name = #name_ "32-cuda", .format = fmt, .device = SPK_DEVICE_CUDA,                   \
         .setup = fwd32_setup_##idx, .spmv = fwd32_spmv_##idx, .destroy = fwd32_destroy_##idx, \
         .update = fwd32_update_##idx, .spmv_dot = dot,                                        \
-        .update_device = fwd32_update_device_##idx, .fp32 = NULL                              \
+        .update_device = fwd32_update_device_##idx, .fp32 = NULL,                             \
+        .setup_from = fwd32_setup_from_##idx, .refill = fwd32_refill_##idx                    \
     }
 
 const spk_spmv_backend spk_backend_coo32_cuda = ROW32(0, SPK_FMT_COO, coo, NULL);

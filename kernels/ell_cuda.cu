@@ -533,6 +533,8 @@ typedef struct ell_cuda {
     double     *h_val;                  /* nrows * width, the layout of dev.val on the host */
     float      *h_val32;                /* the fp32 twin: the rounded values' staging       */
     int64_t    *d_rowptr;               /* nrows + 1: made at the first update on the device */
+    int         borrowed;               /* a twin of setup_from: dev's indices and h_val are
+                                         * its row's; only dev.val32, h_val32, d_rowptr its own */
 } ell_cuda;
 
 static void ell_destroy(void *state)
@@ -540,6 +542,13 @@ static void ell_destroy(void *state)
     ell_cuda *d = (ell_cuda *)state;
     if (!d)
         return;
+    if (d->borrowed) {
+        (void)cudaFree(d->dev.val32);
+        spk_free(d->h_val32);
+        (void)cudaFree(d->d_rowptr);
+        spk_free(d);
+        return;
+    }
     spk_ell_dev_free(&d->dev);
     spk_free(d->h_val);
     spk_free(d->h_val32);
@@ -590,6 +599,50 @@ static spk_status ell_setup(spk_context *ctx, const spk_csr *A, void **state)
 static spk_status ell32_setup(spk_context *ctx, const spk_csr *A, void **state)
 {
     return ell_setup_as(ctx, A, 1, state);
+}
+
+/* ell32-cuda from an ell-cuda state on the device (spk_spmv_backend.setup_from). */
+static spk_status ell32_setup_from(spk_context *ctx, const void *row, void **state, int *fits)
+{
+    *state = NULL;
+    *fits = 0;
+    const ell_cuda *r = (const ell_cuda *)row;
+    if (!r || r->borrowed || !r->dev.val)
+        return spk_fail(ctx, SPK_ERR_ARG, "ell32-cuda: setup_from needs an ell-cuda state");
+    const size_t slots = (size_t)r->dev.nrows * (size_t)r->dev.width;
+    ell_cuda *d = (ell_cuda *)spk_calloc(ctx, 1, sizeof *d);
+    if (!d || !(d->h_val32 = (float *)spk_malloc(ctx, slots > 0 ? slots : 1, sizeof(float)))) {
+        spk_free(d);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "ell32-cuda state: out of host memory");
+    }
+    d->dev = r->dev;
+    d->dev.val = NULL;
+    d->dev.val32 = NULL;
+    d->dev.rows = ctx->tune.ell_rows ? ctx->tune.ell_rows : 2;   /* spk_ell_dev_upload's rule */
+    d->h_val = r->h_val;
+    d->borrowed = 1;
+    spk_status st = spk_cuda_malloc(ctx, &d->dev.val32, (slots > 0 ? slots : 1) * sizeof(float),
+                                    "ELL values in fp32");
+    if (!st)
+        st = spk_cuda_round_checked(ctx, (int64_t)slots, r->dev.val, d->dev.val32, fits);
+    if (st) {
+        ell_destroy(d);
+        return st;
+    }
+    *state = d;
+    return SPK_OK;
+}
+
+static spk_status ell32_refill(spk_context *ctx, void *state, const void *row, int *fits)
+{
+    ell_cuda *d = (ell_cuda *)state;
+    const ell_cuda *r = (const ell_cuda *)row;
+    *fits = 0;
+    if (!d || !d->dev.val32 || !r || !r->dev.val || r->dev.nrows != d->dev.nrows ||
+        r->dev.width != d->dev.width)
+        return spk_fail(ctx, SPK_ERR_ARG, "ell32-cuda refill: the row's layout is not this one's");
+    return spk_cuda_round_checked(ctx, d->dev.nrows * d->dev.width, r->dev.val, d->dev.val32,
+                                  fits);
 }
 
 /* spmv, spmv_dot and the updates serve both rows: the state says which values it holds. */
@@ -651,6 +704,8 @@ extern "C" const spk_spmv_backend spk_backend_ell32_cuda = {
     .spmv_dot = ell_spmv_dot,
     .update_device = ell_update_device,
     .fp32 = NULL,
+    .setup_from = ell32_setup_from,
+    .refill = ell32_refill,
 };
 
 extern "C" const spk_spmv_backend spk_backend_ell_cuda = {
@@ -664,4 +719,6 @@ extern "C" const spk_spmv_backend spk_backend_ell_cuda = {
     .spmv_dot = ell_spmv_dot,
     .update_device = ell_update_device,
     .fp32 = &spk_backend_ell32_cuda,
+    .setup_from = NULL,              /* a twin's entries */
+    .refill = NULL,
 };

@@ -20,6 +20,8 @@ typedef struct hyb_dev {
     double     *h_coo_val;              /* coo.nnz           */
     float      *h_val32;                /* hyb32-cuda: staging of the rounded values, as many
                                          * as the larger of the two parts                     */
+    int         borrowed;               /* a twin of setup_from: the parts' indices, the host
+                                         * mirrors and d_tail_ptr are its row's               */
     /* made at the first update on the device: A's row offsets, and where each row's tail
      * starts in the COO part (nrows + 1 each) */
     int64_t    *d_rowptr, *d_tail_ptr;
@@ -30,6 +32,15 @@ static void hyb_destroy(void *state)
     hyb_dev *d = (hyb_dev *)state;
     if (!d)
         return;
+    if (d->borrowed) {
+        (void)cudaFree(d->ell.val32);
+        (void)cudaFree(d->coo.val32);
+        spk_free(d->h_val32);
+        (void)cudaFree(d->d_rowptr);
+        (void)cudaFree(d->d_tail_ptr);
+        spk_free(d);
+        return;
+    }
     spk_ell_dev_free(&d->ell);
     spk_coo_dev_free(&d->coo);
     spk_free(d->h_ell_val);
@@ -87,6 +98,68 @@ static spk_status hyb_setup(spk_context *ctx, const spk_csr *A, void **state)
 static spk_status hyb32_setup(spk_context *ctx, const spk_csr *A, void **state)
 {
     return hyb_setup_as(ctx, A, 1, state);
+}
+
+/* hyb32-cuda from a hyb-cuda state on the device (spk_spmv_backend.setup_from). */
+static spk_status hyb32_setup_from(spk_context *ctx, const void *row, void **state, int *fits)
+{
+    *state = NULL;
+    *fits = 0;
+    const hyb_dev *r = (const hyb_dev *)row;
+    if (!r || r->borrowed || (!r->ell.val && !r->coo.val))
+        return spk_fail(ctx, SPK_ERR_ARG, "hyb32-cuda: setup_from needs a hyb-cuda state");
+    const size_t slots = (size_t)r->ell.nrows * (size_t)r->ell.width, tail = (size_t)r->coo.nnz;
+    const size_t stage_n = slots > tail ? slots : tail;
+    hyb_dev *d = (hyb_dev *)spk_calloc(ctx, 1, sizeof *d);
+    float *stage = (float *)spk_malloc(ctx, stage_n > 0 ? stage_n : 1, sizeof(float));
+    if (!d || !stage) {
+        spk_free(d);
+        spk_free(stage);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "hyb32-cuda state: out of host memory");
+    }
+    *d = *r;
+    d->ell.val = NULL;
+    d->ell.val32 = NULL;
+    d->ell.rows = ctx->tune.ell_rows ? ctx->tune.ell_rows : 2;   /* spk_ell_dev_upload's rule */
+    d->coo.val = NULL;
+    d->coo.val32 = NULL;
+    d->h_val32 = stage;
+    d->d_rowptr = d->d_tail_ptr = NULL;
+    d->borrowed = 1;
+    int f1 = 1, f2 = 1;
+    spk_status st = SPK_OK;
+    if (slots > 0 && !(st = spk_cuda_malloc(ctx, &d->ell.val32, slots * sizeof(float),
+                                            "HYB ELL values in fp32")))
+        st = spk_cuda_round_checked(ctx, (int64_t)slots, r->ell.val, d->ell.val32, &f1);
+    if (!st && tail > 0 && !(st = spk_cuda_malloc(ctx, &d->coo.val32, tail * sizeof(float),
+                                                  "HYB COO values in fp32")))
+        st = spk_cuda_round_checked(ctx, (int64_t)tail, r->coo.val, d->coo.val32, &f2);
+    if (st) {
+        hyb_destroy(d);
+        return st;
+    }
+    *fits = f1 && f2;
+    *state = d;
+    return SPK_OK;
+}
+
+static spk_status hyb32_refill(spk_context *ctx, void *state, const void *row, int *fits)
+{
+    hyb_dev *d = (hyb_dev *)state;
+    const hyb_dev *r = (const hyb_dev *)row;
+    *fits = 0;
+    if (!d || !d->borrowed || !r || r->nrows != d->nrows || r->ell.width != d->ell.width ||
+        r->coo.nnz != d->coo.nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "hyb32-cuda refill: the row's layout is not this one's");
+    int f1 = 1, f2 = 1;
+    spk_status st = SPK_OK;
+    if (d->ell.val32)
+        st = spk_cuda_round_checked(ctx, d->ell.nrows * d->ell.width, r->ell.val, d->ell.val32,
+                                    &f1);
+    if (!st && d->coo.val32)
+        st = spk_cuda_round_checked(ctx, d->coo.nnz, r->coo.val, d->coo.val32, &f2);
+    *fits = f1 && f2;
+    return st;
 }
 
 static spk_status hyb_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
@@ -215,6 +288,8 @@ extern "C" const spk_spmv_backend spk_backend_hyb32_cuda = {
     .spmv_dot = NULL,
     .update_device = hyb_update_device,
     .fp32 = NULL,
+    .setup_from = hyb32_setup_from,
+    .refill = hyb32_refill,
 };
 
 extern "C" const spk_spmv_backend spk_backend_hyb_cuda = {
@@ -228,4 +303,6 @@ extern "C" const spk_spmv_backend spk_backend_hyb_cuda = {
     .spmv_dot = NULL,                /* none; written out, as C++ warns of omitted fields */
     .update_device = hyb_update_device,
     .fp32 = &spk_backend_hyb32_cuda,
+    .setup_from = NULL,              /* a twin's entries */
+    .refill = NULL,
 };

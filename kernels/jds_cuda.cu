@@ -29,6 +29,8 @@ typedef struct jds_dev {
     int64_t *h_jd_ptr;
     double  *h_val;
     float   *h_val32;                   /* jds32-cuda: staging of the rounded values          */
+    int      borrowed;                  /* a twin of setup_from: perm, jd_ptr, col and the host
+                                         * mirrors are its row's; val32, h_val32, d_rowptr its own */
     int64_t *d_rowptr;                  /* nrows + 1: made at the first update on the device  */
 } jds_dev;
 
@@ -81,6 +83,13 @@ static void jds_destroy(void *state)
     jds_dev *d = (jds_dev *)state;
     if (!d)
         return;
+    if (d->borrowed) {
+        (void)cudaFree(d->val32);
+        spk_free(d->h_val32);
+        (void)cudaFree(d->d_rowptr);
+        spk_free(d);
+        return;
+    }
     (void)cudaFree(d->perm);
     (void)cudaFree(d->jd_ptr);
     (void)cudaFree(d->col);
@@ -155,6 +164,49 @@ static spk_status jds32_setup(spk_context *ctx, const spk_csr *A, void **state)
     return jds_setup_as(ctx, A, 1, state);
 }
 
+/* jds32-cuda from a jds-cuda state on the device (spk_spmv_backend.setup_from). */
+static spk_status jds32_setup_from(spk_context *ctx, const void *row, void **state, int *fits)
+{
+    *state = NULL;
+    *fits = 0;
+    const jds_dev *r = (const jds_dev *)row;
+    if (!r || r->borrowed || !r->val)
+        return spk_fail(ctx, SPK_ERR_ARG, "jds32-cuda: setup_from needs a jds-cuda state");
+    const size_t nnz = (size_t)(r->nnz > 0 ? r->nnz : 1);
+    jds_dev *d = (jds_dev *)spk_calloc(ctx, 1, sizeof *d);
+    float *stage = (float *)spk_malloc(ctx, nnz, sizeof(float));
+    if (!d || !stage) {
+        spk_free(d);
+        spk_free(stage);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "jds32-cuda state: out of host memory");
+    }
+    *d = *r;
+    d->val = NULL;
+    d->val32 = NULL;
+    d->h_val32 = stage;
+    d->d_rowptr = NULL;
+    d->borrowed = 1;
+    spk_status st = spk_cuda_malloc(ctx, &d->val32, nnz * sizeof(float), "JDS values in fp32");
+    if (!st)
+        st = spk_cuda_round_checked(ctx, r->nnz, r->val, d->val32, fits);
+    if (st) {
+        jds_destroy(d);
+        return st;
+    }
+    *state = d;
+    return SPK_OK;
+}
+
+static spk_status jds32_refill(spk_context *ctx, void *state, const void *row, int *fits)
+{
+    jds_dev *d = (jds_dev *)state;
+    const jds_dev *r = (const jds_dev *)row;
+    *fits = 0;
+    if (!d || !d->val32 || !r || !r->val || r->nnz != d->nnz || r->nrows != d->nrows)
+        return spk_fail(ctx, SPK_ERR_ARG, "jds32-cuda refill: the row's layout is not this one's");
+    return spk_cuda_round_checked(ctx, d->nnz, r->val, d->val32, fits);
+}
+
 static spk_status jds_update(spk_context *ctx, void *state, const spk_csr *A)
 {
     jds_dev *d = (jds_dev *)state;
@@ -224,6 +276,8 @@ extern "C" const spk_spmv_backend spk_backend_jds32_cuda = {
     .spmv_dot = NULL,
     .update_device = jds_update_device,
     .fp32 = NULL,
+    .setup_from = jds32_setup_from,
+    .refill = jds32_refill,
 };
 
 extern "C" const spk_spmv_backend spk_backend_jds_cuda = {
@@ -237,4 +291,6 @@ extern "C" const spk_spmv_backend spk_backend_jds_cuda = {
     .spmv_dot = NULL,                /* none; written out, as C++ warns of omitted fields */
     .update_device = jds_update_device,
     .fp32 = &spk_backend_jds32_cuda,
+    .setup_from = NULL,              /* a twin's entries */
+    .refill = NULL,
 };

@@ -15,6 +15,8 @@
  * stream; download and the scalar results are the only points that wait. */
 #include "cuda_common.h"
 
+#include <float.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -69,6 +71,44 @@ spk_status spk_cuda_round_values(spk_context *ctx, int64_t n, const double *src,
     round_kernel<<<spk_cuda_grid(cs, n, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0, cs->stream>>>(
         n, src, dst);
     return spk_cuda_launched(ctx, "round_kernel");
+}
+
+/* round_kernel and the first index of a value that leaves fp32's range into *first (the
+ * value is still rounded: the caller drops or refuses the result). */
+__global__ void round_check_kernel(int64_t n, const double *__restrict__ src,
+                                   float *__restrict__ dst, unsigned long long *first)
+{
+    SPK_GRID_STRIDE(i, n) {
+        const double v = src[i], a = fabs(v);
+        dst[i] = (float)v;
+        if (a > FLT_MAX || (a != 0.0 && a < FLT_MIN))
+            atomicMin(first, (unsigned long long)i);
+    }
+}
+
+spk_status spk_cuda_round_checked(spk_context *ctx, int64_t n, const double *src, float *dst,
+                                  int *fits)
+{
+    spk_cuda_state *cs;
+    *fits = 1;
+    spk_status st = vec_begin(ctx, n, &cs, "round");
+    if (st || n == 0)
+        return st;
+    if ((st = spk_cuda(ctx, cudaMemsetAsync(&cs->d_scratch->flag, 0xff, sizeof(unsigned long long),
+                                            cs->stream),
+                       "round: resetting the index")))
+        return st;
+    round_check_kernel<<<spk_cuda_grid(cs, n, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0, cs->stream>>>(
+        n, src, dst, &cs->d_scratch->flag);
+    if ((st = spk_cuda_launched(ctx, "round_check_kernel")) ||
+        (st = spk_cuda(ctx, cudaMemcpyAsync(&cs->h_scratch->flag, &cs->d_scratch->flag,
+                                            sizeof(unsigned long long), cudaMemcpyDeviceToHost,
+                                            cs->stream),
+                       "round: reading the index back")) ||
+        (st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "round_check_kernel")))
+        return st;
+    *fits = cs->h_scratch->flag == ~0ull;
+    return SPK_OK;
 }
 
 __global__ void fill_kernel(int64_t n, double a, double *__restrict__ y)

@@ -18,8 +18,9 @@
  * twin (spk_spmv_backend.fp32), made from the same host CSR, and the cycle runs on the
  * twins: half the bytes of each value, the products summed in fp64. Rounding each entry of
  * A_l, P and R = P^T to float keeps A_l symmetric and R the transpose of P, so the cycle is
- * still a fixed symmetric operator (AMGCL's fp32 preconditioner inside an fp64 solve). Level
- * 0's twin is a copy of the solver's A of its own (its indices again, 4 bytes per value). */
+ * still a fixed symmetric operator (AMGCL's fp32 preconditioner inside an fp64 solve). On the
+ * GPU a twin is made from its matrix's device layout (setup_from): it shares the indices and
+ * adds 4 bytes an entry; on the CPU it is a layout of its own. */
 #include "amg.h"
 #include "cheby.h"
 #include "precond.h"
@@ -173,29 +174,44 @@ static int fits_fp32(const spk_csr *c)
     return 1;
 }
 
-/* D's twin from c (D's host CSR), or none (*s32 NULL) where D's format has no fp32 kernel on
- * this device or c's values leave fp32's range. */
-static spk_status twin_make(pc_amg *M, const spk_matrix *D, const spk_csr *c, void **s32)
-{
-    *s32 = NULL;
-    M->nmat++;
-    if (!D->be->fp32 || !fits_fp32(c))
-        return SPK_OK;
-    spk_status st = D->be->fp32->setup(M->ctx, c, s32);
-    M->n32 += !st;
-    return st;
-}
-
-static spk_status twin_update(pc_amg *M, const spk_matrix *D, void *s32, const spk_csr *c)
-{
-    return s32 ? D->be->fp32->update(M->ctx, s32, c) : SPK_OK;
-}
-
 static void twin_free(const spk_matrix *D, void **s32)
 {
     if (*s32)
         D->be->fp32->destroy(*s32);
     *s32 = NULL;
+}
+
+/* D's twin, or none (*s32 NULL) where D's format has no fp32 kernel on this device or c's
+ * values (D's, on the host) leave fp32's range. A GPU twin is made from D's device layout
+ * (setup_from: its indices shared, the values rounded by a kernel); a CPU one from c. */
+static spk_status twin_make(pc_amg *M, const spk_matrix *D, const spk_csr *c, void **s32)
+{
+    *s32 = NULL;
+    M->nmat++;
+    const spk_spmv_backend *t = D->be->fp32;
+    if (!t || !fits_fp32(c))
+        return SPK_OK;
+    int fits = 1;
+    spk_status st = t->setup_from ? t->setup_from(M->ctx, D->state, s32, &fits)
+                                  : t->setup(M->ctx, c, s32);
+    if (!st && !fits)                    /* cannot happen after fits_fp32: kept fp64 then */
+        twin_free(D, s32);
+    M->n32 += !st && *s32;
+    return st;
+}
+
+/* After D's own update: from D's device values (refill) or from c. */
+static spk_status twin_update(pc_amg *M, const spk_matrix *D, void *s32, const spk_csr *c)
+{
+    if (!s32)
+        return SPK_OK;
+    const spk_spmv_backend *t = D->be->fp32;
+    int fits = 1;
+    spk_status st = t->refill ? t->refill(M->ctx, s32, D->state, &fits) : t->update(M->ctx, s32, c);
+    if (!st && !fits)
+        st = spk_fail(M->ctx, SPK_ERR_ARG, "AMG refresh: new values leave fp32's range, which "
+                      "the cycle's fp32 values need (spk_amg_options.fp32 = -1 keeps fp64)");
+    return st;
 }
 
 /* The twins of every matrix of the cycle (setup) or their new values (refresh). A value
@@ -479,8 +495,9 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
     else
         PUT("  values: fp64\n");
     PUT("  device memory beyond the solver's own A: %.1f MB%s\n", total / 1e6,
-        M->n32 > 0 ? " (with the fp32 twins' own copies beside: about 8 bytes an entry more in "
-        "CSR)" : "");
+        M->n32 > 0 ? (M->ctx->device == SPK_DEVICE_CPU ? " (and the fp32 twins: a copy of each "
+        "layout with 4-byte values)" : " (and the fp32 values: 4 bytes an entry, the indices "
+        "shared)") : "");
     PUT("  setup %.3f s (hierarchy on the host %.3f s)", M->setup_s, M->host_s);
 #undef PUT
     return used;

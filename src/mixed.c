@@ -58,11 +58,11 @@ static const spk_spmv_backend *mixed_row(const spk_spmv_backend *be)
     return be->device == SPK_DEVICE_CPU ? &spk_backend_csr32_cpu : NULL;
 }
 
-spk_status spk_mixed_prepare(spk_context *ctx, spk_mixed *m, const spk_spmv_backend *be,
-                             const spk_csr *A, double a_scale)
+spk_status spk_mixed_prepare(spk_context *ctx, spk_mixed *m, spk_matrix *M, double a_scale)
 {
-    const spk_spmv_backend *be32 = mixed_row(be);
-    if (m->be != be32) {                 /* another row: A32's layout is not this one's */
+    const spk_spmv_backend *be = M->be, *be32 = mixed_row(be);
+    const int from_row = be32 && be32->setup_from;
+    if (m->be != be32 || (from_row && m->row != M->state)) {   /* another layout than A32's */
         spk_mixed_free(m);
         m->be = be32;
     }
@@ -73,7 +73,29 @@ spk_status spk_mixed_prepare(spk_context *ctx, spk_mixed *m, const spk_spmv_back
         m->ok = 0;
         return SPK_OK;
     }
-    m->ok = mixed_values_fit(A, m->why, sizeof m->why);
+    spk_status st;
+    if (from_row) {
+        /* on the device, from the row's own values: nothing read on the host unless a value
+         * does not fit (then its position, for the message) */
+        int fits = 0;
+        st = m->state ? be32->refill(ctx, m->state, M->state, &fits)
+                      : be32->setup_from(ctx, M->state, &m->state, &fits);
+        m->row = M->state;
+        if (st)
+            return st;
+        m->ok = fits;
+        if (!fits) {
+            if ((st = spk_matrix_host_values(ctx, M)))
+                return st;
+            if (mixed_values_fit(&M->csr, m->why, sizeof m->why))   /* cannot differ: said */
+                snprintf(m->why, sizeof m->why, "mixed: fell back to double: a value of %s "
+                         "leaves fp32's range", be->name);
+        }
+    } else {
+        if ((st = spk_matrix_host_values(ctx, M)))
+            return st;
+        m->ok = mixed_values_fit(&M->csr, m->why, sizeof m->why);
+    }
     /* a_scale != 1 needs max |a| outside [2^-128, 2^128], which the values check refuses
      * already; kept so that a change of either range cannot let a scaled system through */
     if (m->ok && a_scale != 1.0) {
@@ -81,9 +103,10 @@ spk_status spk_mixed_prepare(spk_context *ctx, spk_mixed *m, const spk_spmv_back
                  "2^%d (A's magnitudes leave fp32's range)", ilogb(a_scale));
         m->ok = 0;
     }
-    if (!m->ok)
+    if (!m->ok || from_row)
         return SPK_OK;
-    return m->state ? m->be->update(ctx, m->state, A) : m->be->setup(ctx, A, &m->state);
+    return m->state ? m->be->update(ctx, m->state, &M->csr)
+                    : m->be->setup(ctx, &M->csr, &m->state);
 }
 
 void spk_mixed_free(spk_mixed *m)
@@ -94,6 +117,7 @@ void spk_mixed_free(spk_mixed *m)
         m->be->destroy(m->state);
     m->state = NULL;
     m->be = NULL;
+    m->row = NULL;
 }
 
 /* The loop's state: the fp64 operator and the caller's settings, put back after each inner

@@ -268,7 +268,7 @@ static spk_status solver_create(spk_context *ctx, spk_matrix *A, const spk_optio
     S->opt.method = S->method;                       /* the row sees the method resolved */
     S->a_scale = matrix_scale(spk_matrix_info_of(M), &S->a_fits);
     if (opt->precision == SPK_PRECISION_MIXED &&
-        (st = spk_mixed_prepare(ctx, &S->mix, M->be, &M->csr, S->a_scale)))
+        (st = spk_mixed_prepare(ctx, &S->mix, M, S->a_scale)))
         goto fail;
     S->pc = spk_precond_find(S->opt.precond, ctx->device);
     if (!S->pc) {
@@ -334,10 +334,10 @@ static spk_status solver_refresh(spk_solver *S)
      * GPU keeps the scale it had: a power of two stays exact, only its range may narrow) */
     if (!S->M->host_stale)
         S->a_scale = matrix_scale(spk_matrix_info_of(S->M), &S->a_fits);
-    /* mixed: the fp32 copy of the matrix the method runs on, checked and rounded from the
-     * host values (an update made on the GPU is downloaded for it, into A's own array) */
-    if (S->opt.precision == SPK_PRECISION_MIXED && !(st = spk_matrix_host_values(S->ctx, S->M)))
-        st = spk_mixed_prepare(S->ctx, &S->mix, S->M->be, &S->M->csr, S->a_scale);
+    /* mixed: the fp32 copy of the matrix the method runs on, rounded and checked again (on
+     * the GPU from its device layout, already refilled) */
+    if (S->opt.precision == SPK_PRECISION_MIXED)
+        st = spk_mixed_prepare(S->ctx, &S->mix, S->M, S->a_scale);
     if (st)
         return st;
     const double tp = spk_now();

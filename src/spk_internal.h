@@ -416,6 +416,15 @@ typedef struct spk_spmv_backend {
      * and has no fp32 twin of its own. NULL: the format has no fp32 kernel on this device
      * (a mixed solve on the CPU then takes csr32-cpu). */
     const struct spk_spmv_backend *fp32;
+    /* Optional, a GPU twin's: the twin made on the device from `row`, a state of its fp64 row
+     * on the same context, which must outlive it. It shares the row's index arrays (and host
+     * mirror) and holds only its own fp32 values, rounded from the row's device values by a
+     * kernel: 4 bytes an entry of device memory, nothing converted or uploaded by the host.
+     * refill rounds them again from the row's, after the row's own update. Both set *fits to
+     * 0 when a value leaves fp32's range (|a| > FLT_MAX, or a nonzero below FLT_MIN). Such a
+     * twin's update and update_device still take values from A, as setup's do. */
+    spk_status (*setup_from)(spk_context *ctx, const void *row, void **state, int *fits);
+    spk_status (*refill)(spk_context *ctx, void *state, const void *row, int *fits);
 } spk_spmv_backend;
 
 /* The registry (kernels/backends.c): the backend for (format, device), or NULL. A backend of a

@@ -14,6 +14,8 @@
  *   - update with new values of the same pattern allocates nothing and the products follow;
  *     update_device (a GPU twin that has one) from device values, its second call allocating
  *     nothing;
+ *   - a twin made from its row's device layout (setup_from, the GPU twins): the same products,
+ *     refill after the row's update (no allocation), a value past FLT_MAX reported;
  * then mixed-precision solves whose inner operator is each twin (the automatic format, and
  * each format asked for): precision_reason names the twin, the true residual meets rtol. A
  * context on which mixed is not built yet (SPK_ERR_UNSUPPORTED) skips the solves, saying so. */
@@ -417,6 +419,51 @@ static void check_updates(case_ *c)
     spk_csr_free(&C);
 }
 
+/* A twin made on the device from its row's layout (setup_from, the GPU's): the same products
+ * as the twin of setup on the same values; refill after the row's update follows it and
+ * allocates nothing; a value out of fp32's range is reported (fits 0); a twin's own state is
+ * refused as a row. */
+static void check_from_row(const case_ *c)
+{
+    const spk_spmv_backend *tw = c->tw;
+    T_CHECK(tw->refill != NULL, "%s: setup_from without refill", tw->name);
+    case_ f = *c;
+    int fits = 0;
+    spk_status st = tw->setup_from(ctx, c->s64, &f.s32, &fits);
+    T_CHECK(st == SPK_OK && fits == 1, "%s setup_from on %s: %s, fits %d", tw->name, c->mname,
+            spk_last_error(ctx), fits);
+    if (st)
+        return;
+    check_products(&f, 0);
+    check_products(&f, 1);
+    check_spmv_dot(&f);
+    void *twice = NULL;
+    T_CHECK(tw->setup_from(ctx, f.s32, &twice, &fits) == SPK_ERR_ARG && !twice,
+            "%s: setup_from took a twin's state as its row's", tw->name);
+    spk_csr B;
+    copy_values(c->A, 0, &B);
+    st = c->be->update(ctx, c->s64, &B);
+    const uint64_t before = spk_context_alloc_count(ctx);
+    if (!st)
+        st = tw->refill(ctx, f.s32, c->s64, &fits);
+    T_CHECK(st == SPK_OK && fits == 1 && spk_context_alloc_count(ctx) == before,
+            "%s refill on %s: %s, fits %d, %llu allocations", tw->name, c->mname,
+            spk_status_str(st), fits, (unsigned long long)(spk_context_alloc_count(ctx) - before));
+    if (!st)
+        check_against_fresh(&f, &B, "refill");
+    if (B.nnz > 0) {                         /* one value past FLT_MAX: fits 0 */
+        B.val[B.nnz / 2] = 1e39;
+        st = c->be->update(ctx, c->s64, &B);
+        if (!st)
+            st = tw->refill(ctx, f.s32, c->s64, &fits);
+        T_CHECK(st == SPK_OK && fits == 0, "%s refill on %s with 1e39: %s, fits %d", tw->name,
+                c->mname, spk_status_str(st), fits);
+    }
+    T_CHECK(c->be->update(ctx, c->s64, c->A) == SPK_OK, "%s: A's values back", c->be->name);
+    tw->destroy(f.s32);
+    spk_csr_free(&B);
+}
+
 /* ---- each twin ------------------------------------------------------------------------- */
 
 /* What a twin is, apart from its products: outside the registry, no twin of its own, its
@@ -465,6 +512,8 @@ static void check_twin_on(const spk_spmv_backend *be, const char *mname, const s
             check_spmv_dot(&c);
             check_dia_kernels(&c);
             check_updates(&c);
+            if (c.tw->setup_from)
+                check_from_row(&c);
         }
     }
     be->destroy(c.s64);
