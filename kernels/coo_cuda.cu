@@ -246,7 +246,7 @@ static spk_status coo32_setup_from(spk_context *ctx, const void *row, void **sta
     *state = NULL;
     *fits = 0;
     const coo_cuda *r = (const coo_cuda *)row;
-    if (!r || r->borrowed || !r->dev.val)
+    if (!r || r->borrowed || r->dev.val32)
         return spk_fail(ctx, SPK_ERR_ARG, "coo32-cuda: setup_from needs a coo-cuda state");
     const size_t nnz = (size_t)(r->dev.nnz > 0 ? r->dev.nnz : 1);
     coo_cuda *d = (coo_cuda *)spk_calloc(ctx, 1, sizeof *d);
@@ -277,7 +277,7 @@ static spk_status coo32_refill(spk_context *ctx, void *state, const void *row, i
     coo_cuda *d = (coo_cuda *)state;
     const coo_cuda *r = (const coo_cuda *)row;
     *fits = 0;
-    if (!d || !d->dev.val32 || !r || !r->dev.val || r->dev.nnz != d->dev.nnz)
+    if (!d || !d->borrowed || !r || r->borrowed || r->dev.val32 || r->dev.nnz != d->dev.nnz)
         return spk_fail(ctx, SPK_ERR_ARG, "coo32-cuda refill: the row's layout is not this one's");
     return spk_cuda_round_checked(ctx, d->dev.nnz, r->dev.val, d->dev.val32, fits);
 }

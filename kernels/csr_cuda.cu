@@ -494,7 +494,7 @@ static spk_status csr32_setup_from(spk_context *ctx, const void *row, void **sta
     *state = NULL;
     *fits = 0;
     const csr_dev *r = (const csr_dev *)row;
-    if (!r || r->borrowed || !r->val)
+    if (!r || r->borrowed || r->val32)
         return spk_fail(ctx, SPK_ERR_ARG, "csr32-cuda: setup_from needs a csr-cuda state");
     const size_t nnz = (size_t)(r->nnz > 0 ? r->nnz : 1);
     csr_dev *d = (csr_dev *)spk_calloc(ctx, 1, sizeof *d);
@@ -525,7 +525,8 @@ static spk_status csr32_refill(spk_context *ctx, void *state, const void *row, i
     csr_dev *d = (csr_dev *)state;
     const csr_dev *r = (const csr_dev *)row;
     *fits = 0;
-    if (!d || !d->val32 || !r || !r->val || r->nnz != d->nnz || r->nrows != d->nrows)
+    if (!d || !d->borrowed || !r || r->borrowed || r->val32 || r->nnz != d->nnz ||
+        r->nrows != d->nrows)
         return spk_fail(ctx, SPK_ERR_ARG, "csr32-cuda refill: the row's layout is not this one's");
     return spk_cuda_round_checked(ctx, d->nnz, r->val, d->val32, fits);
 }

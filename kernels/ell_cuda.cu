@@ -607,7 +607,7 @@ static spk_status ell32_setup_from(spk_context *ctx, const void *row, void **sta
     *state = NULL;
     *fits = 0;
     const ell_cuda *r = (const ell_cuda *)row;
-    if (!r || r->borrowed || !r->dev.val)
+    if (!r || r->borrowed || r->dev.val32)
         return spk_fail(ctx, SPK_ERR_ARG, "ell32-cuda: setup_from needs an ell-cuda state");
     const size_t slots = (size_t)r->dev.nrows * (size_t)r->dev.width;
     ell_cuda *d = (ell_cuda *)spk_calloc(ctx, 1, sizeof *d);
@@ -638,7 +638,7 @@ static spk_status ell32_refill(spk_context *ctx, void *state, const void *row, i
     ell_cuda *d = (ell_cuda *)state;
     const ell_cuda *r = (const ell_cuda *)row;
     *fits = 0;
-    if (!d || !d->dev.val32 || !r || !r->dev.val || r->dev.nrows != d->dev.nrows ||
+    if (!d || !d->borrowed || !r || r->borrowed || r->dev.val32 || r->dev.nrows != d->dev.nrows ||
         r->dev.width != d->dev.width)
         return spk_fail(ctx, SPK_ERR_ARG, "ell32-cuda refill: the row's layout is not this one's");
     return spk_cuda_round_checked(ctx, d->dev.nrows * d->dev.width, r->dev.val, d->dev.val32,

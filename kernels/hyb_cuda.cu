@@ -106,7 +106,7 @@ static spk_status hyb32_setup_from(spk_context *ctx, const void *row, void **sta
     *state = NULL;
     *fits = 0;
     const hyb_dev *r = (const hyb_dev *)row;
-    if (!r || r->borrowed || (!r->ell.val && !r->coo.val))
+    if (!r || r->borrowed || r->ell.val32 || r->coo.val32)
         return spk_fail(ctx, SPK_ERR_ARG, "hyb32-cuda: setup_from needs a hyb-cuda state");
     const size_t slots = (size_t)r->ell.nrows * (size_t)r->ell.width, tail = (size_t)r->coo.nnz;
     const size_t stage_n = slots > tail ? slots : tail;
@@ -148,8 +148,8 @@ static spk_status hyb32_refill(spk_context *ctx, void *state, const void *row, i
     hyb_dev *d = (hyb_dev *)state;
     const hyb_dev *r = (const hyb_dev *)row;
     *fits = 0;
-    if (!d || !d->borrowed || !r || r->nrows != d->nrows || r->ell.width != d->ell.width ||
-        r->coo.nnz != d->coo.nnz)
+    if (!d || !d->borrowed || !r || r->borrowed || r->ell.val32 || r->coo.val32 ||
+        r->nrows != d->nrows || r->ell.width != d->ell.width || r->coo.nnz != d->coo.nnz)
         return spk_fail(ctx, SPK_ERR_ARG, "hyb32-cuda refill: the row's layout is not this one's");
     int f1 = 1, f2 = 1;
     spk_status st = SPK_OK;

@@ -170,7 +170,7 @@ static spk_status jds32_setup_from(spk_context *ctx, const void *row, void **sta
     *state = NULL;
     *fits = 0;
     const jds_dev *r = (const jds_dev *)row;
-    if (!r || r->borrowed || !r->val)
+    if (!r || r->borrowed || r->val32)
         return spk_fail(ctx, SPK_ERR_ARG, "jds32-cuda: setup_from needs a jds-cuda state");
     const size_t nnz = (size_t)(r->nnz > 0 ? r->nnz : 1);
     jds_dev *d = (jds_dev *)spk_calloc(ctx, 1, sizeof *d);
@@ -202,7 +202,8 @@ static spk_status jds32_refill(spk_context *ctx, void *state, const void *row, i
     jds_dev *d = (jds_dev *)state;
     const jds_dev *r = (const jds_dev *)row;
     *fits = 0;
-    if (!d || !d->val32 || !r || !r->val || r->nnz != d->nnz || r->nrows != d->nrows)
+    if (!d || !d->borrowed || !r || r->borrowed || r->val32 || r->nnz != d->nnz ||
+        r->nrows != d->nrows)
         return spk_fail(ctx, SPK_ERR_ARG, "jds32-cuda refill: the row's layout is not this one's");
     return spk_cuda_round_checked(ctx, d->nnz, r->val, d->val32, fits);
 }
