@@ -105,13 +105,17 @@ typedef enum spk_precond {
 #define SPK_PRECOND_COUNT 10
 
 /* The precision of the Krylov method's matrix (docs/solvers.md, "Mixed precision"). MIXED:
- * the SpMV inside the method reads A's values rounded to fp32 (8 bytes a CSR nonzero in place
- * of 12); vectors, reductions and the preconditioner stay fp64, and an outer defect-correction
- * loop with the fp64 A makes the answer meet rtol against the fp64 matrix. The CPU backend
- * only so far: on a CUDA context MIXED answers SPK_ERR_UNSUPPORTED. */
+ * the SpMV inside the method reads A's values rounded to fp32, in the layout of A's format
+ * (its fp32 twin: 8 bytes a CSR nonzero in place of 12, 4 a DIA slot in place of 8);
+ * vectors, reductions and the preconditioner stay fp64 (AMG's cycle takes fp32 values too,
+ * spk_amg_options.fp32), and an outer defect-correction loop with the fp64 A makes the
+ * answer meet rtol against the fp64 matrix. Both devices. AUTO: MIXED where the measurements
+ * found it faster for the same answer, DOUBLE elsewhere; spk_result.precision_choice says
+ * which and why. */
 typedef enum spk_precision {
     SPK_PRECISION_DOUBLE = 0,
-    SPK_PRECISION_MIXED
+    SPK_PRECISION_MIXED,
+    SPK_PRECISION_AUTO
 } spk_precision;
 
 /* ---- reason: did the solve converge (after PETSc's KSPConvergedReason) ------------------- */
@@ -165,7 +169,7 @@ SPK_API const char *spk_format_str(spk_format fmt);     /* "csr" ...            
 SPK_API const char *spk_method_str(spk_method m);       /* "cg" ...                  */
 SPK_API const char *spk_device_str(spk_device d);       /* "cpu", "cuda", "auto"     */
 SPK_API const char *spk_precond_str(spk_precond p);     /* "none", "jacobi", "amg", "user" */
-SPK_API const char *spk_precision_str(spk_precision p); /* "double", "mixed"         */
+SPK_API const char *spk_precision_str(spk_precision p); /* "double", "mixed", "auto" */
 /* One line on what the preconditioner is and when it helps (for a --help text). Never NULL. */
 SPK_API const char *spk_precond_summary(spk_precond p);
 /* Parse the names above; SPK_ERR_ARG for an unknown name. spk_precond_parse does not take
@@ -480,7 +484,9 @@ typedef struct spk_options {
     /* default DOUBLE. MIXED: the method on A's values in fp32 inside iterative refinement
      * in fp64; runs in double instead (spk_result.precision_reason says why) when a value
      * does not fit fp32 (|a| > FLT_MAX, or a nonzero |a| < FLT_MIN) or the system runs
-     * scaled. SPK_ERR_UNSUPPORTED on a CUDA context. */
+     * scaled. AUTO: MIXED for CG without a preconditioner or with Jacobi on a matrix larger
+     * than the device's cache (the rule of docs/solvers.md), DOUBLE otherwise. A distributed
+     * solve takes DOUBLE or AUTO (which is DOUBLE there). */
     spk_precision precision;
 } spk_options;
 SPK_API void spk_options_default(spk_options *opt);
@@ -529,6 +535,8 @@ typedef struct spk_result {
     char        precision_reason[160]; /* with MIXED: the refinement steps, or why it fell back
                                           to double (at the start, or part-way); "" otherwise */
     int64_t     refinement_steps; /* outer steps of a MIXED solve (inner fp32 solves); 0 else  */
+    char        precision_choice[160]; /* with precision AUTO: what it chose and why; ""
+                                          otherwise                                          */
 } spk_result;
 SPK_API void spk_result_free(spk_result *res);
 

@@ -311,7 +311,10 @@ const char *spk_method_str(spk_method m)
 
 const char *spk_precision_str(spk_precision p)
 {
-    return p == SPK_PRECISION_DOUBLE ? "double" : p == SPK_PRECISION_MIXED ? "mixed" : "unknown";
+    return p == SPK_PRECISION_DOUBLE ? "double"
+           : p == SPK_PRECISION_MIXED ? "mixed"
+           : p == SPK_PRECISION_AUTO  ? "auto"
+                                      : "unknown";
 }
 
 const char *spk_device_str(spk_device d)

@@ -28,6 +28,7 @@ struct spk_solver {
     spk_format         format;       /* AUTO resolved at creation                              */
     char               method_reason[128];
     char               precond_reason[128];
+    char               precision_choice[160]; /* precision AUTO: what it chose and why      */
     const spk_vec_ops *ops;
     spk_krylov         k;            /* per-solve fields, and the workspace kept between them  */
     const spk_precond_ops *pc;       /* M's row of the preconditioner table                    */
@@ -145,8 +146,8 @@ static spk_status check_setup(spk_context *ctx, const char *fn, const spk_matrix
         return spk_fail(ctx, SPK_ERR_ARG, "%s: reorder with a user preconditioner, block_size > 1, "
                         "an AMG near-null space or coordinates: those are given in A's order "
                         "(reorder the system yourself, or use reorder = none)", fn);
-    if ((unsigned)opt->precision > SPK_PRECISION_MIXED)
-        return spk_fail(ctx, SPK_ERR_ARG, "%s: precision = %d: double or mixed", fn,
+    if ((unsigned)opt->precision > SPK_PRECISION_AUTO)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: precision = %d: double, mixed or auto", fn,
                         (int)opt->precision);
     if (opt->precond == SPK_PRECOND_USER && (!opt->precond_user || !opt->precond_user->apply))
         return spk_fail(ctx, SPK_ERR_ARG, "%s: SPK_PRECOND_USER needs spk_options.precond_user "
@@ -183,7 +184,7 @@ static spk_status check_dist(spk_context *ctx, const char *fn, const spk_matrix 
     if (!ctx->comm)
         return spk_fail(ctx, SPK_ERR_ARG, "%s: a distributed matrix needs the context it was "
                         "made on (spk_context_create_mpi)", fn);
-    if (opt->reorder != SPK_REORDER_NONE || opt->precision != SPK_PRECISION_DOUBLE)
+    if (opt->reorder != SPK_REORDER_NONE || opt->precision == SPK_PRECISION_MIXED)
         return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "%s: a distributed solve takes reorder none "
                         "and precision double (reorder each rank's rows, or mixed precision, "
                         "is not built for it)", fn);
@@ -192,6 +193,48 @@ static spk_status check_dist(spk_context *ctx, const char *fn, const spk_matrix 
 
 static spk_status solver_create(spk_context *ctx, spk_matrix *A, const spk_options *opt,
                                 spk_solver **out);
+
+/* precision AUTO (docs/solvers.md, "Mixed precision"): MIXED where the measurements found it
+ * faster for the same answer. Measured (bench_amg @mixed on the H200, bench_mixed on the
+ * 2-vCPU VM, 2026-12-02; docs/benchmarks.md): CG + Jacobi in mixed took 0.84 (lame3d:48) to
+ * 0.95-0.97 (poisson3d:100-200) of double's solve on the GPU, 1.2x on poisson3d:50 (9 MB,
+ * inside the 50 MB L2); on the CPU 0.53-0.93 on poisson3d:64/100 (15-56 MB of DIA slots),
+ * 1.2-1.4x on bcsstk13 (1 MB, in cache). AMG-CG in mixed was slower on every GPU case (its
+ * inner restarts add iterations; the cycle's fp32 values gain more inside a double solve,
+ * spk_amg_options.fp32). The other methods and preconditioners were not timed in mixed. */
+#define AUTO_MIXED_MIN_BYTES_GPU (64.0 * 1048576.0)   /* above the H200's 50 MB L2      */
+#define AUTO_MIXED_MIN_BYTES_CPU (8.0 * 1048576.0)
+
+static spk_precision choose_precision(spk_context *ctx, spk_matrix *M, const spk_options *o,
+                                      char *why, size_t len)
+{
+    const spk_matrix_info *info = spk_matrix_info_of(M);
+    const size_t b = info->bytes[M->be->format];
+    const double bytes = b == SIZE_MAX ? 0.0 : (double)b;
+    const double min = ctx->device == SPK_DEVICE_CPU ? AUTO_MIXED_MIN_BYTES_CPU
+                                                     : AUTO_MIXED_MIN_BYTES_GPU;
+    const char *no = NULL;
+    if (M->dist)
+        no = "mixed is not built over MPI ranks";
+    else if (o->method != SPK_METHOD_CG ||
+             (o->precond != SPK_PRECOND_NONE && o->precond != SPK_PRECOND_JACOBI))
+        no = o->precond == SPK_PRECOND_AMG ? "AMG-CG in mixed was slower in every measured case"
+                                          : "mixed was measured faster for CG with no or Jacobi "
+                                            "preconditioning only";
+    else if (!M->be->fp32 && ctx->device != SPK_DEVICE_CPU)
+        no = "the format has no fp32 kernel on this device";
+    else if (bytes < min)
+        no = "the matrix is below the size where fp32 values were measured faster";
+    if (no) {
+        snprintf(why, len, "auto: double: %s (%s, %.1f MB)", no, spk_format_str(M->be->format),
+                 bytes / 1e6);
+        return SPK_PRECISION_DOUBLE;
+    }
+    snprintf(why, len, "auto: mixed: CG%s on %.1f MB of %s, above the %.0f MB from which fp32 "
+             "values were measured faster", o->precond == SPK_PRECOND_JACOBI ? " + Jacobi" : "",
+             bytes / 1e6, spk_format_str(M->be->format), min / 1e6);
+    return SPK_PRECISION_MIXED;
+}
 
 /* Over ranks every rank must fail or none: a preconditioner that breaks down on one rank's
  * block would leave the others waiting in the first reduction. */
@@ -267,7 +310,10 @@ static spk_status solver_create(spk_context *ctx, spk_matrix *A, const spk_optio
     S->format = M->be->format;
     S->opt.method = S->method;                       /* the row sees the method resolved */
     S->a_scale = matrix_scale(spk_matrix_info_of(M), &S->a_fits);
-    if (opt->precision == SPK_PRECISION_MIXED &&
+    if (opt->precision == SPK_PRECISION_AUTO)
+        S->opt.precision = choose_precision(ctx, M, &S->opt, S->precision_choice,
+                                            sizeof S->precision_choice);
+    if (S->opt.precision == SPK_PRECISION_MIXED &&
         (st = spk_mixed_prepare(ctx, &S->mix, M, S->a_scale)))
         goto fail;
     S->pc = spk_precond_find(S->opt.precond, ctx->device);
@@ -449,6 +495,7 @@ static spk_status solver_ready(spk_solver *S, spk_result *res)
     res->precision = S->opt.precision == SPK_PRECISION_MIXED && S->mix.ok ? SPK_PRECISION_MIXED
                                                                          : SPK_PRECISION_DOUBLE;
     snprintf(res->precision_reason, sizeof res->precision_reason, "%s", S->mix.why);
+    snprintf(res->precision_choice, sizeof res->precision_choice, "%s", S->precision_choice);
     return st;
 }
 

@@ -336,9 +336,18 @@ run "$SOLVE" -A "$IN/bcsstk09.mtx" --device cpu --method cg --precision mixed
 check "the summary has a precision line" grep -q "^precision mixed: [0-9]* refinement step" "$T/out"
 run "$SOLVE" -A "$IN/bcsstk09.mtx" --device cpu --precision single
 check "--precision single exits 2 (rc=$rc)" test "$rc" -eq 2
-check "... naming the values" grep -q "expects double|mixed, got 'single'" "$T/err"
+check "... naming the values" grep -q "expects double|mixed|auto, got 'single'" "$T/err"
 run "$SOLVE" --help
-check "--help lists --precision" grep -q -- "--precision P       double|mixed" "$T/out"
+check "--help lists --precision" grep -q -- "--precision P       double|mixed|auto" "$T/out"
+# --precision auto: mixed for CG + Jacobi past the CPU's 8 MB, double below it and for AMG,
+# each saying why (the precision line, the JSON's precision_choice)
+run "$SOLVE" -A poisson3d:64 --device cpu --method cg --precond jacobi --precision auto --json
+check "--precision auto on poisson3d:64 runs mixed (rc=$rc)" grep -q '"precision": "mixed"' "$T/out"
+check "... and says why" grep -q '"precision_choice": "auto: mixed: CG + Jacobi on' "$T/out"
+run "$SOLVE" -A "$IN/bcsstk09.mtx" --device cpu --method cg --precision auto
+check "--precision auto on bcsstk09 runs double (rc=$rc)" grep -q "^precision auto: double: the matrix is below" "$T/out"
+run "$SOLVE" -A poisson3d:64 --device cpu --method cg --precond amg --precision auto
+check "--precision auto with AMG runs double" grep -q "^precision auto: double: AMG-CG in mixed was slower" "$T/out"
 run "$SOLVE" -A "$IN/bcsstk09.mtx" --device gpu
 rc_double=$rc
 err_double=$err
@@ -347,7 +356,8 @@ if [ "$rc_double" -eq 3 ]; then
   check "--precision mixed --device gpu without a GPU: the device error (rc=$rc)" test "$rc" -eq 3
   check "... the same message as double" test "$err" = "$err_double"
 else
-  check "--precision mixed on the GPU is refused (rc=$rc)" grep -q "mixed precision runs on the CPU backend so far" "$T/err"
+  check "--precision mixed on the GPU converges (rc=$rc)" test "$rc" -eq 0
+  check "... on a CUDA twin" grep -q "^precision mixed: [0-9]* refinement step.*32-cuda" "$T/out"
 fi
 
 echo "test_cli: $pass passed, $fail failed"

@@ -461,6 +461,50 @@ static void test_twin_named(void)
     free(x);
 }
 
+/* precision AUTO: mixed for CG (none or Jacobi) on a matrix past the device's cache, double
+ * for a small one, for AMG and for the other methods; precision_choice says which and why,
+ * and is empty without AUTO. */
+static void check_auto(const char *what, spk_method m, spk_precond pc, int want_mixed,
+                       const char *says)
+{
+    spk_matrix *A = t_matrix(ctx, what);
+    const int64_t n = A->csr.nrows;
+    double *b = t_rand_vec(n, 21), *x = calloc((size_t)n, sizeof *x);
+    spk_options o;
+    spk_result r;
+    set_opt(&o, m, pc, 1e-8, SPK_PRECISION_AUTO);
+    T_CHECK(spk_solve(ctx, A, b, x, &o, &r) == SPK_OK && r.reason > 0, "%s auto: %s %s", what,
+            spk_reason_str(r.reason), spk_last_error(ctx));
+    T_CHECK(r.precision == (want_mixed ? SPK_PRECISION_MIXED : SPK_PRECISION_DOUBLE) &&
+            (r.refinement_steps > 0) == want_mixed, "%s %s + %s auto ran %s (%lld steps): %s",
+            what, spk_method_str(m), spk_precond_str(pc), spk_precision_str(r.precision),
+            (long long)r.refinement_steps, r.precision_choice);
+    T_CHECK(strstr(r.precision_choice, says) != NULL, "%s: the choice '%s' says '%s'", what,
+            r.precision_choice, says);
+    T_CHECK(t_true_rel(A, b, x) <= 1e-8, "%s auto: true rel %.2e", what, t_true_rel(A, b, x));
+    set_opt(&o, m, pc, 1e-8, SPK_PRECISION_DOUBLE);
+    T_CHECK(spk_solve(ctx, A, b, x, &o, &r) == SPK_OK && r.precision_choice[0] == '\0',
+            "no choice without auto: '%s'", r.precision_choice);
+    spk_matrix_destroy(A);
+    free(b);
+    free(x);
+}
+
+static void test_auto(void)
+{
+    /* past the cache: 15 MB of DIA slots on the CPU (the rule's 8 MB), 84 MB of ELL on a
+     * GPU (its 64 MB) */
+    const char *big = dev == SPK_DEVICE_CPU ? "poisson3d:64" : "poisson3d:100";
+    check_auto(big, SPK_METHOD_CG, SPK_PRECOND_JACOBI, 1, "auto: mixed: CG + Jacobi on ");
+    check_auto(big, SPK_METHOD_CG, SPK_PRECOND_NONE, 1, "auto: mixed: CG on ");
+    check_auto("poisson3d:20", SPK_METHOD_CG, SPK_PRECOND_JACOBI, 0, "auto: double: the matrix "
+               "is below the size");
+    check_auto(big, SPK_METHOD_CG, SPK_PRECOND_AMG, 0, "auto: double: AMG-CG in mixed was slower");
+    check_auto(big, SPK_METHOD_BICGSTAB, SPK_PRECOND_JACOBI, 0, "auto: double: mixed was measured "
+               "faster for CG");
+    T_CHECK(!strcmp(spk_precision_str(SPK_PRECISION_AUTO), "auto"), "the name of AUTO");
+}
+
 int main(int argc, char **argv)
 {
     dev = t_device_from_args(argc, argv);
@@ -475,6 +519,7 @@ int main(int argc, char **argv)
     test_stops();
     test_options();
     test_twin_named();
+    test_auto();
     spk_context_destroy(ctx);
     return t_done("test_mixed");
 }

@@ -148,10 +148,12 @@ static const char usage_text[] =
     "                      --explain and --json give the bandwidth and profile before and\n"
     "                      after, and the time of an SpMV with A and with P A P^T\n"
     "  --device D          auto|cpu|gpu (default auto: the GPU when one is usable)\n"
-    "  --precision P       double|mixed (default double). mixed: the method's SpMV on A's\n"
-    "                      values in fp32, iterative refinement in fp64 to the same rtol\n"
-    "                      against the fp64 A; double where a value does not fit fp32. The\n"
-    "                      CPU only so far (--device cpu)\n"
+    "  --precision P       double|mixed|auto (default double). mixed: the method's SpMV on\n"
+    "                      A's values in fp32 (its format's fp32 kernel, either device),\n"
+    "                      iterative refinement in fp64 to the same rtol against the fp64 A;\n"
+    "                      double where a value does not fit fp32. auto: mixed for CG with\n"
+    "                      none or jacobi on a matrix past the cache (the measured rule), else\n"
+    "                      double; the precision line says which and why\n"
     "  --rtol X            relative tolerance: stop when ||r|| <= max(rtol ||b||, atol)\n"
     "                      (default 1e-8)\n"
     "  --atol X            absolute tolerance (default 0)\n"
@@ -407,8 +409,10 @@ static void parse_args(int argc, char **argv, cli *c)
                 c->opt.precision = SPK_PRECISION_DOUBLE;
             else if (!strcmp(v, "mixed"))
                 c->opt.precision = SPK_PRECISION_MIXED;
+            else if (!strcmp(v, "auto"))
+                c->opt.precision = SPK_PRECISION_AUTO;
             else
-                die_usage("--precision expects double|mixed, got '%s'", v);
+                die_usage("--precision expects double|mixed|auto, got '%s'", v);
         } else if (!strcmp(a, "--rtol")) {
             c->opt.rtol = parse_double(a, need_arg(argc, argv, &i));
         } else if (!strcmp(a, "--atol")) {
@@ -927,6 +931,7 @@ static void print_json(const report *r)
     }
     json_str(f, "precision", spk_precision_str(res->precision), 1);
     json_str(f, "precision_reason", res->precision_reason, 1);
+    json_str(f, "precision_choice", res->precision_choice, 1);
     fprintf(f, "  \"refinement_steps\": %lld,\n", (long long)res->refinement_steps);
     json_num(f, "rtol", r->c->opt.rtol, 1);
     json_num(f, "atol", r->c->opt.atol, 1);
@@ -1035,9 +1040,12 @@ static void print_summary(spk_context *ctx, const report *r)
     if (res->reorder != SPK_REORDER_NONE && r->spmv_s[0] > 0)
         printf("spmv      A %.2f us, P A P^T %.2f us (mean of 50, %s)\n", 1e6 * r->spmv_s[0],
                1e6 * r->spmv_s[1], spk_device_str(res->device));
-    if (c->opt.precision == SPK_PRECISION_MIXED)
-        printf("precision %s\n", res->precision_reason[0] ? res->precision_reason
-                                                          : spk_precision_str(res->precision));
+    if (c->opt.precision == SPK_PRECISION_AUTO)
+        printf("precision %s\n", res->precision_choice);
+    if (c->opt.precision != SPK_PRECISION_DOUBLE && res->precision_reason[0])
+        printf("precision %s\n", res->precision_reason);
+    else if (c->opt.precision == SPK_PRECISION_MIXED)
+        printf("precision %s\n", spk_precision_str(res->precision));
     if (r->mpi_ranks)
         printf("ranks     %d (MPI): %lld to %lld rows each; a product exchanges %lld values over "
                "%lld links%s; rank 0 waited %.3f s in halo exchanges, %.3f s in %lld "
