@@ -230,9 +230,9 @@ static spk_precision choose_precision(spk_context *ctx, spk_matrix *M, const spk
                  bytes / 1e6);
         return SPK_PRECISION_DOUBLE;
     }
-    snprintf(why, len, "auto: mixed: CG%s on %.1f MB of %s, above the %.0f MB from which fp32 "
+    snprintf(why, len, "auto: mixed: CG%s on %.1f MB of %s, above the %.0f MiB from which fp32 "
              "values were measured faster", o->precond == SPK_PRECOND_JACOBI ? " + Jacobi" : "",
-             bytes / 1e6, spk_format_str(M->be->format), min / 1e6);
+             bytes / 1e6, spk_format_str(M->be->format), min / 1048576.0);
     return SPK_PRECISION_MIXED;
 }
 
