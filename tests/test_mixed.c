@@ -146,6 +146,38 @@ static void test_systems(void)
     check_pair("sherman1.mtx", SPK_METHOD_GMRES, SPK_PRECOND_JACOBI, 1e-10, 1e-6);
 }
 
+/* Every SPD matrix of inputs/ (their MANIFEST's SPD list), CG + Jacobi to rtol 1e-8: mixed
+ * converges wherever double does, with the true residual against the fp64 A at rtol. */
+static void test_spd_inputs(void)
+{
+    static const char *const spd[] = {"bcsstk13.mtx", "Trefethen_2000.mtx", "1138_bus.mtx",
+                                      "bcsstk09.mtx", "nos6.mtx", "nos5.mtx", "bcsstk03.mtx",
+                                      "LF10.mtx", "Trefethen_20b.mtx", "Journals.mtx"};
+    for (size_t i = 0; i < sizeof spd / sizeof spd[0]; i++) {
+        spk_matrix *A = t_matrix(ctx, spd[i]);
+        const int64_t n = A->csr.nrows;
+        double *b = t_rand_vec(n, 31), *x = calloc((size_t)n, sizeof *x);
+        spk_options o;
+        spk_result rd, rm;
+        set_opt(&o, SPK_METHOD_CG, SPK_PRECOND_JACOBI, 1e-8, SPK_PRECISION_DOUBLE);
+        T_CHECK(spk_solve(ctx, A, b, x, &o, &rd) == SPK_OK, "%s: %s", spd[i], spk_last_error(ctx));
+        set_opt(&o, SPK_METHOD_CG, SPK_PRECOND_JACOBI, 1e-8, SPK_PRECISION_MIXED);
+        memset(x, 0, (size_t)n * sizeof *x);
+        T_CHECK(spk_solve(ctx, A, b, x, &o, &rm) == SPK_OK, "%s: %s", spd[i], spk_last_error(ctx));
+        const double tr = t_true_rel(A, b, x);
+        T_CHECK(rm.reason <= 0 || tr <= 1e-8, "%s: mixed says %s with true rel %.2e", spd[i],
+                spk_reason_str(rm.reason), tr);
+        T_CHECK(rd.reason <= 0 || (rm.reason > 0 && rm.precision == SPK_PRECISION_MIXED),
+                "%s: double converged, mixed %s (%s): %s", spd[i], spk_reason_str(rm.reason),
+                spk_precision_str(rm.precision), rm.precision_reason);
+        printf("  %-18s double %5lld its, mixed %5lld its, true rel %.2e: %s\n", spd[i],
+               (long long)rd.iterations, (long long)rm.iterations, tr, rm.precision_reason);
+        spk_matrix_destroy(A);
+        free(b);
+        free(x);
+    }
+}
+
 /* Every method with every preconditioner row (the preconditioner built on the fp64 A sees
  * the inner right-hand sides). */
 static void test_methods_preconds(void)
@@ -512,6 +544,7 @@ int main(int argc, char **argv)
     if (dev == SPK_DEVICE_CPU)
         test_csr32();
     test_systems();
+    test_spd_inputs();
     test_methods_preconds();
     test_fallback();
     test_no_alloc();
