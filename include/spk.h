@@ -39,9 +39,9 @@ extern "C" {
 #endif
 
 #define SPK_VERSION_MAJOR 0
-#define SPK_VERSION_MINOR 3
+#define SPK_VERSION_MINOR 4
 #define SPK_VERSION_PATCH 0
-#define SPK_VERSION_STRING "0.3.0"
+#define SPK_VERSION_STRING "0.4.0"
 
 /* ---- status: did the call fail ------------------------------------------------------------ */
 typedef enum spk_status {

@@ -277,7 +277,8 @@ static spk_status coo32_refill(spk_context *ctx, void *state, const void *row, i
     coo_cuda *d = (coo_cuda *)state;
     const coo_cuda *r = (const coo_cuda *)row;
     *fits = 0;
-    if (!d || !d->borrowed || !r || r->borrowed || r->dev.val32 || r->dev.nnz != d->dev.nnz)
+    if (!d || !d->borrowed || !r || r->borrowed || r->dev.val32 || r->dev.nnz != d->dev.nnz ||
+        r->dev.row != d->dev.row || r->dev.col != d->dev.col)
         return spk_fail(ctx, SPK_ERR_ARG, "coo32-cuda refill: the row's layout is not this one's");
     return spk_cuda_round_checked(ctx, d->dev.nnz, r->dev.val, d->dev.val32, fits);
 }

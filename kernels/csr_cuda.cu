@@ -526,7 +526,7 @@ static spk_status csr32_refill(spk_context *ctx, void *state, const void *row, i
     const csr_dev *r = (const csr_dev *)row;
     *fits = 0;
     if (!d || !d->borrowed || !r || r->borrowed || r->val32 || r->nnz != d->nnz ||
-        r->nrows != d->nrows)
+        r->nrows != d->nrows || r->rowptr != d->rowptr || r->col != d->col)
         return spk_fail(ctx, SPK_ERR_ARG, "csr32-cuda refill: the row's layout is not this one's");
     return spk_cuda_round_checked(ctx, d->nnz, r->val, d->val32, fits);
 }

@@ -42,19 +42,21 @@ static const spk_cuda_plugin *plugin_check(void *h, const char *path)
                  SPK_CUDA_PLUGIN_ENTRY);
         return NULL;
     }
-    /* every row and its fp32 twin have what the forwarding rows below call: update_device on
-     * all, the fused spmv_dot on CSR and ELL */
-    int shape_ok = p->backend[1] && p->backend[1]->spmv_dot && p->backend[2] &&
+    /* the table's layout first: a backend of another ABI has rows of another shape, whose
+     * members below must not be read. Then every row and its fp32 twin have what the
+     * forwarding rows below call: update_device on all, the fused spmv_dot on CSR and ELL */
+    const int same = p->abi == SPK_CUDA_PLUGIN_ABI && strcmp(p->version, SPK_VERSION_STRING) == 0 &&
+                     p->context_size == sizeof(spk_context);
+    int shape_ok = same && p->backend[1] && p->backend[1]->spmv_dot && p->backend[2] &&
                    p->backend[2]->spmv_dot;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 5 && shape_ok; i++) {
         shape_ok = shape_ok && p->backend[i] && p->backend[i]->setup && p->backend[i]->spmv &&
                    p->backend[i]->update && p->backend[i]->update_device && p->backend[i]->fp32;
         const spk_spmv_backend *t = shape_ok ? p->backend[i]->fp32 : NULL;
         shape_ok = shape_ok && t->setup && t->spmv && t->update && t->update_device &&
                    t->setup_from && t->refill && (i != 1 && i != 2 ? 1 : t->spmv_dot != NULL);
     }
-    if (p->abi != SPK_CUDA_PLUGIN_ABI || strcmp(p->version, SPK_VERSION_STRING) != 0 ||
-        p->context_size != sizeof(spk_context) || !shape_ok) {
+    if (!same || !shape_ok) {
         snprintf(loader_why, sizeof loader_why, "%s is the CUDA backend of spk %s (table %d), "
                  "not of this libspk %s (table %d): install the two from one build", path,
                  p->version, p->abi, SPK_VERSION_STRING, SPK_CUDA_PLUGIN_ABI);

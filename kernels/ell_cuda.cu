@@ -638,7 +638,8 @@ static spk_status ell32_refill(spk_context *ctx, void *state, const void *row, i
     ell_cuda *d = (ell_cuda *)state;
     const ell_cuda *r = (const ell_cuda *)row;
     *fits = 0;
-    if (!d || !d->borrowed || !r || r->borrowed || r->dev.val32 || r->dev.nrows != d->dev.nrows ||
+    if (!d || !d->borrowed || !r || r->borrowed || r->dev.val32 || r->dev.col != d->dev.col ||
+        r->dev.off != d->dev.off || r->dev.nrows != d->dev.nrows ||
         r->dev.width != d->dev.width)
         return spk_fail(ctx, SPK_ERR_ARG, "ell32-cuda refill: the row's layout is not this one's");
     return spk_cuda_round_checked(ctx, d->dev.nrows * d->dev.width, r->dev.val, d->dev.val32,

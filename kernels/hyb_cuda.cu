@@ -20,8 +20,9 @@ typedef struct hyb_dev {
     double     *h_coo_val;              /* coo.nnz           */
     float      *h_val32;                /* hyb32-cuda: staging of the rounded values, as many
                                          * as the larger of the two parts                     */
-    int         borrowed;               /* a twin of setup_from: the parts' indices, the host
-                                         * mirrors and d_tail_ptr are its row's               */
+    int         borrowed;               /* a twin of setup_from: the parts' indices and the
+                                         * host mirrors are its row's; its values, staging,
+                                         * d_rowptr and d_tail_ptr its own                    */
     /* made at the first update on the device: A's row offsets, and where each row's tail
      * starts in the COO part (nrows + 1 each) */
     int64_t    *d_rowptr, *d_tail_ptr;
@@ -149,7 +150,8 @@ static spk_status hyb32_refill(spk_context *ctx, void *state, const void *row, i
     const hyb_dev *r = (const hyb_dev *)row;
     *fits = 0;
     if (!d || !d->borrowed || !r || r->borrowed || r->ell.val32 || r->coo.val32 ||
-        r->nrows != d->nrows || r->ell.width != d->ell.width || r->coo.nnz != d->coo.nnz)
+        r->nrows != d->nrows || r->ell.width != d->ell.width || r->coo.nnz != d->coo.nnz ||
+        r->ell.col != d->ell.col || r->ell.off != d->ell.off || r->coo.row != d->coo.row)
         return spk_fail(ctx, SPK_ERR_ARG, "hyb32-cuda refill: the row's layout is not this one's");
     int f1 = 1, f2 = 1;
     spk_status st = SPK_OK;

@@ -203,7 +203,7 @@ static spk_status jds32_refill(spk_context *ctx, void *state, const void *row, i
     const jds_dev *r = (const jds_dev *)row;
     *fits = 0;
     if (!d || !d->borrowed || !r || r->borrowed || r->val32 || r->nnz != d->nnz ||
-        r->nrows != d->nrows)
+        r->nrows != d->nrows || r->col != d->col || r->perm != d->perm)
         return spk_fail(ctx, SPK_ERR_ARG, "jds32-cuda refill: the row's layout is not this one's");
     return spk_cuda_round_checked(ctx, d->nnz, r->val, d->val32, fits);
 }

@@ -40,10 +40,20 @@
  * in the automatic format and 81 in CSR. (Below 2^20 entries the rule picks CSR anyway.) */
 #define AMG_CSR_ROWS (1 << 17)
 
+/* A level matrix's fp32 twin, with the row and layout it was made from: a GPU twin borrows
+ * its matrix's device arrays, so it is used only while that layout is the one it borrowed
+ * (the solver's A may be prepared again, in another format, by another solver). */
+typedef struct amg_twin {
+    const spk_spmv_backend *be;    /* the twin's row (the matrix's row's fp32 at setup)     */
+    void                   *s;     /* its state, or NULL: the matrix runs in fp64           */
+    const void             *row;   /* the matrix's state it was made from                   */
+    uint64_t                gen;   /* the matrix's layout_gen then                          */
+} amg_twin;
+
 typedef struct amg_level_dev {
     spk_matrix *A;                 /* level 0: the solver's A (not owned)                   */
     spk_matrix *P, *R;             /* to the next level; NULL on the coarsest               */
-    void       *A32, *P32, *R32;   /* their fp32 twins' states (be->fp32), or NULL: fp64    */
+    amg_twin    A32, P32, R32;     /* their fp32 twins (spk_amg_options.fp32)               */
     double     *wdinv;             /* Jacobi: omega D^-1; Chebyshev: D^-1 (device)         */
     double     *x, *b, *r, *d;     /* device vectors (level 0: x and b are the apply's)    */
     int64_t     n;
@@ -56,7 +66,7 @@ typedef struct pc_amg {
     spk_amg_hier       H;
     amg_level_dev      lev[32];
     spk_matrix        *Cinv;       /* the coarsest level's inverse, dense, as a CSR matrix  */
-    void              *Cinv32;     /* its fp32 twin, or NULL                                */
+    amg_twin           Cinv32;     /* its fp32 twin                                         */
     int                fp32;       /* the cycle asked for fp32 values                       */
     int                n32, nmat;  /* matrices that have a twin, of the cycle's matrices    */
     double            *host;       /* n_0 doubles: staging of the diagonals                 */
@@ -65,12 +75,19 @@ typedef struct pc_amg {
     const char        *b_source;   /* what the near-null space is, for describe            */
 } pc_amg;
 
-/* y = alpha A x + beta y with A's fp32 twin (state s32) where it has one, else A itself. */
-static spk_status spmv(pc_amg *M, const spk_matrix *A, const void *s32, double alpha,
+/* The twin t of A is usable: made, and A's layout still the one it was made from. */
+static int twin_live(const spk_matrix *A, const amg_twin *t)
+{
+    return t->s && A->be && A->be->fp32 == t->be && A->state == t->row &&
+           A->layout_gen == t->gen;
+}
+
+/* y = alpha A x + beta y with A's fp32 twin where it has a live one, else A itself. */
+static spk_status spmv(pc_amg *M, const spk_matrix *A, const amg_twin *t, double alpha,
                        const double *x, double beta, double *y)
 {
-    return s32 ? A->be->fp32->spmv(M->ctx, s32, alpha, x, beta, y)
-               : A->be->spmv(M->ctx, A->state, alpha, x, beta, y);
+    return twin_live(A, t) ? t->be->spmv(M->ctx, t->s, alpha, x, beta, y)
+                           : A->be->spmv(M->ctx, A->state, alpha, x, beta, y);
 }
 
 /* r = b - A x */
@@ -78,7 +95,7 @@ static spk_status residual(pc_amg *M, amg_level_dev *L, const double *b, const d
                            double *r)
 {
     spk_status st = M->ops->copy(M->ctx, L->n, b, r);
-    return st ? st : spmv(M, L->A, L->A32, -1.0, x, 1.0, r);
+    return st ? st : spmv(M, L->A, &L->A32, -1.0, x, 1.0, r);
 }
 
 static spk_status smooth_jacobi(pc_amg *M, amg_level_dev *L, const double *b, double *x,
@@ -102,8 +119,8 @@ static spk_status smooth_chebyshev(pc_amg *M, amg_level_dev *L, const double *b,
     const spk_cheby c = {
         .ctx = M->ctx,
         .ops = M->ops,
-        .be = L->A32 ? L->A->be->fp32 : L->A->be,
-        .state = L->A32 ? L->A32 : L->A->state,
+        .be = twin_live(L->A, &L->A32) ? L->A32.be : L->A->be,
+        .state = twin_live(L->A, &L->A32) ? L->A32.s : L->A->state,
         .n = L->n,
         .dinv = L->wdinv,
         .lmin = L->lmin,
@@ -128,12 +145,12 @@ static spk_status vcycle(pc_amg *M, int l, const double *b, double *x)
 {
     amg_level_dev *L = &M->lev[l];
     if (l == M->H.nlevels - 1)
-        return spmv(M, M->Cinv, M->Cinv32, 1.0, b, 0.0, x);
+        return spmv(M, M->Cinv, &M->Cinv32, 1.0, b, 0.0, x);
     amg_level_dev *C = &M->lev[l + 1];
     spk_status st;
     if ((st = smooth(M, L, b, x, 1)) || (st = residual(M, L, b, x, L->r)) ||
-        (st = spmv(M, L->R, L->R32, 1.0, L->r, 0.0, C->b)) ||
-        (st = vcycle(M, l + 1, C->b, C->x)) || (st = spmv(M, L->P, L->P32, 1.0, C->x, 1.0, x)))
+        (st = spmv(M, L->R, &L->R32, 1.0, L->r, 0.0, C->b)) ||
+        (st = vcycle(M, l + 1, C->b, C->x)) || (st = spmv(M, L->P, &L->P32, 1.0, C->x, 1.0, x)))
         return st;
     return smooth(M, L, b, x, 0);
 }
@@ -174,89 +191,82 @@ static int fits_fp32(const spk_csr *c)
     return 1;
 }
 
-static void twin_free(const spk_matrix *D, void **s32)
+/* Through the row that made it: the matrix may have another row by now. */
+static void twin_free(amg_twin *t)
 {
-    if (*s32)
-        D->be->fp32->destroy(*s32);
-    *s32 = NULL;
+    if (t->s)
+        t->be->destroy(t->s);
+    memset(t, 0, sizeof *t);
 }
 
-/* D's twin, or none (*s32 NULL) where D's format has no fp32 kernel on this device or c's
+/* D's twin, or none (t->s NULL) where D's format has no fp32 kernel on this device or c's
  * values (D's, on the host) leave fp32's range. A GPU twin is made from D's device layout
  * (setup_from: its indices shared, the values rounded by a kernel); a CPU one from c. */
-static spk_status twin_make(pc_amg *M, const spk_matrix *D, const spk_csr *c, void **s32)
+static spk_status twin_make(pc_amg *M, const spk_matrix *D, const spk_csr *c, amg_twin *t)
 {
-    *s32 = NULL;
-    M->nmat++;
-    const spk_spmv_backend *t = D->be->fp32;
-    if (!t || !fits_fp32(c))
+    memset(t, 0, sizeof *t);
+    const spk_spmv_backend *be = D->be ? D->be->fp32 : NULL;
+    if (!be || !fits_fp32(c))
         return SPK_OK;
     int fits = 1;
-    spk_status st = t->setup_from ? t->setup_from(M->ctx, D->state, s32, &fits)
-                                  : t->setup(M->ctx, c, s32);
-    if (!st && !fits)                    /* cannot happen after fits_fp32: kept fp64 then */
-        twin_free(D, s32);
-    M->n32 += !st && *s32;
+    spk_status st = be->setup_from ? be->setup_from(M->ctx, D->state, &t->s, &fits)
+                                   : be->setup(M->ctx, c, &t->s);
+    t->be = be;
+    t->row = D->state;
+    t->gen = D->layout_gen;
+    if (st || !fits)                     /* !fits cannot happen after fits_fp32: fp64 then */
+        twin_free(t);
     return st;
 }
 
-/* After D's own update: from D's device values (refill) or from c. */
-static spk_status twin_update(pc_amg *M, const spk_matrix *D, void *s32, const spk_csr *c)
+/* After D's own update: from D's device values (refill) or from c. A twin whose layout is
+ * gone is made again; one whose new values leave fp32's range is dropped, and the matrix
+ * runs in fp64 (P and R hold the same values, so they go together and the cycle stays
+ * symmetric). */
+static spk_status twin_update(pc_amg *M, const spk_matrix *D, const spk_csr *c, amg_twin *t)
 {
-    if (!s32)
+    if (!t->s)
         return SPK_OK;
-    const spk_spmv_backend *t = D->be->fp32;
+    if (!twin_live(D, t)) {
+        twin_free(t);
+        return twin_make(M, D, c, t);
+    }
+    if (!fits_fp32(c)) {
+        twin_free(t);
+        return SPK_OK;
+    }
     int fits = 1;
-    spk_status st = t->refill ? t->refill(M->ctx, s32, D->state, &fits) : t->update(M->ctx, s32, c);
+    spk_status st = t->be->refill ? t->be->refill(M->ctx, t->s, D->state, &fits)
+                                  : t->be->update(M->ctx, t->s, c);
     if (!st && !fits)
-        st = spk_fail(M->ctx, SPK_ERR_ARG, "AMG refresh: new values leave fp32's range, which "
-                      "the cycle's fp32 values need (spk_amg_options.fp32 = -1 keeps fp64)");
+        twin_free(t);
     return st;
 }
 
-/* The twins of every matrix of the cycle (setup) or their new values (refresh). A value
- * update that leaves fp32's range is refused: the twin would be wrong, and dropping it
- * would change what the cycle is between two solves. */
+/* The twins of every matrix of the cycle (setup) or their new values (refresh); n32 and nmat
+ * count them for describe. */
 static spk_status twins(pc_amg *M, spk_matrix *A, int refresh)
 {
     const spk_amg_hier *H = &M->H;
     spk_status st = SPK_OK;
-    if (!refresh)
-        M->n32 = M->nmat = 0;
-    for (int l = 0; l < H->nlevels && !st; l++) {
+    M->n32 = M->nmat = 0;
+    for (int l = 0; l + 1 < H->nlevels && !st; l++) {   /* the coarsest A is never applied */
         amg_level_dev *L = &M->lev[l];
-        const spk_csr *a = l == 0 ? &A->csr : &H->lev[l].A;
-        const int last = l == H->nlevels - 1;
-        if (refresh) {
-            const spk_csr *c[3] = {a, last ? NULL : &H->lev[l].P, last ? NULL : &H->lev[l].R};
-            void *s[3] = {L->A32, L->P32, L->R32};
-            for (int k = 0; k < 3 && !st; k++)
-                if (s[k] && !fits_fp32(c[k]))
-                    st = spk_fail(M->ctx, SPK_ERR_ARG, "AMG refresh: level %d's new values "
-                                  "leave fp32's range, which its fp32 values need (spk_amg_"
-                                  "options.fp32 = -1 keeps fp64)", l);
-            if (!st && !(st = twin_update(M, L->A, L->A32, a)) && !last &&
-                !(st = twin_update(M, L->P, L->P32, &H->lev[l].P)))
-                st = twin_update(M, L->R, L->R32, &H->lev[l].R);
-            continue;
+        const spk_csr *c[3] = {l == 0 ? &A->csr : &H->lev[l].A, &H->lev[l].P, &H->lev[l].R};
+        const spk_matrix *D[3] = {L->A, L->P, L->R};
+        amg_twin *t[3] = {&L->A32, &L->P32, &L->R32};
+        for (int k = 0; k < 3 && !st; k++) {
+            st = refresh ? twin_update(M, D[k], c[k], t[k]) : twin_make(M, D[k], c[k], t[k]);
+            M->nmat++;
+            M->n32 += t[k]->s != NULL;
         }
-        if (last) {
-            /* the coarsest level's A is never applied: its dense inverse is */
-            continue;
-        }
-        if (!(st = twin_make(M, L->A, a, &L->A32)) &&
-            !(st = twin_make(M, L->P, &H->lev[l].P, &L->P32)))
-            st = twin_make(M, L->R, &H->lev[l].R, &L->R32);
     }
-    if (st)
-        return st;
-    if (refresh) {
-        if (M->Cinv32 && !fits_fp32(&H->Cinv))
-            return spk_fail(M->ctx, SPK_ERR_ARG, "AMG refresh: the coarse inverse's new values "
-                            "leave fp32's range (spk_amg_options.fp32 = -1 keeps fp64)");
-        return twin_update(M, M->Cinv, M->Cinv32, &H->Cinv);
-    }
-    return twin_make(M, M->Cinv, &H->Cinv, &M->Cinv32);
+    if (!st)
+        st = refresh ? twin_update(M, M->Cinv, &H->Cinv, &M->Cinv32)
+                     : twin_make(M, M->Cinv, &H->Cinv, &M->Cinv32);
+    M->nmat++;
+    M->n32 += M->Cinv32.s != NULL;
+    return st;
 }
 
 static void amg_destroy(void *state)
@@ -266,12 +276,9 @@ static void amg_destroy(void *state)
         return;
     for (int l = 0; l < (int)(sizeof M->lev / sizeof M->lev[0]); l++) {
         amg_level_dev *L = &M->lev[l];
-        if (L->A)
-            twin_free(L->A, &L->A32);
-        if (L->P)
-            twin_free(L->P, &L->P32);
-        if (L->R)
-            twin_free(L->R, &L->R32);
+        twin_free(&L->A32);
+        twin_free(&L->P32);
+        twin_free(&L->R32);
         if (l > 0) {
             spk_matrix_destroy(L->A);
             M->ops->free(M->ctx, L->x);
@@ -283,8 +290,7 @@ static void amg_destroy(void *state)
         M->ops->free(M->ctx, L->r);
         M->ops->free(M->ctx, L->d);
     }
-    if (M->Cinv)
-        twin_free(M->Cinv, &M->Cinv32);
+    twin_free(&M->Cinv32);
     spk_matrix_destroy(M->Cinv);
     spk_amg_free(&M->H);
     spk_free(M->host);
@@ -533,9 +539,9 @@ spk_status spk_amg_time_parts(void *state, const double *r, double *z, int reps,
         amg_level_dev *L = &M->lev[l], *C = &M->lev[l + 1];
         const double *b = l == 0 ? r : L->b;
         double *x = l == 0 ? z : L->x;
-        TIME_PART(M, reps, t->spmv_a[l], spmv(M, L->A, L->A32, -1.0, x, 1.0, L->r));
-        TIME_PART(M, reps, t->spmv_r[l], spmv(M, L->R, L->R32, 1.0, L->r, 0.0, C->b));
-        TIME_PART(M, reps, t->spmv_p[l], spmv(M, L->P, L->P32, 1.0, C->x, 1.0, x));
+        TIME_PART(M, reps, t->spmv_a[l], spmv(M, L->A, &L->A32, -1.0, x, 1.0, L->r));
+        TIME_PART(M, reps, t->spmv_r[l], spmv(M, L->R, &L->R32, 1.0, L->r, 0.0, C->b));
+        TIME_PART(M, reps, t->spmv_p[l], spmv(M, L->P, &L->P32, 1.0, C->x, 1.0, x));
         /* SpMVs with A a cycle: the residual before restriction, and the smoothers' (from
          * zero the first Jacobi sweep needs none; a Chebyshev sweep of degree d needs d, the
          * one from zero d - 1) */
@@ -550,7 +556,7 @@ spk_status spk_amg_time_parts(void *state, const double *r, double *z, int reps,
     amg_level_dev *Lc = &M->lev[M->H.nlevels - 1];
     const double *bc = M->H.nlevels == 1 ? r : Lc->b;
     double *xc = M->H.nlevels == 1 ? z : Lc->x;
-    TIME_PART(M, reps, t->coarse, spmv(M, M->Cinv, M->Cinv32, 1.0, bc, 0.0, xc));
+    TIME_PART(M, reps, t->coarse, spmv(M, M->Cinv, &M->Cinv32, 1.0, bc, 0.0, xc));
     return SPK_OK;
 }
 

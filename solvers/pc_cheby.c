@@ -28,7 +28,9 @@
 #define CHEBY_MAX_DEGREE 10
 
 typedef struct pc_cheby {
-    spk_cheby     c;              /* operator (the solver's A), D^-1, interval, work vectors */
+    spk_cheby     c;              /* D^-1, interval, work vectors; the operator set at apply */
+    const spk_matrix *A;          /* the solver's A: its row and state read at every apply
+                                   * (another solver may re-prepare it in another format)    */
     double        rho;            /* the estimate of rho(D^-1 A)                              */
     int           lanczos;        /* it came from Lanczos (else power steps)                  */
     int           require_positive; /* CG: D must be positive                                 */
@@ -94,8 +96,7 @@ static spk_status cheby_setup(spk_context *ctx, spk_matrix *A, const spk_options
     spk_cheby *c = &P->c;
     c->ctx = ctx;
     c->ops = spk_vec_ops_for(ctx->device);
-    c->be = A->be;
-    c->state = A->state;
+    P->A = A;
     c->n = n;
     c->degree = degree;
     P->require_positive = opt->method == SPK_METHOD_CG;
@@ -125,6 +126,7 @@ static spk_status cheby_setup(spk_context *ctx, spk_matrix *A, const spk_options
 
 static spk_status cheby_refresh(void *state, spk_matrix *A)
 {
+    ((pc_cheby *)state)->A = A;
     return cheby_fill(state, A);
 }
 
@@ -132,7 +134,10 @@ static spk_status cheby_refresh(void *state, spk_matrix *A)
 static spk_status cheby_apply(void *state, const double *r, double *z)
 {
     const pc_cheby *P = state;
-    return spk_cheby_sweep(&P->c, r, z, 1);
+    spk_cheby c = P->c;
+    c.be = P->A->be;
+    c.state = P->A->state;
+    return spk_cheby_sweep(&c, r, z, 1);
 }
 
 static size_t cheby_describe(const void *state, char *buf, size_t len)

@@ -294,6 +294,7 @@ spk_status spk_matrix_prepare(spk_context *ctx, spk_matrix *A, spk_format fmt)
         A->be->destroy(A->state);
     A->be = be;
     A->state = state;
+    A->layout_gen++;
     A->ctx_prepared = ctx;
     memcpy(A->format_reason, why, sizeof why);
     return SPK_OK;

@@ -62,7 +62,8 @@ spk_status spk_mixed_prepare(spk_context *ctx, spk_mixed *m, spk_matrix *M, doub
 {
     const spk_spmv_backend *be = M->be, *be32 = mixed_row(be);
     const int from_row = be32 && be32->setup_from;
-    if (m->be != be32 || (from_row && m->row != M->state)) {   /* another layout than A32's */
+    /* another layout than A32's: a borrowing twin must not outlive its row's state */
+    if (m->be != be32 || (from_row && (m->row != M->state || m->gen != M->layout_gen))) {
         spk_mixed_free(m);
         m->be = be32;
     }
@@ -81,6 +82,7 @@ spk_status spk_mixed_prepare(spk_context *ctx, spk_mixed *m, spk_matrix *M, doub
         st = m->state ? be32->refill(ctx, m->state, M->state, &fits)
                       : be32->setup_from(ctx, M->state, &m->state, &fits);
         m->row = M->state;
+        m->gen = M->layout_gen;
         if (st)
             return st;
         m->ok = fits;
@@ -95,6 +97,7 @@ spk_status spk_mixed_prepare(spk_context *ctx, spk_mixed *m, spk_matrix *M, doub
         if ((st = spk_matrix_host_values(ctx, M)))
             return st;
         m->ok = mixed_values_fit(&M->csr, m->why, sizeof m->why);
+        m->gen = M->layout_gen;
     }
     /* a_scale != 1 needs max |a| outside [2^-128, 2^128], which the values check refuses
      * already; kept so that a change of either range cannot let a scaled system through */

@@ -14,6 +14,7 @@ typedef struct spk_mixed {
     void                   *state; /* A32; NULL until A's values first fit fp32 (or, made on
                                     * the device from the row, until the first prepare)      */
     const void             *row;   /* the row's state A32 was made from (setup_from), or NULL */
+    uint64_t                gen;   /* M->layout_gen when A32 was made or refilled             */
     int                     ok;    /* 1: solves run mixed; 0: in double, for `why`            */
     char                    why[160]; /* the fallback's reason ("" while ok)                  */
 } spk_mixed;

@@ -368,6 +368,10 @@ spk_status spk_solver_refresh(spk_solver *S)
 
 static spk_status solver_refresh(spk_solver *S)
 {
+    /* a layout dropped by an update made on another context is built again first */
+    spk_status st0 = spk_matrix_prepare(S->ctx, S->M, S->format);
+    if (st0)
+        return st0;
     if (S->version == S->A->version) {
         S->version = S->A->version;
         return SPK_OK;
@@ -492,6 +496,10 @@ static spk_status solver_ready(spk_solver *S, spk_result *res)
     snprintf(res->format_reason, sizeof res->format_reason, "%s", S->M->format_reason);
     if (!st && S->version != S->A->version)
         st = solver_refresh(S);
+    /* M's layout made again (another solver's format, or dropped after an update elsewhere):
+     * the fp32 operator, which on the GPU borrows from it, is made again too */
+    else if (!st && S->opt.precision == SPK_PRECISION_MIXED && S->mix.gen != S->M->layout_gen)
+        st = spk_mixed_prepare(S->ctx, &S->mix, S->M, S->a_scale);
     res->precision = S->opt.precision == SPK_PRECISION_MIXED && S->mix.ok ? SPK_PRECISION_MIXED
                                                                          : SPK_PRECISION_DOUBLE;
     snprintf(res->precision_reason, sizeof res->precision_reason, "%s", S->mix.why);

@@ -292,6 +292,8 @@ struct spk_matrix {
     spk_matrix_info  info;
     const struct spk_spmv_backend *be;   /* prepared backend, NULL until prepared             */
     void            *state;        /* the backend's layout (host or device)                     */
+    uint64_t         layout_gen;   /* bumped whenever `state` is replaced or dropped: what
+                                      borrows from it (a GPU fp32 twin) compares it            */
     char             format_reason[256];  /* why be's format (spk_matrix_format_reason)         */
     spk_context     *ctx_prepared; /* context that owns `state`'s device memory                */
     uint32_t         magic;        /* SPK_MATRIX_MAGIC while alive: catches use after destroy   */

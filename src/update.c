@@ -110,6 +110,7 @@ static void drop_layout(spk_matrix *A)
     A->be->destroy(A->state);
     A->be = NULL;
     A->state = NULL;
+    A->layout_gen++;
     A->ctx_prepared = NULL;
 }
 

@@ -537,6 +537,89 @@ static void test_auto(void)
     T_CHECK(!strcmp(spk_precision_str(SPK_PRECISION_AUTO), "auto"), "the name of AUTO");
 }
 
+/* Solve with S and check it converges to 1e-8 against A; its result into *r. */
+static void solve_ok(spk_solver *S, spk_matrix *A, const double *b, double *x, spk_result *r,
+                     const char *what)
+{
+    memset(x, 0, (size_t)A->csr.nrows * sizeof *x);
+    const spk_status st = spk_solver_solve(S, b, x, r);
+    T_CHECK(st == SPK_OK && r->reason > 0 && t_true_rel(A, b, x) <= 1e-8,
+            "%s: %s %s, true rel %.2e: %s", what, spk_status_str(st), spk_reason_str(r->reason),
+            t_true_rel(A, b, x), spk_last_error(ctx));
+}
+
+/* What borrows from a matrix's layout follows it when the layout is made again: another
+ * solver on the same A in another format (spk_matrix_prepare replaces A's layout), an update
+ * made on a second context (the layout is dropped and rebuilt at the next use), values that
+ * leave fp32's range (AMG's fp32 cycle keeps fp64 for those matrices). Each solver then
+ * still converges, and destroying them touches only what is theirs (ASan's run checks). */
+static void test_relayout(void)
+{
+    spk_matrix *A = t_matrix(ctx, "poisson2d:60");
+    const int64_t n = A->csr.nrows, nnz = A->csr.nnz;
+    double *b = t_rand_vec(n, 41), *x = calloc((size_t)n, sizeof *x),
+           *val = malloc((size_t)nnz * sizeof *val);
+    spk_options o[4];
+    set_opt(&o[0], SPK_METHOD_CG, SPK_PRECOND_AMG, 1e-8, SPK_PRECISION_DOUBLE);
+    o[0].amg.fp32 = 1;
+    set_opt(&o[1], SPK_METHOD_CG, SPK_PRECOND_CHEBYSHEV, 1e-8, SPK_PRECISION_DOUBLE);
+    set_opt(&o[2], SPK_METHOD_CG, SPK_PRECOND_JACOBI, 1e-8, SPK_PRECISION_MIXED);
+    set_opt(&o[3], SPK_METHOD_CG, SPK_PRECOND_JACOBI, 1e-8, SPK_PRECISION_DOUBLE);
+    for (int k = 0; k < 3; k++)
+        o[k].format = SPK_FMT_ELL;
+    o[3].format = SPK_FMT_CSR;
+    spk_solver *S[4] = {NULL, NULL, NULL, NULL};
+    for (int k = 0; k < 4; k++)
+        T_CHECK(spk_solver_create(ctx, A, &o[k], &S[k]) == SPK_OK, "solver %d: %s", k,
+                spk_last_error(ctx));
+    spk_result r;
+    const char *names[4] = {"AMG fp32", "Chebyshev", "mixed", "CSR"};
+    /* S[3] made A CSR; each solve of the others makes it ELL again, then S[3]'s CSR */
+    for (int round = 0; round < 2; round++)
+        for (int k = 0; k < 4; k++)
+            if (S[k]) {
+                solve_ok(S[k], A, b, x, &r, names[k]);
+                if (k == 2)
+                    T_CHECK(r.precision == SPK_PRECISION_MIXED && strstr(r.precision_reason,
+                            "ell32-"), "mixed after a relayout: %s", r.precision_reason);
+            }
+    /* an update on a second context drops A's layout; refresh and solve build it again */
+    spk_context *ctx2 = t_context(SPK_DEVICE_CPU);
+    for (int64_t p = 0; p < nnz; p++)
+        val[p] = 2.0 * A->csr.val[p];
+    T_CHECK(spk_matrix_update_values(ctx2, A, nnz, val, 0) == SPK_OK, "%s", spk_last_error(ctx2));
+    for (int k = 0; k < 4; k++)
+        if (S[k]) {
+            T_CHECK(spk_solver_refresh(S[k]) == SPK_OK, "%s refresh after a drop: %s", names[k],
+                    spk_last_error(ctx));
+            solve_ok(S[k], A, b, x, &r, names[k]);
+        }
+    /* values below FLT_MIN: AMG's fp32 matrices go back to fp64, the solve still runs */
+    for (int64_t p = 0; p < nnz; p++)
+        val[p] = 1e-39 * A->csr.val[p];
+    T_CHECK(spk_matrix_update_values(ctx, A, nnz, val, 0) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(S[0] && spk_solver_refresh(S[0]) == SPK_OK, "AMG fp32 refresh to 1e-39: %s",
+            spk_last_error(ctx));
+    char text[4096];
+    if (S[0]) {
+        spk_solver_precond_describe(S[0], text, sizeof text);
+        /* the levels' A and the coarse inverse scale with the values and go back to fp64;
+         * P and R (made from D^-1 A) do not scale and keep theirs */
+        const char *v = strstr(text, "values: fp32 in the cycle for ");
+        int n32 = -1, nmat = -1;
+        T_CHECK(v && sscanf(v, "values: fp32 in the cycle for %d of its %d", &n32, &nmat) == 2 &&
+                n32 > 0 && n32 < nmat, "after values below FLT_MIN: %s", text);
+        solve_ok(S[0], A, b, x, &r, "AMG fp32 at 1e-39");
+    }
+    for (int k = 0; k < 4; k++)
+        spk_solver_destroy(S[k]);
+    spk_context_destroy(ctx2);
+    spk_matrix_destroy(A);
+    free(b);
+    free(x);
+    free(val);
+}
+
 int main(int argc, char **argv)
 {
     dev = t_device_from_args(argc, argv);
@@ -553,6 +636,7 @@ int main(int argc, char **argv)
     test_options();
     test_twin_named();
     test_auto();
+    test_relayout();
     spk_context_destroy(ctx);
     return t_done("test_mixed");
 }
