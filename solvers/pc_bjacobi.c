@@ -12,9 +12,16 @@
  * every method; for CG, whose M must be SPD, a block on which Cholesky fails is refused too,
  * as Jacobi refuses a non-positive diagonal. A refresh after a value update recomputes the
  * inverses into the same array and rewrites the device matrix's values
- * (spk_matrix_update_values): no allocation after the first. */
+ * (spk_matrix_update_values): no allocation after the first.
+ *
+ * With precision MIXED the apply reads M^-1 through its format's fp32 twin
+ * (spk_spmv_backend.fp32; on the GPU made from M^-1's device layout, sharing its indices):
+ * 4 bytes a value in place of 8, the sums in fp64. Rounding each entry keeps every block's
+ * inverse symmetric where A's block is, so M stays a fixed symmetric operator for CG. Where
+ * an inverse's entry leaves fp32's range the apply keeps fp64. */
 #include "precond.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -35,6 +42,8 @@ typedef struct pc_bjacobi {
                                      (the CSR order of M^-1's values)                           */
     int64_t      nnz;
     spk_matrix  *M;               /* M^-1 on the context's device                               */
+    const spk_spmv_backend *be32; /* precision MIXED: M^-1's fp32 twin and its state (NULL:    */
+    void        *s32;             /* the apply in fp64)                                         */
 } pc_bjacobi;
 
 typedef enum { BJ_OK, BJ_SINGULAR, BJ_NOT_SPD } bj_verdict;
@@ -184,9 +193,46 @@ static void bjacobi_destroy(void *state)
     pc_bjacobi *P = state;
     if (!P)
         return;
+    if (P->s32)
+        P->be32->destroy(P->s32);
     spk_matrix_destroy(P->M);
     spk_free(P->inv);
     spk_free(P);
+}
+
+/* Every inverse entry holds in fp32 (no |v| above FLT_MAX, no nonzero below FLT_MIN). */
+static int inv_fits_fp32(const pc_bjacobi *P)
+{
+    for (int64_t q = 0; q < P->nnz; q++) {
+        const double a = fabs(P->inv[q]);
+        if (a > FLT_MAX || (a != 0.0 && a < FLT_MIN))
+            return 0;
+    }
+    return 1;
+}
+
+/* The fp32 twin of M^-1 from its current values (setup), or its values again (refresh); a
+ * twin whose values no longer fit is dropped, and the apply runs in fp64. */
+static spk_status twin_sync(pc_bjacobi *P)
+{
+    const spk_matrix *M = P->M;
+    const spk_spmv_backend *be = M->be->fp32;
+    int fits = inv_fits_fp32(P);
+    spk_status st = SPK_OK;
+    if (P->s32 && fits)
+        st = P->be32->refill ? P->be32->refill(P->ctx, P->s32, M->state, &fits)
+                             : P->be32->update(P->ctx, P->s32, &M->csr);
+    else if (!P->s32 && fits && be)
+        st = be->setup_from ? be->setup_from(P->ctx, M->state, &P->s32, &fits)
+                            : be->setup(P->ctx, &M->csr, &P->s32);
+    if (!P->s32 || !be)
+        return st;
+    P->be32 = be;
+    if (st || !fits) {
+        P->be32->destroy(P->s32);
+        P->s32 = NULL;
+    }
+    return st;
 }
 
 /* M^-1's pattern (d entries a row, the block's columns) with the inverses as values, made an
@@ -244,6 +290,8 @@ static spk_status bjacobi_setup(spk_context *ctx, spk_matrix *A, const spk_optio
         st = invert_all(P, &A->csr);
     if (!st)
         st = make_device_matrix(P);
+    if (!st && opt->precision == SPK_PRECISION_MIXED)
+        st = twin_sync(P);
     if (st) {
         bjacobi_destroy(P);
         return st;
@@ -258,13 +306,16 @@ static spk_status bjacobi_refresh(void *state, spk_matrix *A)
     spk_status st = spk_matrix_host_values(P->ctx, A);
     if (!st)
         st = invert_all(P, &A->csr);
-    return st ? st : spk_matrix_update_values(P->ctx, P->M, P->nnz, P->inv, 0);
+    if (!st)
+        st = spk_matrix_update_values(P->ctx, P->M, P->nnz, P->inv, 0);
+    return st || !P->s32 ? st : twin_sync(P);
 }
 
 static spk_status bjacobi_apply(void *state, const double *r, double *z)
 {
     const pc_bjacobi *P = state;
-    return P->M->be->spmv(P->ctx, P->M->state, 1.0, r, 0.0, z);
+    return P->s32 ? P->be32->spmv(P->ctx, P->s32, 1.0, r, 0.0, z)
+                  : P->M->be->spmv(P->ctx, P->M->state, 1.0, r, 0.0, z);
 }
 
 static size_t bjacobi_describe(const void *state, char *buf, size_t len)
@@ -277,10 +328,11 @@ static size_t bjacobi_describe(const void *state, char *buf, size_t len)
         snprintf(last, sizeof last, ", the last of %d", P->last);
     const int w = snprintf(buf, len, "bjacobi: %lld diagonal block%s of %d x %d%s, inverted "
                            "by LU with partial pivoting%s; M^-1 block-diagonal, %lld entries "
-                           "in %s, %.1f MB on the device",
+                           "in %s%s, %.1f MB on the device",
                            (long long)P->nblocks, P->nblocks == 1 ? "" : "s", P->d, P->d, last,
                            P->require_spd ? " (checked SPD by Cholesky, for CG)" : "",
                            (long long)P->nnz, M->be ? spk_format_str(M->be->format) : "-",
+                           P->s32 ? ", applied in fp32 values" : "",
                            bytes == SIZE_MAX ? 0.0 : (double)bytes / 1e6);
     return w > 0 ? (size_t)w : 0;
 }

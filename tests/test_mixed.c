@@ -488,6 +488,21 @@ static void test_twin_named(void)
             t_true_rel(A, b, x) <= 1e-10, "AMG mixed: %s, true rel %.2e",
             spk_reason_str(r.reason), t_true_rel(A, b, x));
     spk_solver_destroy(S);
+    /* block-Jacobi in mixed: its M^-1 applied through the fp32 twin; in double, not */
+    for (int p = 0; p < 2; p++) {
+        set_opt(&o, SPK_METHOD_CG, SPK_PRECOND_BJACOBI, 1e-10,
+                p ? SPK_PRECISION_MIXED : SPK_PRECISION_DOUBLE);
+        o.block_size = 4;
+        S = NULL;
+        T_CHECK(spk_solver_create(ctx, A, &o, &S) == SPK_OK, "%s", spk_last_error(ctx));
+        spk_solver_precond_describe(S, text, sizeof text);
+        T_CHECK((strstr(text, "applied in fp32 values") != NULL) == p, "bjacobi (%s): %s",
+                p ? "mixed" : "double", text);
+        T_CHECK(spk_solver_solve(S, b, x, &r) == SPK_OK && r.reason > 0 &&
+                t_true_rel(A, b, x) <= 1e-10, "bjacobi %s: %s, true rel %.2e",
+                p ? "mixed" : "double", spk_reason_str(r.reason), t_true_rel(A, b, x));
+        spk_solver_destroy(S);
+    }
     spk_matrix_destroy(A);
     free(b);
     free(x);
