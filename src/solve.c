@@ -201,7 +201,8 @@ static spk_status solver_create(spk_context *ctx, spk_matrix *A, const spk_optio
  * inside the 50 MB L2); on the CPU 0.53-0.93 on poisson3d:64/100 (15-56 MB of DIA slots),
  * 1.2-1.4x on bcsstk13 (1 MB, in cache). AMG-CG in mixed was slower on every GPU case (its
  * inner restarts add iterations; the cycle's fp32 values gain more inside a double solve,
- * spk_amg_options.fp32). The other methods and preconditioners were not timed in mixed. */
+ * spk_amg_options.fp32). CG + block-Jacobi(3), one solve each: 0.81 on elasticity3d:60, 1.05x
+ * on lame3d:48. The other methods and preconditioners were not timed in mixed. */
 #define AUTO_MIXED_MIN_BYTES_GPU (64.0 * 1048576.0)   /* above the H200's 50 MB L2      */
 #define AUTO_MIXED_MIN_BYTES_CPU (8.0 * 1048576.0)
 
