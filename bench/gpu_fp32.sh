@@ -22,7 +22,7 @@ B=$ROOT/build-gpu
 status=0
 if ! timeout 300 bash -c "cmake -S '$ROOT' -B '$B' -DCMAKE_CUDA_ARCHITECTURES=90 \
         -DCMAKE_BUILD_TYPE=Release -DSPK_BUILD_BENCH=ON &&
-        cmake --build '$B' -j $(nproc 2>/dev/null || echo 8) --target bench_spmv bench_amg solve" \
+        cmake --build '$B' -j $(nproc 2>/dev/null || echo 8) --target bench_spmv bench_amg solve spk_cuda" \
         > "$OUT/build.log" 2>&1; then
     tail -30 "$OUT/build.log"
     exit 3
