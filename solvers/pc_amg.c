@@ -222,11 +222,12 @@ static spk_status twin_make(pc_amg *M, const spk_matrix *D, const spk_csr *c, am
 /* After D's own update: from D's device values (refill) or from c. A twin whose layout is
  * gone is made again; one whose new values leave fp32's range is dropped, and the matrix
  * runs in fp64 (P and R hold the same values, so they go together and the cycle stays
- * symmetric). */
+ * symmetric); a matrix without one gets one when its values fit (the only allocation of a
+ * refresh). */
 static spk_status twin_update(pc_amg *M, const spk_matrix *D, const spk_csr *c, amg_twin *t)
 {
-    if (!t->s)
-        return SPK_OK;
+    if (!t->s)                           /* none yet, or dropped: made if the values fit now */
+        return twin_make(M, D, c, t);
     if (!twin_live(D, t)) {
         twin_free(t);
         return twin_make(M, D, c, t);
@@ -363,9 +364,13 @@ static spk_status amg_setup(spk_context *ctx, spk_matrix *A, const spk_options *
     return SPK_OK;
 }
 
+/* A level matrix's new values; a layout a failed device refill dropped is made again. */
 static spk_status update(pc_amg *M, spk_matrix *D, const spk_csr *c)
 {
-    return spk_matrix_update_values(M->ctx, D, c->nnz, c->val, 0);
+    spk_status st = spk_matrix_update_values(M->ctx, D, c->nnz, c->val, 0);
+    if (!st && !D->be)
+        st = spk_matrix_prepare(M->ctx, D, c->nrows < AMG_CSR_ROWS ? SPK_FMT_CSR : SPK_FMT_AUTO);
+    return st;
 }
 
 /* The rebuild option's refresh: a whole setup on the new values into a second state, which
@@ -494,10 +499,16 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
     PUT("  coarsest: dense inverse (LU, partial pivoting) of order %lld, %s, %.1f MB\n",
         (long long)H->nc, M->Cinv->be ? spk_format_str(M->Cinv->be->format) : "-",
         matrix_bytes(M->Cinv) / 1e6);
+    int live = 0;                        /* what the cycle runs in fp32 now */
+    for (int l = 0; l + 1 < H->nlevels; l++)
+        live += twin_live(M->lev[l].A, &M->lev[l].A32) + twin_live(M->lev[l].P, &M->lev[l].P32) +
+                twin_live(M->lev[l].R, &M->lev[l].R32);
+    live += twin_live(M->Cinv, &M->Cinv32);
     if (M->fp32)
         PUT("  values: fp32 in the cycle for %d of its %d matrices (products in fp64)%s\n",
-            M->n32, M->nmat, M->n32 < M->nmat ? "; the others keep fp64 (no fp32 kernel for "
-            "their format here, or values outside fp32's range)" : "");
+            live, M->nmat, live < M->nmat ? "; the others keep fp64 (no fp32 kernel for their "
+            "format here, values outside fp32's range, or the solver's A prepared again "
+            "since: level 0 until the next refresh)" : "");
     else
         PUT("  values: fp64\n");
     PUT("  device memory beyond the solver's own A: %.1f MB%s\n", total / 1e6,

@@ -42,8 +42,11 @@ typedef struct pc_bjacobi {
                                      (the CSR order of M^-1's values)                           */
     int64_t      nnz;
     spk_matrix  *M;               /* M^-1 on the context's device                               */
-    const spk_spmv_backend *be32; /* precision MIXED: M^-1's fp32 twin and its state (NULL:    */
-    void        *s32;             /* the apply in fp64)                                         */
+    int          fp32;            /* precision MIXED: M^-1 applied through its fp32 twin        */
+    const spk_spmv_backend *be32; /* the twin's row and state (NULL: the apply in fp64), and    */
+    void        *s32;             /* the layout of M it was made from (a GPU twin borrows it)   */
+    const void  *row32;
+    uint64_t     gen32;
 } pc_bjacobi;
 
 typedef enum { BJ_OK, BJ_SINGULAR, BJ_NOT_SPD } bj_verdict;
@@ -188,13 +191,14 @@ static spk_status invert_all(pc_bjacobi *P, const spk_csr *A)
                     (long long)bad + 1, r0, r1, db, db, v, at + 1);
 }
 
+static void twin_drop(pc_bjacobi *P);
+
 static void bjacobi_destroy(void *state)
 {
     pc_bjacobi *P = state;
     if (!P)
         return;
-    if (P->s32)
-        P->be32->destroy(P->s32);
+    twin_drop(P);
     spk_matrix_destroy(P->M);
     spk_free(P->inv);
     spk_free(P);
@@ -211,27 +215,40 @@ static int inv_fits_fp32(const pc_bjacobi *P)
     return 1;
 }
 
-/* The fp32 twin of M^-1 from its current values (setup), or its values again (refresh); a
- * twin whose values no longer fit is dropped, and the apply runs in fp64. */
+static void twin_drop(pc_bjacobi *P)
+{
+    if (P->s32)
+        P->be32->destroy(P->s32);
+    P->s32 = NULL;
+}
+
+/* M^-1's fp32 twin from its current values: made (setup, or values that fit again, or M's
+ * layout made again), refilled, or dropped while an inverse entry leaves fp32's range (the
+ * apply then runs in fp64). */
 static spk_status twin_sync(pc_bjacobi *P)
 {
     const spk_matrix *M = P->M;
-    const spk_spmv_backend *be = M->be->fp32;
+    if (P->s32 && (M->state != P->row32 || M->layout_gen != P->gen32))
+        twin_drop(P);                    /* it borrowed a layout that is gone */
+    const spk_spmv_backend *be = M->be ? M->be->fp32 : NULL;
     int fits = inv_fits_fp32(P);
-    spk_status st = SPK_OK;
-    if (P->s32 && fits)
+    if (!be || !fits) {
+        twin_drop(P);
+        return SPK_OK;
+    }
+    spk_status st;
+    if (P->s32) {
         st = P->be32->refill ? P->be32->refill(P->ctx, P->s32, M->state, &fits)
                              : P->be32->update(P->ctx, P->s32, &M->csr);
-    else if (!P->s32 && fits && be)
+    } else {
         st = be->setup_from ? be->setup_from(P->ctx, M->state, &P->s32, &fits)
                             : be->setup(P->ctx, &M->csr, &P->s32);
-    if (!P->s32 || !be)
-        return st;
-    P->be32 = be;
-    if (st || !fits) {
-        P->be32->destroy(P->s32);
-        P->s32 = NULL;
+        P->be32 = be;
+        P->row32 = M->state;
+        P->gen32 = M->layout_gen;
     }
+    if (st || !fits)
+        twin_drop(P);
     return st;
 }
 
@@ -290,7 +307,8 @@ static spk_status bjacobi_setup(spk_context *ctx, spk_matrix *A, const spk_optio
         st = invert_all(P, &A->csr);
     if (!st)
         st = make_device_matrix(P);
-    if (!st && opt->precision == SPK_PRECISION_MIXED)
+    P->fp32 = opt->precision == SPK_PRECISION_MIXED;
+    if (!st && P->fp32)
         st = twin_sync(P);
     if (st) {
         bjacobi_destroy(P);
@@ -308,7 +326,11 @@ static spk_status bjacobi_refresh(void *state, spk_matrix *A)
         st = invert_all(P, &A->csr);
     if (!st)
         st = spk_matrix_update_values(P->ctx, P->M, P->nnz, P->inv, 0);
-    return st || !P->s32 ? st : twin_sync(P);
+    if (!st && !P->M->be) {              /* a failed device refill dropped M^-1's layout */
+        twin_drop(P);
+        st = spk_matrix_prepare(P->ctx, P->M, SPK_FMT_AUTO);
+    }
+    return st || !P->fp32 ? st : twin_sync(P);
 }
 
 static spk_status bjacobi_apply(void *state, const double *r, double *z)

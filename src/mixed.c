@@ -66,6 +66,7 @@ spk_status spk_mixed_prepare(spk_context *ctx, spk_mixed *m, spk_matrix *M, doub
     if (m->be != be32 || (from_row && (m->row != M->state || m->gen != M->layout_gen))) {
         spk_mixed_free(m);
         m->be = be32;
+        m->ok = 0;                       /* until A32 is made again below */
     }
     m->why[0] = '\0';
     if (!be32) {
@@ -81,10 +82,13 @@ spk_status spk_mixed_prepare(spk_context *ctx, spk_mixed *m, spk_matrix *M, doub
         int fits = 0;
         st = m->state ? be32->refill(ctx, m->state, M->state, &fits)
                       : be32->setup_from(ctx, M->state, &m->state, &fits);
+        if (st) {                        /* solves run in double; the next prepare retries */
+            m->ok = 0;
+            m->gen = 0;
+            return st;
+        }
         m->row = M->state;
         m->gen = M->layout_gen;
-        if (st)
-            return st;
         m->ok = fits;
         if (!fits) {
             if ((st = spk_matrix_host_values(ctx, M)))
@@ -97,7 +101,6 @@ spk_status spk_mixed_prepare(spk_context *ctx, spk_mixed *m, spk_matrix *M, doub
         if ((st = spk_matrix_host_values(ctx, M)))
             return st;
         m->ok = mixed_values_fit(&M->csr, m->why, sizeof m->why);
-        m->gen = M->layout_gen;
     }
     /* a_scale != 1 needs max |a| outside [2^-128, 2^128], which the values check refuses
      * already; kept so that a change of either range cannot let a scaled system through */
@@ -106,10 +109,17 @@ spk_status spk_mixed_prepare(spk_context *ctx, spk_mixed *m, spk_matrix *M, doub
                  "2^%d (A's magnitudes leave fp32's range)", ilogb(a_scale));
         m->ok = 0;
     }
-    if (!m->ok || from_row)
+    if (from_row)
         return SPK_OK;
-    return m->state ? m->be->update(ctx, m->state, &M->csr)
-                    : m->be->setup(ctx, &M->csr, &m->state);
+    m->gen = M->layout_gen;
+    if (!m->ok)
+        return SPK_OK;
+    st = m->state ? m->be->update(ctx, m->state, &M->csr) : m->be->setup(ctx, &M->csr, &m->state);
+    if (st) {                            /* solves run in double; the next prepare retries */
+        m->ok = 0;
+        m->gen = 0;
+    }
+    return st;
 }
 
 void spk_mixed_free(spk_mixed *m)

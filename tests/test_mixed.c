@@ -603,12 +603,12 @@ static void test_relayout(void)
     for (int64_t p = 0; p < nnz; p++)
         val[p] = 2.0 * A->csr.val[p];
     T_CHECK(spk_matrix_update_values(ctx2, A, nnz, val, 0) == SPK_OK, "%s", spk_last_error(ctx2));
+    for (int k = 0; k < 4; k++)          /* every refresh meets the dropped layout */
+        T_CHECK(S[k] && spk_solver_refresh(S[k]) == SPK_OK, "%s refresh after a drop: %s",
+                names[k], spk_last_error(ctx));
     for (int k = 0; k < 4; k++)
-        if (S[k]) {
-            T_CHECK(spk_solver_refresh(S[k]) == SPK_OK, "%s refresh after a drop: %s", names[k],
-                    spk_last_error(ctx));
+        if (S[k])
             solve_ok(S[k], A, b, x, &r, names[k]);
-        }
     /* values below FLT_MIN: AMG's fp32 matrices go back to fp64, the solve still runs */
     for (int64_t p = 0; p < nnz; p++)
         val[p] = 1e-39 * A->csr.val[p];
@@ -624,8 +624,39 @@ static void test_relayout(void)
         int n32 = -1, nmat = -1;
         T_CHECK(v && sscanf(v, "values: fp32 in the cycle for %d of its %d", &n32, &nmat) == 2 &&
                 n32 > 0 && n32 < nmat, "after values below FLT_MIN: %s", text);
+
         solve_ok(S[0], A, b, x, &r, "AMG fp32 at 1e-39");
+        /* the values back in range: every matrix of the cycle in fp32 again */
+        for (int64_t p = 0; p < nnz; p++)
+            val[p] = 1e39 * A->csr.val[p];
+        T_CHECK(spk_matrix_update_values(ctx, A, nnz, val, 0) == SPK_OK &&
+                spk_solver_refresh(S[0]) == SPK_OK, "AMG fp32 refresh back: %s",
+                spk_last_error(ctx));
+        spk_solver_precond_describe(S[0], text, sizeof text);
+        v = strstr(text, "values: fp32 in the cycle for ");
+        T_CHECK(v && sscanf(v, "values: fp32 in the cycle for %d of its %d", &n32, &nmat) == 2 &&
+                n32 == nmat, "the values back in fp32's range: %s", text);
+        solve_ok(S[0], A, b, x, &r, "AMG fp32 back");
     }
+    /* block-Jacobi in mixed: its fp32 M^-1 goes while an inverse entry leaves fp32's range
+     * (A scaled by 1e-40: inverses near 1e39), and comes back with the values */
+    spk_options ob;
+    set_opt(&ob, SPK_METHOD_CG, SPK_PRECOND_BJACOBI, 1e-8, SPK_PRECISION_MIXED);
+    ob.block_size = 2;
+    spk_solver *SB = NULL;
+    T_CHECK(spk_solver_create(ctx, A, &ob, &SB) == SPK_OK, "%s", spk_last_error(ctx));
+    const double scale[3] = {1.0, 1e-40, 1e40};
+    const int want32[3] = {1, 0, 1};
+    for (int k = 0; k < 3 && SB; k++) {
+        for (int64_t p = 0; p < nnz; p++)
+            val[p] = scale[k] * A->csr.val[p];
+        T_CHECK(spk_matrix_update_values(ctx, A, nnz, val, 0) == SPK_OK &&
+                spk_solver_refresh(SB) == SPK_OK, "bjacobi refresh %d: %s", k, spk_last_error(ctx));
+        spk_solver_precond_describe(SB, text, sizeof text);
+        T_CHECK((strstr(text, "applied in fp32 values") != NULL) == want32[k], "bjacobi %d: %s",
+                k, text);
+    }
+    spk_solver_destroy(SB);
     for (int k = 0; k < 4; k++)
         spk_solver_destroy(S[k]);
     spk_context_destroy(ctx2);
