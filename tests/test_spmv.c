@@ -365,70 +365,21 @@ static void check_spmv_dot(const char *be_name, const char *mname, const spk_spm
         scale += fabs(x[i] * ref[i]);
         got[i] = NAN;
     }
-    /* device: x, y, out, the counter (a zeroed double holds the uint32), partials, skip */
-    double *d_x = NULL, *d_y = NULL, *d_out = NULL, *d_count = NULL, *d_part = NULL,
-           *d_skip = NULL;
-    spk_status st = ops->alloc(ctx, n ? n : 1, &d_x);
-    if (!st)
-        st = ops->alloc(ctx, n ? n : 1, &d_y);
-    if (!st)
-        st = ops->alloc(ctx, 1, &d_out);
-    if (!st)
-        st = ops->alloc(ctx, 1, &d_count);
-    if (!st)
-        st = ops->alloc(ctx, SPK_MAX_BLOCKS, &d_part);
-    if (!st)
-        st = ops->alloc(ctx, 1, &d_skip);
-    if (!st && n)
-        st = ops->upload(ctx, n, x, d_x);
-    if (!st && n)
-        st = ops->upload(ctx, n, got, d_y);                   /* NaN: every row is written */
-    spk_dot_sink sink = {NULL, d_out, (uint32_t *)d_count, d_part};
-    double out1 = NAN, out2 = NAN, out3 = NAN;
-    if (!st)
-        st = be->spmv_dot(ctx, state, d_x, d_y, &sink);
-    if (!st)
-        st = ops->download(ctx, 1, d_out, &out1);
-    if (!st && n)
-        st = ops->download(ctx, n, d_y, got);
-    if (!st)
-        st = be->spmv_dot(ctx, state, d_x, d_y, &sink);
-    if (!st)
-        st = ops->download(ctx, 1, d_out, &out2);
-    if (!st) {                                  /* skip set: neither y nor out may change */
-        int32_t one[2] = {1, 1};
-        double skip_host;
-        memcpy(&skip_host, one, sizeof skip_host);
-        const double poison = -12345.0;
-        sink.skip = (const int32_t *)d_skip;
-        st = ops->upload(ctx, 1, &skip_host, d_skip);
-        if (!st)
-            st = ops->upload(ctx, 1, &poison, d_out);
-        if (!st)
-            st = be->spmv_dot(ctx, state, d_x, d_y, &sink);
-        if (!st)
-            st = ops->download(ctx, 1, d_out, &out3);
-        if (!st)
-            T_CHECK(out3 == poison, "%s on %s: spmv_dot wrote out with skip set", be_name, mname);
-    }
-    if (!st)
-        st = ops->sync(ctx);
+    const double poison = -12345.0;
+    double out[2] = {NAN, NAN}, out_skip = NAN;
+    const spk_status st = t_spmv_dot(ctx, be, state, n, x, got, out, poison, &out_skip);
     T_CHECK(st == SPK_OK, "%s spmv_dot on %s: %s: %s", be_name, mname, spk_status_str(st),
             spk_last_error(ctx));
     if (!st) {
         double d = t_rel_diff(got, ref, n);
         T_CHECK(d <= TOL, "%s spmv_dot on %s: y differs by %.3g", be_name, mname, d);
-        T_CHECK(fabs(out1 - want) <= TOL * (scale > 0.0 ? scale : 1.0),
-                "%s spmv_dot on %s: x'y = %.17g, reference %.17g", be_name, mname, out1, want);
-        T_CHECK(memcmp(&out1, &out2, sizeof out1) == 0,
-                "%s spmv_dot on %s: two calls gave %.17g and %.17g", be_name, mname, out1, out2);
+        T_CHECK(fabs(out[0] - want) <= TOL * (scale > 0.0 ? scale : 1.0),
+                "%s spmv_dot on %s: x'y = %.17g, reference %.17g", be_name, mname, out[0], want);
+        T_CHECK(memcmp(&out[0], &out[1], sizeof out[0]) == 0,
+                "%s spmv_dot on %s: two calls gave %.17g and %.17g", be_name, mname, out[0],
+                out[1]);
+        T_CHECK(out_skip == poison, "%s on %s: spmv_dot wrote out with skip set", be_name, mname);
     }
-    ops->free(ctx, d_x);
-    ops->free(ctx, d_y);
-    ops->free(ctx, d_out);
-    ops->free(ctx, d_count);
-    ops->free(ctx, d_part);
-    ops->free(ctx, d_skip);
     free(x);
     free(ref);
     free(got);

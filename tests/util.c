@@ -200,3 +200,58 @@ int t_generate_under_failures(spk_context *ctx, const char *spec)
     }
     return 0;
 }
+
+spk_status t_spmv_dot(spk_context *ctx, const spk_spmv_backend *be, const void *state,
+                      int64_t n, const double *x, double *y, double out[2], double poison,
+                      double *out_skip)
+{
+    const spk_vec_ops *ops = spk_vec_ops_for(spk_context_device(ctx));
+    /* device: x, y, out, the counter (a zeroed double holds the uint32), partials, skip */
+    double *d_x = NULL, *d_y = NULL, *d_out = NULL, *d_count = NULL, *d_part = NULL,
+           *d_skip = NULL;
+    spk_status st = ops->alloc(ctx, n ? n : 1, &d_x);
+    if (!st)
+        st = ops->alloc(ctx, n ? n : 1, &d_y);
+    if (!st)
+        st = ops->alloc(ctx, 1, &d_out);
+    if (!st)
+        st = ops->alloc(ctx, 1, &d_count);
+    if (!st)
+        st = ops->alloc(ctx, SPK_MAX_BLOCKS, &d_part);
+    if (!st)
+        st = ops->alloc(ctx, 1, &d_skip);
+    if (!st && n)
+        st = ops->upload(ctx, n, x, d_x);
+    if (!st && n)
+        st = ops->upload(ctx, n, y, d_y);                     /* the caller's NaN: all written */
+    spk_dot_sink sink = {NULL, d_out, (uint32_t *)d_count, d_part};
+    for (int k = 0; k < 2 && !st; k++) {
+        st = be->spmv_dot(ctx, state, d_x, d_y, &sink);
+        if (!st)
+            st = ops->download(ctx, 1, d_out, &out[k]);
+    }
+    if (!st && n)
+        st = ops->download(ctx, n, d_y, y);
+    if (!st) {                                  /* skip set: out may not change */
+        int32_t one[2] = {1, 1};
+        double skip_host;
+        memcpy(&skip_host, one, sizeof skip_host);
+        sink.skip = (const int32_t *)d_skip;
+        st = ops->upload(ctx, 1, &skip_host, d_skip);
+        if (!st)
+            st = ops->upload(ctx, 1, &poison, d_out);
+        if (!st)
+            st = be->spmv_dot(ctx, state, d_x, d_y, &sink);
+        if (!st)
+            st = ops->download(ctx, 1, d_out, out_skip);
+    }
+    if (!st)
+        st = ops->sync(ctx);
+    ops->free(ctx, d_x);
+    ops->free(ctx, d_y);
+    ops->free(ctx, d_out);
+    ops->free(ctx, d_count);
+    ops->free(ctx, d_part);
+    ops->free(ctx, d_skip);
+    return st;
+}

@@ -73,4 +73,11 @@ int64_t t_fresh_solve(spk_context *ctx, const spk_matrix *A, const double *b,
 double *t_rand_vec(int64_t n, uint64_t seed);
 void t_read_csr(spk_context *ctx, const char *name, spk_csr *out);
 
+/* be->spmv_dot(state) on ctx's device with the host x (n, square A): y (host, n) and out[k]
+ * = x'y of two calls in a row, then a third call with the sink's skip set over `poison` in
+ * out: *out_skip what out holds after it (poison, when the kernel honours skip). */
+spk_status t_spmv_dot(spk_context *ctx, const spk_spmv_backend *be, const void *state,
+                      int64_t n, const double *x, double *y, double out[2], double poison,
+                      double *out_skip);
+
 #endif
