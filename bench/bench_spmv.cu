@@ -7,7 +7,8 @@
  *    setup timed on the wall clock (host conversion + upload), then spmv on device vectors of
  *    spk_vec_ops_cuda(). ELL may refuse (padding guard): reported "refused".
  *  - cuSPARSE (generic API, fp64): CSR with CUSPARSE_SPMV_ALG_DEFAULT, COO with
- *    CUSPARSE_SPMV_COO_ALG1, sliced ELL (slice 32, built here from the CSR, SELL_ALG1). The
+ *    CUSPARSE_SPMV_COO_ALG1, sliced ELL (slice 32, built here from the CSR, SELL_ALG1), and on
+ *    a pattern of d x d blocks BSR (cusparseDbsrmv, row-major blocks). The
  *    work buffer is allocated and cusparseSpMV_preprocess run outside the timed region. CSR and
  *    COO use 32-bit indices and CSR 32-bit row offsets (what a user would pass; spk's CSR keeps
  *    64-bit offsets, 4 bytes more per row).
@@ -63,15 +64,16 @@ static const char *const default_specs[] = {
 };
 
 static const spk_format spk_formats[] = {SPK_FMT_CSR, SPK_FMT_COO, SPK_FMT_ELL, SPK_FMT_HYB,
-                                         SPK_FMT_JDS};
+                                         SPK_FMT_JDS, SPK_FMT_BSR};
 #define N_SPK (sizeof spk_formats / sizeof spk_formats[0])
 
 /* cuSPARSE's layouts and SpMV algorithms: CSR with the default algorithm (ALG1) and with
- * ALG2 (merge-based, deterministic), COO with ALG1 and ALG2 (deterministic), sliced ELL. */
-typedef enum { CUSP_CSR, CUSP_CSR2, CUSP_COO, CUSP_COO2, CUSP_SELL } cusp_kind;
+ * ALG2 (merge-based, deterministic), COO with ALG1 and ALG2 (deterministic), sliced ELL, and
+ * BSR (cusparseDbsrmv, row-major blocks of the size spk detects; skipped without blocks). */
+typedef enum { CUSP_CSR, CUSP_CSR2, CUSP_COO, CUSP_COO2, CUSP_SELL, CUSP_BSR } cusp_kind;
 static const char *const cusp_names[] = {"csr-default", "csr-alg2", "coo-alg1", "coo-alg2",
-                                         "sell32"};
-#define N_CUSP 5
+                                         "sell32", "bsrmv"};
+#define N_CUSP 6
 
 typedef enum { ROW_OK, ROW_REFUSED, ROW_SKIPPED, ROW_ERROR } row_state;
 
@@ -460,6 +462,76 @@ static void run_cusparse(bench *B, mrun *R, const char *mname, cusp_kind kind, r
     bench_cuda(cudaFree(m.buf), "cudaFree");
 }
 
+/* cuSPARSE's BSR (cusparseDbsrmv, the legacy API: the generic SpMV takes no BSR matrix), its
+ * blocks row-major, of the largest size d for which A is made of full d x d blocks
+ * (spk_bsr_block_of, the size spk's BSR takes). */
+static void run_cusparse_bsr(bench *B, mrun *R, const char *mname, row *r)
+{
+    const spk_csr *A = R->A;
+    r->impl = "cusparse";
+    snprintf(r->fmt, sizeof r->fmt, "%s", cusp_names[CUSP_BSR]);
+    const int64_t d = spk_bsr_block_of(A, NULL);
+    if (d < 2 || A->nnz > INT32_MAX) {
+        r->state = ROW_SKIPPED;
+        snprintf(r->note, sizeof r->note, d < 2 ? "no d x d blocks" : "nnz >= 2^31");
+        return;
+    }
+    bench_watchdog(B->timeout, "%s: cuSPARSE bsrmv", mname);
+    char what[320], err[256] = "";
+    snprintf(what, sizeof what, "%s: cuSPARSE bsrmv (%lldx%lld blocks)", mname, (long long)d,
+             (long long)d);
+    const double t0 = bench_now();
+    const int64_t mb = A->nrows / d, nb = A->ncols / d, nnzb = A->nnz / (d * d);
+    int32_t *rp = (int32_t *)bench_malloc((size_t)mb + 1, sizeof *rp);
+    int32_t *ci = (int32_t *)bench_malloc((size_t)nnzb + 1, sizeof *ci);
+    double *v = (double *)bench_malloc((size_t)A->nnz + 1, sizeof *v);
+    rp[0] = 0;
+    for (int64_t I = 0; I < mb; I++) {
+        const int64_t len = (A->rowptr[I * d + 1] - A->rowptr[I * d]) / d;
+        rp[I + 1] = rp[I] + (int32_t)len;
+        for (int64_t k = 0; k < len; k++) {
+            ci[rp[I] + k] = A->colind[A->rowptr[I * d] + k * d] / (int32_t)d;
+            for (int64_t a = 0; a < d; a++)
+                for (int64_t c = 0; c < d; c++)
+                    v[((int64_t)rp[I] + k) * d * d + a * d + c] = A->val[A->rowptr[I * d + a] + k * d + c];
+        }
+    }
+    void *d_rp = upload(rp, ((size_t)mb + 1) * sizeof *rp, "cuSPARSE BSR row offsets");
+    void *d_ci = upload(ci, (size_t)nnzb * sizeof *ci, "cuSPARSE BSR block columns");
+    void *d_v = upload(v, (size_t)A->nnz * sizeof *v, "cuSPARSE BSR values");
+    free(rp);
+    free(ci);
+    free(v);
+    cusparseMatDescr_t descr;
+    bench_cusparse(cusparseCreateMatDescr(&descr), "cusparseCreateMatDescr");
+    bench_cuda(cudaStreamSynchronize(B->stream), "synchronize after cuSPARSE BSR setup");
+    r->setup_ms = 1e3 * (bench_now() - t0);
+    snprintf(r->note, sizeof r->note, "%lldx%lld blocks", (long long)d, (long long)d);
+    const double one = 1.0, zero = 0.0;
+    auto call = [&]() {
+        cusparseStatus_t st = cusparseDbsrmv(B->sp, CUSPARSE_DIRECTION_ROW,
+                                             CUSPARSE_OPERATION_NON_TRANSPOSE, (int)mb, (int)nb,
+                                             (int)nnzb, &one, descr, (const double *)d_v,
+                                             (const int *)d_rp, (const int *)d_ci, (int)d, R->d_x,
+                                             &zero, R->d_y);
+        if (st != CUSPARSE_STATUS_SUCCESS)
+            snprintf(err, sizeof err, "cusparseDbsrmv: %s (status %d)", cusparseGetErrorString(st),
+                     (int)st);
+        return st == CUSPARSE_STATUS_SUCCESS;
+    };
+    if (check_result(B, R, r, what, err, call)) {
+        r->us = bench_time_us(B->stream, B->warmup, B->reps, [&]() {
+            if (!call())
+                bench_die(BENCH_EXIT_SYSTEM, "%s: %s", what, err);
+        });
+        r->state = ROW_OK;
+    }
+    bench_cusparse(cusparseDestroyMatDescr(descr), "cusparseDestroyMatDescr");
+    bench_cuda(cudaFree(d_rp), "cudaFree");
+    bench_cuda(cudaFree(d_ci), "cudaFree");
+    bench_cuda(cudaFree(d_v), "cudaFree");
+}
+
 /* ---- one matrix ---------------------------------------------------------------------------- */
 
 static const char *base_name(const char *path)
@@ -519,7 +591,10 @@ static void run_matrix(bench *B, const char *spec, mresult *out)
             run_spk(B, &R, out->name, spk_formats[f], 1, &out->rows[k++]);
     }
     for (int c = 0; c < N_CUSP; c++)
-        run_cusparse(B, &R, out->name, (cusp_kind)c, &out->rows[k++]);
+        if (c == CUSP_BSR)
+            run_cusparse_bsr(B, &R, out->name, &out->rows[k++]);
+        else
+            run_cusparse(B, &R, out->name, (cusp_kind)c, &out->rows[k++]);
     out->nrows_out = k;
 
     bench_spk(B->ctx, spk_matrix_get_info(R.M, &out->info), "spk_matrix_get_info");

@@ -39,9 +39,9 @@ extern "C" {
 #endif
 
 #define SPK_VERSION_MAJOR 0
-#define SPK_VERSION_MINOR 4
+#define SPK_VERSION_MINOR 5
 #define SPK_VERSION_PATCH 0
-#define SPK_VERSION_STRING "0.4.0"
+#define SPK_VERSION_STRING "0.5.0"
 
 /* ---- status: did the call fail ------------------------------------------------------------ */
 typedef enum spk_status {
@@ -71,9 +71,11 @@ typedef enum spk_format {
     SPK_FMT_ELL,
     SPK_FMT_HYB,
     SPK_FMT_JDS,
-    SPK_FMT_DIA            /* diagonals (stencils, banded): the CPU only, see docs/formats.md */
+    SPK_FMT_DIA,           /* diagonals (stencils, banded): the CPU only, see docs/formats.md */
+    SPK_FMT_BSR            /* dense d x d blocks, one column index a block (d = 2 .. 8: nodal
+                              unknowns of elasticity), for a pattern made of such blocks      */
 } spk_format;
-#define SPK_FMT_COUNT 7
+#define SPK_FMT_COUNT 8
 
 typedef enum spk_method {
     SPK_METHOD_AUTO = 0,   /* CG if symmetric with a positive diagonal, MINRES if symmetric
@@ -284,6 +286,13 @@ typedef struct spk_matrix_info {
                                               (0 above 64 diagonals)                          */
     double  val_absmax, val_absmin;        /* the largest |a_ij| and the smallest nonzero one
                                               (0 without nonzeros)                            */
+    int64_t bsr_block;                     /* the largest d in 2 .. 8 such that the pattern is
+                                              made of full d x d blocks aligned to multiples
+                                              of d (every entry of a block stored, explicit
+                                              zeros included); 1: none                        */
+    double  bsr_fill;                      /* BSR's block slots over its blocks: block rows x
+                                              the longest one / blocks (1 = no padding; 0
+                                              when bsr_block is 1)                            */
 } spk_matrix_info;
 SPK_API spk_status spk_matrix_get_info(const spk_matrix *A, spk_matrix_info *info);
 
@@ -312,7 +321,8 @@ SPK_API spk_status spk_format_check(const spk_matrix_info *info, spk_format fmt,
  * uploads; a later call with another format replaces the previous layout, and a call for the
  * format A is prepared in already (AUTO: the one auto chose) does nothing.
  * SPK_ERR_UNSUPPORTED: ELL whose padding exceeds 3x nnz (use HYB); DIA past 64 diagonals or
- * 3x padding (use CSR), or DIA on the GPU (CPU only). */
+ * 3x padding (use CSR), or DIA on the GPU (CPU only); BSR on a pattern not made of full
+ * d x d blocks (spk_matrix_info.bsr_block 1) or whose block rows pad past 3x. */
 SPK_API spk_status spk_matrix_prepare(spk_context *ctx, spk_matrix *A, spk_format fmt);
 /* The prepared format (SPK_FMT_AUTO if none yet) and the backend's name ("ell-cuda"). */
 SPK_API spk_format spk_matrix_format(const spk_matrix *A);

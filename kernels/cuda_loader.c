@@ -44,17 +44,19 @@ static const spk_cuda_plugin *plugin_check(void *h, const char *path)
     }
     /* the table's layout first: a backend of another ABI has rows of another shape, whose
      * members below must not be read. Then every row and its fp32 twin have what the
-     * forwarding rows below call: update_device on all, the fused spmv_dot on CSR and ELL */
+     * forwarding rows below call: update_device on all, the fused spmv_dot on CSR, ELL and
+     * BSR */
     const int same = p->abi == SPK_CUDA_PLUGIN_ABI && strcmp(p->version, SPK_VERSION_STRING) == 0 &&
                      p->context_size == sizeof(spk_context);
     int shape_ok = same && p->backend[1] && p->backend[1]->spmv_dot && p->backend[2] &&
-                   p->backend[2]->spmv_dot;
-    for (int i = 0; i < 5 && shape_ok; i++) {
+                   p->backend[2]->spmv_dot && p->backend[5] && p->backend[5]->spmv_dot;
+    for (int i = 0; i < 6 && shape_ok; i++) {
         shape_ok = shape_ok && p->backend[i] && p->backend[i]->setup && p->backend[i]->spmv &&
                    p->backend[i]->update && p->backend[i]->update_device && p->backend[i]->fp32;
         const spk_spmv_backend *t = shape_ok ? p->backend[i]->fp32 : NULL;
         shape_ok = shape_ok && t->setup && t->spmv && t->update && t->update_device &&
-                   t->setup_from && t->refill && (i != 1 && i != 2 ? 1 : t->spmv_dot != NULL);
+                   t->setup_from && t->refill &&
+                   (i != 1 && i != 2 && i != 5 ? 1 : t->spmv_dot != NULL);
     }
     if (!same || !shape_ok) {
         snprintf(loader_why, sizeof loader_why, "%s is the CUDA backend of spk %s (table %d), "
@@ -244,6 +246,7 @@ BACKEND_ROW(1, SPK_FMT_CSR, csr)
 BACKEND_ROW(2, SPK_FMT_ELL, ell)
 BACKEND_ROW(3, SPK_FMT_HYB, hyb)
 BACKEND_ROW(4, SPK_FMT_JDS, jds)
+BACKEND_ROW(5, SPK_FMT_BSR, bsr)
 
 /* The fp32 twins (spk_spmv_backend.fp32): the backend's row idx's twin, checked at load. */
 #define BACKEND_ROW32(idx, name_)                                                             \
@@ -288,8 +291,9 @@ BACKEND_ROW32(1, csr)
 BACKEND_ROW32(2, ell)
 BACKEND_ROW32(3, hyb)
 BACKEND_ROW32(4, jds)
+BACKEND_ROW32(5, bsr)
 
-/* The fused y = A x, x'y of the rows that have one (CSR and ELL, checked at load); the
+/* The fused y = A x, x'y of the rows that have one (CSR, ELL and BSR, checked at load); the
  * others' spmv_dot stays NULL, and the methods take their spmv + dot path, as they do with the
  * static library. */
 static spk_status fwd_spmv_dot_1(spk_context *ctx, const void *state, const double *x,
@@ -301,6 +305,16 @@ static spk_status fwd_spmv_dot_2(spk_context *ctx, const void *state, const doub
                                  double *y, const struct spk_dot_sink *sink)
 {
     return plugin()->backend[2]->spmv_dot(ctx, state, x, y, sink);
+}
+static spk_status fwd_spmv_dot_5(spk_context *ctx, const void *state, const double *x,
+                                 double *y, const struct spk_dot_sink *sink)
+{
+    return plugin()->backend[5]->spmv_dot(ctx, state, x, y, sink);
+}
+static spk_status fwd32_spmv_dot_5(spk_context *ctx, const void *state, const double *x,
+                                   double *y, const struct spk_dot_sink *sink)
+{
+    return plugin()->backend[5]->fp32->spmv_dot(ctx, state, x, y, sink);
 }
 static spk_status fwd32_spmv_dot_1(spk_context *ctx, const void *state, const double *x,
                                    double *y, const struct spk_dot_sink *sink)
@@ -327,6 +341,7 @@ const spk_spmv_backend spk_backend_csr32_cuda = ROW32(1, SPK_FMT_CSR, csr, fwd32
 const spk_spmv_backend spk_backend_ell32_cuda = ROW32(2, SPK_FMT_ELL, ell, fwd32_spmv_dot_2);
 const spk_spmv_backend spk_backend_hyb32_cuda = ROW32(3, SPK_FMT_HYB, hyb, NULL);
 const spk_spmv_backend spk_backend_jds32_cuda = ROW32(4, SPK_FMT_JDS, jds, NULL);
+const spk_spmv_backend spk_backend_bsr32_cuda = ROW32(5, SPK_FMT_BSR, bsr, fwd32_spmv_dot_5);
 
 #define ROW(idx, fmt, name_, dot)                                                             \
     {                                                                                         \
@@ -341,6 +356,7 @@ const spk_spmv_backend spk_backend_csr_cuda = ROW(1, SPK_FMT_CSR, csr, fwd_spmv_
 const spk_spmv_backend spk_backend_ell_cuda = ROW(2, SPK_FMT_ELL, ell, fwd_spmv_dot_2);
 const spk_spmv_backend spk_backend_hyb_cuda = ROW(3, SPK_FMT_HYB, hyb, NULL);
 const spk_spmv_backend spk_backend_jds_cuda = ROW(4, SPK_FMT_JDS, jds, NULL);
+const spk_spmv_backend spk_backend_bsr_cuda = ROW(5, SPK_FMT_BSR, bsr, fwd_spmv_dot_5);
 
 int spk_ell_cuda_state_rows(const void *state)
 {

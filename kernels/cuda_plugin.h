@@ -21,9 +21,9 @@ extern "C" {
 #endif
 
 /* Raised whenever the table or a structure it passes changes (4: select, and the context's
- * tuning.mpi_composed; 5: the rows' fp32 twins, spk_spmv_backend.fp32): a libspk_cuda.so of
- * another layout is refused. */
-#define SPK_CUDA_PLUGIN_ABI 5
+ * tuning.mpi_composed; 5: the rows' fp32 twins, spk_spmv_backend.fp32; 6: the BSR row): a
+ * libspk_cuda.so of another layout is refused. */
+#define SPK_CUDA_PLUGIN_ABI 6
 
 struct spk_cg_ops;
 struct spk_bicg_ops;
@@ -43,8 +43,8 @@ typedef struct spk_cuda_plugin {
                                        int *done);
     spk_status  (*matrix_dev_download)(spk_context *ctx, spk_matrix *A);
     void        (*matrix_dev_free)(struct spk_matrix_dev *d);
-    /* the SpMV rows: COO, CSR, ELL, HYB, JDS (each with its fp32 twin, .fp32) */
-    const spk_spmv_backend *backend[5];
+    /* the SpMV rows: COO, CSR, ELL, HYB, JDS, BSR (each with its fp32 twin, .fp32) */
+    const spk_spmv_backend *backend[6];
     int         (*ell_state_rows)(const void *state);
     int         (*hyb_state_rows)(const void *state);
     const spk_vec_ops           *(*vec_ops)(void);

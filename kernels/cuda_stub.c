@@ -150,6 +150,15 @@ SPK_CUDA_STUB_SCOPE const spk_spmv_backend SPK_CUDA_STUB(spk_backend_jds_cuda) =
     .destroy = stub_destroy,
     .update = stub_update,
 };
+SPK_CUDA_STUB_SCOPE const spk_spmv_backend SPK_CUDA_STUB(spk_backend_bsr_cuda) = {
+    .name = "bsr-cuda",
+    .format = SPK_FMT_BSR,
+    .device = SPK_DEVICE_CUDA,
+    .setup = stub_setup,
+    .spmv = stub_spmv,
+    .destroy = stub_destroy,
+    .update = stub_update,
+};
 
 /* ---- vector ops -------------------------------------------------------------------------- */
 

@@ -63,6 +63,39 @@ typedef struct spk_dia_fmt {          /* diagonals: a(i, i + off[d]) at val[d * 
     int64_t  *fix_ptr;                /* per dot chunk (spk_chunks): its first fix row         */
 } spk_dia_fmt;
 
+/* BSR: d x d dense blocks, one column index a block. A's pattern must be made of full blocks
+ * aligned to multiples of d (spk_bsr_block_ok), so that row r = I d + a holds, for each block
+ * (I, J) of its block row, the d consecutive entries a(r, J d .. J d + d - 1), and its CSR
+ * entry k d + c is column c of its k-th block. The block rows are padded to the longest, as
+ * ELL pads rows: the block indices column-major, bcol[k * nbrows + I] (SPK_ELL_PAD past a
+ * block row's end), and the values exactly as the ELL layout of width kb * d stores them,
+ * val[(k d + c) * nrows + r] (0 in padding). So a GPU thread per row reads coalesced values,
+ * and one index serves d x d values; the value refills are ELL's (spk_ell_fill_values with
+ * width kb * d), and a row's entries are added in CSR's order (the bits of CSR). */
+typedef struct spk_bsr_fmt {
+    int64_t  nrows, ncols, nnz;
+    int64_t  d, nbrows, kb;           /* block size, block rows, block slots per block row   */
+    int64_t  nblocks;                 /* blocks stored (nnz / d^2)                           */
+    int32_t *bcol;                    /* kb * nbrows block columns, SPK_ELL_PAD in padding   */
+    double  *val;                     /* nrows * kb * d values, ELL's layout                 */
+    float   *val32;                   /* an fp32 twin's values (val NULL), else NULL         */
+} spk_bsr_fmt;
+
+/* BSR's padding limit: refuse when nbrows * kb > SPK_BSR_MAX_FILL * nblocks (ELL's). */
+#define SPK_BSR_MAX_FILL SPK_ELL_MAX_FILL
+/* The block sizes BSR takes. */
+#define SPK_BSR_MIN_D 2
+#define SPK_BSR_MAX_D 8
+
+/* Whether A's pattern is made of full d x d blocks aligned to multiples of d (nrows and ncols
+ * multiples of d, the d rows of each block row with the same columns, those in runs of d
+ * starting at multiples of d); *kb (may be NULL) receives the longest block row's blocks. A
+ * must be canonical (sorted rows, no duplicates). O(nnz), parallel; fails fast. */
+int spk_bsr_block_ok(const spk_csr *A, int64_t d, int64_t *kb);
+/* The largest d in SPK_BSR_MIN_D .. SPK_BSR_MAX_D for which spk_bsr_block_ok holds, and its
+ * longest block row in *kb; 1 (and *kb 0) if none. */
+int64_t spk_bsr_block_of(const spk_csr *A, int64_t *kb);
+
 /* Conversions: fill `out` from A; the *_free functions are NULL-safe and zero the struct. */
 spk_status spk_coo_from_csr(spk_context *ctx, const spk_csr *A, spk_coo_fmt *out);
 /* width < 0: the longest row; ELL refuses (SPK_ERR_UNSUPPORTED) above SPK_ELL_MAX_FILL
@@ -74,6 +107,10 @@ spk_status spk_jds_from_csr(spk_context *ctx, const spk_csr *A, spk_jds_fmt *out
 /* DIA refuses (SPK_ERR_UNSUPPORTED) more than SPK_DIA_MAX_DIAGS diagonals or a fill above
  * SPK_DIA_MAX_FILL. */
 spk_status spk_dia_from_csr(spk_context *ctx, const spk_csr *A, spk_dia_fmt *out);
+/* BSR of block size d (0: spk_bsr_block_of's); SPK_ERR_UNSUPPORTED when the pattern is not
+ * made of such blocks or the block rows pad past SPK_BSR_MAX_FILL. */
+spk_status spk_bsr_from_csr(spk_context *ctx, const spk_csr *A, int64_t d, spk_bsr_fmt *out);
+void spk_bsr_fmt_free(spk_bsr_fmt *f);
 void spk_coo_fmt_free(spk_coo_fmt *f);
 void spk_ell_fmt_free(spk_ell_fmt *f);
 void spk_hyb_fmt_free(spk_hyb_fmt *f);
@@ -100,6 +137,7 @@ spk_status spk_ell_to_csr(spk_context *ctx, const spk_ell_fmt *f, spk_csr *out);
 spk_status spk_hyb_to_csr(spk_context *ctx, const spk_hyb_fmt *f, spk_csr *out);
 spk_status spk_jds_to_csr(spk_context *ctx, const spk_jds_fmt *f, spk_csr *out);
 spk_status spk_dia_to_csr(spk_context *ctx, const spk_dia_fmt *f, spk_csr *out);
+spk_status spk_bsr_to_csr(spk_context *ctx, const spk_bsr_fmt *f, spk_csr *out);
 
 /* Memory of each layout in bytes (values + indices + padding + offsets). */
 size_t spk_coo_bytes(const spk_coo_fmt *f);
@@ -107,6 +145,7 @@ size_t spk_ell_bytes(const spk_ell_fmt *f);
 size_t spk_hyb_bytes(const spk_hyb_fmt *f);
 size_t spk_jds_bytes(const spk_jds_fmt *f);
 size_t spk_dia_bytes(const spk_dia_fmt *f);
+size_t spk_bsr_bytes(const spk_bsr_fmt *f);
 
 /* The DIA SpMV (y = alpha A x + beta y, the bits of spk_csr_spmv_ref) with the row kernel
  * chosen for this CPU, or with the plain (baseline ISA) one when `plain` (for tests); and the
@@ -119,14 +158,15 @@ const char *spk_dia_cpu_kernel(void);
 
 /* The backend table's rows, one per file (kernels/<fmt>_cpu.c, kernels/<fmt>_cuda.cu). */
 extern const spk_spmv_backend spk_backend_csr_cpu, spk_backend_coo_cpu, spk_backend_ell_cpu,
-    spk_backend_hyb_cpu, spk_backend_jds_cpu, spk_backend_dia_cpu;
+    spk_backend_hyb_cpu, spk_backend_jds_cpu, spk_backend_dia_cpu, spk_backend_bsr_cpu;
 extern const spk_spmv_backend spk_backend_csr_cuda, spk_backend_coo_cuda, spk_backend_ell_cuda,
-    spk_backend_hyb_cuda, spk_backend_jds_cuda;
+    spk_backend_hyb_cuda, spk_backend_jds_cuda, spk_backend_bsr_cuda;
 /* Their fp32 twins (spk_spmv_backend.fp32; not in the registry): the same layouts with float
  * values, the same kernels instantiated for them. A build without CUDA has none (the stub
  * rows' fp32 is NULL). */
 extern const spk_spmv_backend spk_backend_csr32_cuda, spk_backend_coo32_cuda,
-    spk_backend_ell32_cuda, spk_backend_hyb32_cuda, spk_backend_jds32_cuda;
+    spk_backend_ell32_cuda, spk_backend_hyb32_cuda, spk_backend_jds32_cuda,
+    spk_backend_bsr32_cuda;
 
 /* ---- the fp32 twins (spk_spmv_backend.fp32): the CPU rows with their values in float -------
  * The operators of a mixed-precision solve's inner method (src/mixed.c), kept out of the
@@ -173,7 +213,8 @@ typedef struct spk_csr32 {
 /* The twins of the CPU rows: csr32-cpu, coo32-cpu, ell32-cpu, hyb32-cpu, jds32-cpu,
  * dia32-cpu. */
 extern const spk_spmv_backend spk_backend_csr32_cpu, spk_backend_coo32_cpu,
-    spk_backend_ell32_cpu, spk_backend_hyb32_cpu, spk_backend_jds32_cpu, spk_backend_dia32_cpu;
+    spk_backend_ell32_cpu, spk_backend_hyb32_cpu, spk_backend_jds32_cpu, spk_backend_dia32_cpu,
+    spk_backend_bsr32_cpu;
 
 /* Rows per thread of the CUDA ELL layout in a state made by spk_backend_ell_cuda's or
  * spk_backend_hyb_cuda's setup (1 or 2), for tests; 0 in a build without CUDA. */

@@ -6,12 +6,14 @@
  *   0. no nonzeros                                   -> csr (nothing to balance)
  *   1. one long row holds a large share of nnz, or
  *      giant isolated rows over an ordinary bulk     -> coo (work split by nonzeros)
- *   2. padding at most 1.5x (max / mean)             -> ell
- *   3. rows too long for ELL's guard (a long tail)   -> csr (row blocks, CSR-Adaptive)
- *   4. anything else (padding 1.5x .. 3x)            -> hyb (ELL bulk + COO rest)
+ *   2. a pattern of full d x d blocks (d >= 2) whose
+ *      block rows pad at most 1.5x                   -> bsr (one index a block)
+ *   3. padding at most 1.5x (max / mean)             -> ell
+ *   4. rows too long for ELL's guard (a long tail)   -> csr (row blocks, CSR-Adaptive)
+ *   5. anything else (padding 1.5x .. 3x)            -> hyb (ELL bulk + COO rest)
  * CPU rule: dia for a few well-filled diagonals, else csr (the end of spk_select_format).
  *
- * Rules 2 and 4 are measured: bench/select_sweep.py on the H200 (docs/selection.md) swept band
+ * Rules 3 and 5 are measured: bench/select_sweep.py on the H200 (docs/selection.md) swept band
  * matrices of mean row length 8-48, max / mean 1 - 3.6, columns near the diagonal or anywhere.
  * The coo rules (1) are guesses taken from Bell & Garland (SC'09), CUSP and Ginkgo, not yet
  * measured. */
@@ -65,6 +67,12 @@
  * nothing while x is finite (kernels/dia_cpu.c), so they are not a condition. */
 #define SPK_SEL_DIA_MAX_FILL 1.5
 
+/* BSR where the pattern is made of full d x d blocks and the block rows pad at most as much
+ * as ELL's limit allows rows to: BSR moves the values and 4 / d^2 bytes of index per value
+ * (8.44 bytes an entry at d = 3 against ELL's 10-12), the same padding rule as ELL's since
+ * its layout is ELL's over block rows. Measured on the H200: docs/selection.md. */
+#define SPK_SEL_BSR_FILL_LIMIT SPK_SEL_ELL_FILL_LIMIT
+
 spk_format spk_select_shape(const spk_matrix_info *s, char *why, size_t len)
 {
     const double mean = s->row_mean, fill = s->ell_fill;
@@ -86,6 +94,13 @@ spk_format spk_select_shape(const spk_matrix_info *s, char *why, size_t len)
                  "COO's cost depends on nnz only", (long long)s->row_max, fill, mean,
                  (long long)s->row_p99);
         return SPK_FMT_COO;
+    }
+    if (s->bsr_block >= SPK_BSR_MIN_D && s->bsr_fill <= SPK_SEL_BSR_FILL_LIMIT) {
+        snprintf(why, len, "bsr: the pattern is made of %lldx%lld blocks, block rows padded "
+                 "%.2fx: one index a block (%.2f bytes an entry with the padding; ELL 10-12)",
+                 (long long)s->bsr_block, (long long)s->bsr_block, s->bsr_fill,
+                 s->nnz ? (double)s->bytes[SPK_FMT_BSR] / (double)s->nnz : 0.0);
+        return SPK_FMT_BSR;
     }
     if (fill <= SPK_SEL_ELL_FILL_LIMIT && fill <= SPK_ELL_MAX_FILL) {
         snprintf(why, len, "ell: padding %.2fx (max %lld, mean %.1f, cv %.2f) is at most 1.5x, "
@@ -178,6 +193,18 @@ spk_status spk_format_check(const spk_matrix_info *info, spk_format fmt, spk_dev
         snprintf(why, why_len, "ell: padding %.2fx above the %.0fx limit (use hyb)",
                  info->ell_fill, SPK_ELL_MAX_FILL);
         return SPK_ERR_UNSUPPORTED;
+    }
+    if (fmt == SPK_FMT_BSR) {
+        if (info->bsr_block < SPK_BSR_MIN_D) {
+            snprintf(why, why_len, "bsr: the pattern is not made of full d x d blocks (d = %d .. "
+                     "%d; use csr or ell)", SPK_BSR_MIN_D, SPK_BSR_MAX_D);
+            return SPK_ERR_UNSUPPORTED;
+        }
+        if (info->bsr_fill > SPK_BSR_MAX_FILL) {
+            snprintf(why, why_len, "bsr: block rows pad %.2fx, above the %.0fx limit (use csr)",
+                     info->bsr_fill, SPK_BSR_MAX_FILL);
+            return SPK_ERR_UNSUPPORTED;
+        }
     }
     if (fmt == SPK_FMT_DIA) {
         if (device == SPK_DEVICE_CUDA) {

@@ -13,6 +13,7 @@
  * histogram cannot be allocated (this function has no way to report failure), the binary
  * searches count rows by scanning rowptr instead: O(nrows log max), same answers. */
 #include "spk_internal.h"
+#include "../kernels/formats.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -299,6 +300,17 @@ void spk_stats_compute(const spk_csr *A, spk_matrix_info *info)
     spk_stats_values(A, info);
     format_bytes(A, info, info->bytes);
     info->bytes[SPK_FMT_DIA] = nd <= SPK_DIA_MAX_DIAGS ? spk_dia_bytes_for(n, nd, dia_fix) : SIZE_MAX;
+    /* BSR: the largest block size the pattern is made of (most patterns fail on their first
+     * block row), its block rows padded to the longest */
+    int64_t kb = 0;
+    info->bsr_block = spk_bsr_block_of(A, &kb);
+    if (info->bsr_block > 1) {
+        const int64_t d = info->bsr_block, nb = n / d;
+        info->bsr_fill = (double)nb * (double)kb / (double)(A->nnz / (d * d));
+        info->bytes[SPK_FMT_BSR] = add_sat(bytes3(nb, kb, 4), bytes3(n, kb * d, 8));
+    } else {
+        info->bytes[SPK_FMT_BSR] = SIZE_MAX;
+    }
 }
 
 /* The largest |a_ij| and the smallest nonzero one (0 and 0 without nonzeros). */

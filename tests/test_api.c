@@ -37,6 +37,25 @@ typedef struct fem {
     double  *val;
 } fem;
 
+/* Unknowns per node (1, or 3 for test_update_formats' BSR pass): each triplet of the scalar
+ * assembly then becomes a 3 x 3 block, its value times FEM_BLOCK (the Kronecker product of
+ * the Laplacian with an SPD 3 x 3 matrix: still SPD), so that the pattern is made of blocks. */
+static int fem_dofs = 1;
+static const double FEM_BLOCK[3][3] = {{1.0, 0.1, 0.2}, {0.1, 1.0, 0.1}, {0.2, 0.1, 1.0}};
+
+/* F->val[k] = v for the scalar assembly's triplet k, expanded to its block. */
+static void fem_put(fem *F, int64_t k, double v)
+{
+    const int D = fem_dofs;
+    if (D == 1) {
+        F->val[k] = v;
+        return;
+    }
+    for (int a = 0; a < D; a++)
+        for (int b = 0; b < D; b++)
+            F->val[k * D * D + a * D + b] = v * FEM_BLOCK[a][b];
+}
+
 static void fem_values(fem *F, int m, uint64_t seed)
 {
     uint64_t s = seed * 0x9e3779b97f4a7c15ull + 7;
@@ -49,20 +68,20 @@ static void fem_values(fem *F, int m, uint64_t seed)
                 if (b < 0)
                     continue;
                 const double w = 1.0 + 0.5 * t_randu(&s);
-                F->val[k++] = w;
-                F->val[k++] = w;
-                F->val[k++] = -w;
-                F->val[k++] = -w;
+                fem_put(F, k++, w);
+                fem_put(F, k++, w);
+                fem_put(F, k++, -w);
+                fem_put(F, k++, -w);
             }
-            F->val[k++] = 0.1 + 0.05 * (t_randu(&s) + 1.0);
+            fem_put(F, k++, 0.1 + 0.05 * (t_randu(&s) + 1.0));
         }
 }
 
 static void fem_make(fem *F, int m, uint64_t seed)
 {
-    const int64_t edges = 2 * (int64_t)m * (m - 1);
-    F->n = (int64_t)m * m;
-    F->nnz = 4 * edges + F->n;
+    const int64_t edges = 2 * (int64_t)m * (m - 1), D = fem_dofs;
+    F->n = (int64_t)m * m * D;
+    F->nnz = (4 * edges + (int64_t)m * m) * D * D;
     F->row = malloc((size_t)F->nnz * sizeof *F->row);
     F->col = malloc((size_t)F->nnz * sizeof *F->col);
     F->val = malloc((size_t)F->nnz * sizeof *F->val);
@@ -75,13 +94,18 @@ static void fem_make(fem *F, int m, uint64_t seed)
                 if (b < 0)
                     continue;
                 const int32_t r[4] = {a, b, a, b}, c[4] = {a, b, b, a};
-                for (int e = 0; e < 4; e++, k++) {
-                    F->row[k] = r[e];
-                    F->col[k] = c[e];
-                }
+                for (int e = 0; e < 4; e++)
+                    for (int64_t p = 0; p < D; p++)
+                        for (int64_t q = 0; q < D; q++, k++) {
+                            F->row[k] = (int32_t)(r[e] * D + p);
+                            F->col[k] = (int32_t)(c[e] * D + q);
+                        }
             }
-            F->row[k] = F->col[k] = a;
-            k++;
+            for (int64_t p = 0; p < D; p++)
+                for (int64_t q = 0; q < D; q++, k++) {
+                    F->row[k] = (int32_t)(a * D + p);
+                    F->col[k] = (int32_t)(a * D + q);
+                }
         }
     fem_values(F, m, seed);
 }
@@ -447,7 +471,7 @@ static int refused_at(spk_status st, int64_t entry)
  * (same_layout). On the GPU these updates run on the device (the host values are stale until
  * read, which spk_matrix_csr does). A refused update (NaN/Inf, from either memory) changes
  * nothing; a change of format after a device update builds the new layout from its values. */
-static void test_update_formats(void)
+static void update_formats(void)
 {
     const spk_vec_ops *ops = spk_vec_ops_for(dev);
     fem F;
@@ -457,7 +481,7 @@ static void test_update_formats(void)
     for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++) {
         const spk_format fmt = (spk_format)f;
         const char *fn = spk_format_str(fmt);
-        if (!fits_here(fmt))
+        if (!fits_here(fmt) || (fem_dofs > 1 && fmt != SPK_FMT_BSR))
             continue;
         fem_values(&F, 13, 1);
         spk_matrix *A = fem_prepared(&F, fmt);
@@ -540,6 +564,16 @@ static void test_update_formats(void)
     ops->free(ctx, d_val);
     free(canon);
     fem_free(&F);
+}
+
+/* The scalar assembly in every format that holds it, then its 3 x 3 block version in BSR. */
+static void test_update_formats(void)
+{
+    update_formats();
+    fem_dofs = 3;
+    T_CHECK(fits_here(SPK_FMT_BSR), "the 3 x 3 block assembly does not fit bsr");
+    update_formats();
+    fem_dofs = 1;
 }
 
 /* Device memory short at the first update on the GPU (an allocation failure injected at each

@@ -42,6 +42,10 @@ static void info_of_lengths(int64_t nrows, int64_t ncols, const int64_t *len, sp
     csr_lengths(nrows, ncols, len, &A);
     spk_stats_compute(&A, in);
     spk_csr_free(&A);
+    /* every row holds columns 0 .. len - 1, which equal lengths make a block pattern by
+     * accident: these cases are about lengths, the block rule has its own (test_bsr_rule) */
+    in->bsr_block = 1;
+    in->bsr_fill = 0.0;
 }
 
 /* The choice for the GPU and for the CPU; the reason must contain every word of `words`
@@ -98,6 +102,71 @@ static void expect_generated(const char *spec, spk_format want, const char *word
         return;
     spk_stats_compute(&A, &in);
     expect(spec, &in, want, words);
+    spk_csr_free(&A);
+}
+
+/* The block rule: BSR on patterns of full d x d blocks padded at most 1.5x (lame3d's Q1
+ * elasticity, the synthetic block stencil), never on a pattern without blocks, and past the
+ * padding limit the shape rule's choice; spk_format_check refuses BSR without blocks. */
+static void test_bsr_rule(void)
+{
+    expect_generated("lame3d:20", SPK_FMT_BSR, "bsr 3x3 blocks padded");
+    expect_generated("elasticity3d:30", SPK_FMT_BSR, "bsr 3x3 blocks");
+    static const char *const scalar[] = {"poisson3d:40", "poisson2d:300", "poisson3d27:40",
+                                         "powerlaw:200000:8"};
+    for (size_t k = 0; k < sizeof scalar / sizeof scalar[0]; k++) {
+        spk_csr A;
+        spk_matrix_info in;
+        char why[160];
+        T_CHECK(spk_generate_csr(ctx, scalar[k], &A) == SPK_OK, "%s: %s", scalar[k],
+                spk_last_error(ctx));
+        spk_stats_compute(&A, &in);
+        T_CHECK(in.bsr_block == 1 && in.bytes[SPK_FMT_BSR] == SIZE_MAX &&
+                    spk_select_format(&in, SPK_DEVICE_CUDA, NULL, 0) != SPK_FMT_BSR &&
+                    spk_format_check(&in, SPK_FMT_BSR, SPK_DEVICE_CUDA, why, sizeof why) ==
+                        SPK_ERR_UNSUPPORTED && strstr(why, "blocks"),
+                "%s: block %lld, bsr not refused (%s)", scalar[k], (long long)in.bsr_block, why);
+        spk_csr_free(&A);
+    }
+    /* 2x2 and 6x6 blocks of even block rows: bsr, with d in the reason; block rows of 0 .. 20
+     * blocks (padding ~2x): not bsr, and the check still lets it be asked for (fill <= 3) */
+    spk_csr A;
+    spk_matrix_info in;
+    char why[256];
+    /* block rows of exactly 8 blocks: no padding */
+    for (int64_t d = 2; d <= 6; d += 4) {
+        const int64_t nb = 1200000 / (8 * d * d) + 1, kb = 8;
+        spk_coo coo = {nb * d, nb * d, nb * kb * d * d, NULL, NULL, NULL};
+        coo.row = malloc((size_t)coo.nnz * sizeof *coo.row);
+        coo.col = malloc((size_t)coo.nnz * sizeof *coo.col);
+        coo.val = malloc((size_t)coo.nnz * sizeof *coo.val);
+        int64_t q = 0;
+        for (int64_t I = 0; I < nb; I++)
+            for (int64_t k = 0; k < kb; k++)
+                for (int64_t a = 0; a < d; a++)
+                    for (int64_t c = 0; c < d; c++, q++) {
+                        coo.row[q] = (int32_t)(I * d + a);
+                        coo.col[q] = (int32_t)(((I + k * 37) % nb) * d + c);
+                        coo.val[q] = 1.0 + (double)(q % 7);
+                    }
+        T_CHECK(spk_csr_from_coo(ctx, &coo, &A) == SPK_OK, "%s", spk_last_error(ctx));
+        spk_coo_free(&coo);
+        spk_stats_compute(&A, &in);
+        spk_format f = spk_select_format(&in, SPK_DEVICE_CUDA, why, sizeof why);
+        char want[16];
+        snprintf(want, sizeof want, "%lldx%lld", (long long)d, (long long)d);
+        T_CHECK(in.bsr_block == d && in.bsr_fill == 1.0 && f == SPK_FMT_BSR && strstr(why, want),
+                "%lld x %lld blocks: block %lld, fill %.2f, chose %s: %s", (long long)d,
+                (long long)d, (long long)in.bsr_block, in.bsr_fill, spk_format_str(f), why);
+        spk_csr_free(&A);
+    }
+    t_block_csr(ctx, 40000, 40000, 3, 10, 5, &A);          /* block rows of 0 .. 20 blocks */
+    spk_stats_compute(&A, &in);
+    const spk_format f = spk_select_format(&in, SPK_DEVICE_CUDA, why, sizeof why);
+    T_CHECK(in.bsr_block == 3 && in.bsr_fill > 1.5 && f != SPK_FMT_BSR &&
+                spk_format_check(&in, SPK_FMT_BSR, SPK_DEVICE_CUDA, NULL, 0) == SPK_OK,
+            "uneven 3x3 block rows (fill %.2f): chose %s: %s", in.bsr_fill, spk_format_str(f),
+            why);
     spk_csr_free(&A);
 }
 
@@ -303,7 +372,7 @@ static void test_choice(void)
     expect_generated("poisson3d:6", SPK_FMT_ELL, "ell padding 1.17x");
     expect_generated("poisson3d:3", SPK_FMT_ELL, "ell padding 1.40x");
     expect_generated("poisson2d:100", SPK_FMT_ELL, "ell");
-    expect_generated("elasticity3d:20", SPK_FMT_ELL, "ell max 81");
+    expect_generated("elasticity3d:20", SPK_FMT_BSR, "bsr 3x3 blocks padded");
     expect_generated("elasticity3d:4", SPK_FMT_HYB, "hyb padding 1.73x max 81");
     expect_generated("poisson3d27:5", SPK_FMT_HYB, "hyb max 27");
     expect_generated("band:20000:1:31:4096", SPK_FMT_HYB, "hyb padding 1.9");
@@ -696,6 +765,7 @@ int main(int argc, char **argv)
     }
     test_stats_small();
     test_cpu_rule();
+    test_bsr_rule();
     test_hyb_width();
     test_choice();
     test_never_ell_past_guard();

@@ -433,6 +433,15 @@ static void check_backends(const char *mname, const spk_csr *A, const spk_matrix
             be->destroy(state);
             continue;
         }
+        if (be->format == SPK_FMT_BSR && !t_format_fits(dev, SPK_FMT_BSR, info)) {
+            T_CHECK(st == SPK_ERR_UNSUPPORTED && strstr(spk_last_error(ctx), "bsr") &&
+                        strstr(spk_last_error(ctx), "use csr"),
+                    "%s on %s (block %lld, fill %.2f): expected the refusal, got %s: %s",
+                    be->name, mname, (long long)info->bsr_block, info->bsr_fill,
+                    spk_status_str(st), spk_last_error(ctx));
+            be->destroy(state);
+            continue;
+        }
         if (be->format == SPK_FMT_DIA &&
             (info->dia_diags > SPK_DIA_MAX_DIAGS || info->dia_fill > SPK_DIA_MAX_FILL)) {
             T_CHECK(st == SPK_ERR_UNSUPPORTED && strstr(spk_last_error(ctx), "use csr") &&
@@ -547,6 +556,80 @@ static int64_t brute_diagonals(const spk_csr *A, int64_t *partial)
         *partial += A->rowptr[i + 1] - A->rowptr[i] < nd;
     free(seen);
     return nd > SPK_DIA_MAX_DIAGS ? -1 : nd;
+}
+
+/* BSR: the statistics' block size against a brute-force test of every d, and where there are
+ * blocks, the round trip, the bytes, and y with the reference's bits. */
+static int blocks_brute(const spk_csr *A, int64_t d)
+{
+    if (A->nnz == 0 || A->nrows % d || A->ncols % d)
+        return 0;
+    /* every stored (i, j): its whole aligned block stored, i.e. each row's count of entries
+     * in each block column is d and the d rows of a block row agree */
+    for (int64_t i = 0; i < A->nrows; i++)
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            const int64_t I = i / d, J = A->colind[p] / d;
+            for (int64_t a = 0; a < d; a++)
+                for (int64_t c = 0; c < d; c++) {
+                    const int64_t r = I * d + a, col = J * d + c;
+                    int found = 0;
+                    for (int64_t q = A->rowptr[r]; q < A->rowptr[r + 1]; q++)
+                        found |= A->colind[q] == col;
+                    if (!found)
+                        return 0;
+                }
+        }
+    return 1;
+}
+
+static void check_bsr_layout(const char *mname, const spk_csr *A, const spk_matrix_info *info)
+{
+    int64_t want = 1;
+    if (A->nnz <= 200000)
+        for (int64_t d = SPK_BSR_MAX_D; d >= SPK_BSR_MIN_D && want == 1; d--)
+            if (blocks_brute(A, d))
+                want = d;
+    T_CHECK(A->nnz > 200000 || info->bsr_block == want, "bsr block of %s: %lld, brute force %lld",
+            mname, (long long)info->bsr_block, (long long)want);
+    spk_bsr_fmt bsr;
+    spk_status st = spk_bsr_from_csr(ctx, A, 0, &bsr);
+    if (info->bsr_block < 2 || info->bsr_fill > SPK_BSR_MAX_FILL) {
+        T_CHECK(st == SPK_ERR_UNSUPPORTED, "bsr from %s (block %lld, fill %.2f) not refused",
+                mname, (long long)info->bsr_block, info->bsr_fill);
+        return;
+    }
+    T_CHECK(st == SPK_OK && bsr.d == info->bsr_block, "bsr from %s: %s", mname,
+            spk_last_error(ctx));
+    if (st)
+        return;
+    ROUND_TRIP("bsr", SPK_FMT_BSR, bsr, spk_bsr_to_csr, spk_bsr_bytes);
+    /* a smaller block size the pattern also has: the same products */
+    if (bsr.d % 2 == 0 && bsr.d >= 4) {
+        spk_bsr_fmt half;
+        T_CHECK(spk_bsr_from_csr(ctx, A, bsr.d / 2, &half) == SPK_OK && half.d == bsr.d / 2,
+                "bsr of %s with d = %lld: %s", mname, (long long)bsr.d / 2, spk_last_error(ctx));
+        spk_bsr_fmt_free(&half);
+    }
+    const int64_t m = A->nrows, n = A->ncols;
+    double *x = host_random(n, 43), *y0 = host_random(m, 44);
+    double *ref = malloc(((size_t)m + 1) * sizeof *ref), *got = malloc(((size_t)m + 1) * sizeof *got);
+    void *state = NULL;
+    st = spk_backend_bsr_cpu.setup(ctx, A, &state);
+    static const double ab[2][2] = {{1.0, 0.0}, {-0.7, 1.3}};
+    for (int k = 0; k < 2 && st == SPK_OK; k++) {
+        memcpy(ref, y0, (size_t)m * sizeof *ref);
+        memcpy(got, y0, (size_t)m * sizeof *got);
+        spk_csr_spmv_ref(A, ab[k][0], x, ab[k][1], ref);
+        T_CHECK(spk_backend_bsr_cpu.spmv(ctx, state, ab[k][0], x, ab[k][1], got) == SPK_OK &&
+                    same_bits(ref, got, m),
+                "bsr-cpu on %s (a %g, b %g): not the reference's bits", mname, ab[k][0], ab[k][1]);
+    }
+    spk_backend_bsr_cpu.destroy(state);
+    free(x);
+    free(y0);
+    free(ref);
+    free(got);
+    spk_bsr_fmt_free(&bsr);
 }
 
 /* y = alpha A x + beta y in DIA has the reference's bits, with the plain and the chosen row
@@ -686,6 +769,7 @@ static void check_conversions(const char *mname, const spk_csr *A, const spk_mat
     spk_jds_fmt_free(&jds);
 
     check_dia_layout(mname, A, info);
+    check_bsr_layout(mname, A, info);
 
     T_CHECK(info->bytes[SPK_FMT_CSR] == (size_t)(8 * (A->nrows + 1) + 12 * A->nnz),
             "csr bytes on %s", mname);
@@ -700,13 +784,16 @@ static void check_nomem(void)
     spk_csr band;
     const int64_t offs[] = {-40, -1, 0, 3, 17};
     csr_band(700, offs, 5, &band);
-    for (int f = SPK_FMT_COO; f <= SPK_FMT_DIA; f++) {
+    spk_csr blk;
+    t_block_csr(ctx, 150, 150, 3, 4, 32, &blk);
+    for (int f = SPK_FMT_COO; f <= SPK_FMT_BSR; f++) {
         const spk_spmv_backend *be = spk_backend_find((spk_format)f, SPK_DEVICE_CPU);
         int k, failed = 0;
         for (k = 1; k <= 20; k++) {
             void *state = NULL;
             ctx->fail_alloc_at = spk_context_alloc_count(ctx) + (uint64_t)k;
-            spk_status st = be->setup(ctx, f == SPK_FMT_DIA ? &band : &A, &state);
+            spk_status st = be->setup(ctx, f == SPK_FMT_DIA ? &band : f == SPK_FMT_BSR ? &blk : &A,
+                                      &state);
             ctx->fail_alloc_at = 0;
             if (st == SPK_OK) {
                 be->destroy(state);
@@ -859,6 +946,41 @@ int main(int argc, char **argv)
     check_generated("poisson3d:9");
     check_generated("poisson3d27:6");
     check_generated("elasticity3d:4");
+    check_generated("lame3d:5");              /* BSR: 3 x 3 blocks, the clamped face's rows */
+    /* BSR: random d x d blocks for every d, empty block rows, rectangular, sizes off the
+     * CPU chunks and GPU warps; one entry missing or one block misaligned: no blocks */
+    for (int64_t d = SPK_BSR_MIN_D; d <= SPK_BSR_MAX_D; d++) {
+        char nm[64];
+        t_block_csr(ctx, 211, 211, d, 5, 50 + (uint64_t)d, &A);
+        snprintf(nm, sizeof nm, "211 block rows of %lldx%lld blocks", (long long)d, (long long)d);
+        check_matrix(nm, &A);
+        t_block_csr(ctx, 40, 97, d, 3, 60 + (uint64_t)d, &A);
+        snprintf(nm, sizeof nm, "40 x 97 blocks of %lldx%lld", (long long)d, (long long)d);
+        check_matrix(nm, &A);
+    }
+    {
+        t_block_csr(ctx, 300, 300, 3, 6, 70, &A);
+        spk_csr B;
+        T_CHECK(spk_csr_alloc(ctx, A.nrows, A.ncols, A.nnz - 1, &B) == SPK_OK, "alloc");
+        /* drop entry 5 of row 100: its block is no longer full */
+        const int64_t drop = A.rowptr[100] + 5;
+        B.rowptr[0] = 0;
+        for (int64_t i = 0; i < A.nrows; i++)
+            B.rowptr[i + 1] = A.rowptr[i + 1] - (A.rowptr[i + 1] > drop);
+        for (int64_t p = 0, q = 0; p < A.nnz; p++)
+            if (p != drop) {
+                B.colind[q] = A.colind[p];
+                B.val[q++] = A.val[p];
+            }
+        check_matrix("3x3 blocks, one entry missing", &B);
+        spk_csr_free(&A);
+        /* every column shifted by one: blocks of 3 no longer start at multiples of 3 */
+        t_block_csr(ctx, 300, 300, 3, 6, 71, &B);
+        B.ncols = 903;
+        for (int64_t p = 0; p < B.nnz; p++)
+            B.colind[p]++;
+        check_matrix("3x3 blocks shifted by a column", &B);
+    }
     check_generated("powerlaw:3000:8:5");
     check_generated("powerlaw:200:150:2");
     check_generated("powerlaw:20000:8");

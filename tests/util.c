@@ -94,6 +94,37 @@ void t_random_csr(spk_context *ctx, int64_t nrows, int64_t ncols, int64_t avg, u
     spk_coo_free(&coo);
 }
 
+void t_block_csr(spk_context *ctx, int64_t nbrows, int64_t nbcols, int64_t d, int64_t avg,
+                 uint64_t seed, spk_csr *out)
+{
+    uint64_t s = seed * 2654435761u + 7;
+    int64_t cap = 0;
+    int64_t *len = calloc((size_t)nbrows + 1, sizeof *len);
+    for (int64_t I = 0; I < nbrows; I++) {
+        len[I] = nbcols ? (int64_t)(t_rand(&s) % (uint64_t)(2 * avg + 1)) : 0;
+        cap += len[I] * d * d;
+    }
+    spk_coo coo = {nbrows * d, nbcols * d, cap, malloc((size_t)cap * 4 + 4),
+                   malloc((size_t)cap * 4 + 4), malloc((size_t)cap * 8 + 8)};
+    int64_t k = 0;
+    for (int64_t I = 0; I < nbrows; I++)
+        for (int64_t b = 0; b < len[I]; b++) {
+            const int64_t J = (int64_t)(t_rand(&s) % (uint64_t)nbcols);
+            for (int64_t a = 0; a < d; a++)
+                for (int64_t c = 0; c < d; c++, k++) {
+                    coo.row[k] = (int32_t)(I * d + a);
+                    coo.col[k] = (int32_t)(J * d + c);
+                    coo.val[k] = t_randu(&s);
+                }
+        }
+    free(len);
+    if (spk_csr_from_coo(ctx, &coo, out) != SPK_OK) {
+        fprintf(stderr, "t_block_csr: %s\n", spk_last_error(ctx));
+        exit(2);
+    }
+    spk_coo_free(&coo);
+}
+
 double t_rel_diff(const double *a, const double *b, int64_t n)
 {
     double num = 0, den = 0;

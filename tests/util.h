@@ -35,6 +35,8 @@ static inline int t_format_fits(spk_device device, spk_format fmt, const spk_mat
                in->dia_fill <= SPK_DIA_MAX_FILL;
     if (fmt == SPK_FMT_ELL)
         return in->ell_fill <= 3.0;
+    if (fmt == SPK_FMT_BSR)
+        return in->bsr_block >= 2 && in->bsr_fill <= 3.0;
     return 1;
 }
 
@@ -53,6 +55,10 @@ double t_randu(uint64_t *state);                 /* uniform in [-1, 1) */
 /* A random nrows x ncols CSR (canonical) with row lengths uniform in [0, 2*avg]. */
 void t_random_csr(spk_context *ctx, int64_t nrows, int64_t ncols, int64_t avg, uint64_t seed,
                   spk_csr *out);
+/* A random matrix of nbrows x nbcols dense d x d blocks (every entry of a block stored): block
+ * rows of 0 .. 2 avg blocks (a repeated block column sums into one block), values in [-1, 1). */
+void t_block_csr(spk_context *ctx, int64_t nbrows, int64_t nbcols, int64_t d, int64_t avg,
+                 uint64_t seed, spk_csr *out);
 /* max_i |a_i - b_i| / max(max_i |b_i|, tiny); NaN anywhere gives +inf. */
 double t_rel_diff(const double *a, const double *b, int64_t n);
 /* ||b - A x|| / ||b|| (||b - A x|| when b = 0) recomputed on the host from the canonical CSR:

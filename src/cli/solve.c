@@ -141,8 +141,8 @@ static const char usage_text[] =
     "  --ilut-drop X       ILUT: drop entries below X times their row's mean magnitude\n"
     "                      (||a_i||_1 / nnz(a_i); default 1e-4)\n"
     "  --ilut-fill X       ILUT: at most X nnz(A) entries in L + U (default 10)\n"
-    "  --format F          auto|coo|csr|ell|hyb|jds|dia (default auto: from row-length\n"
-    "                      statistics; dia: the CPU only)\n"
+    "  --format F          auto|coo|csr|ell|hyb|jds|dia|bsr (default auto: from row-length\n"
+    "                      statistics; dia: the CPU only; bsr: a pattern of d x d blocks)\n"
     "  --reorder R         none|rcm (default none; rcm is opt-in): rcm solves P A P^T, P the\n"
     "                      reverse Cuthill-McKee order of A + A^T (x stays in A's order);\n"
     "                      --explain and --json give the bandwidth and profile before and\n"
@@ -390,7 +390,7 @@ static void parse_args(int argc, char **argv, cli *c)
         } else if (!strcmp(a, "--format")) {
             const char *v = need_arg(argc, argv, &i);
             if (spk_format_parse(v, &c->opt.format))
-                die_usage("--format expects auto|coo|csr|ell|hyb|jds|dia, got '%s'", v);
+                die_usage("--format expects auto|coo|csr|ell|hyb|jds|dia|bsr, got '%s'", v);
         } else if (!strcmp(a, "--reorder")) {
             const char *v = need_arg(argc, argv, &i);
             if (!strcmp(v, "none"))
@@ -999,6 +999,11 @@ static void print_explain(spk_context *ctx, const report *r)
                (long long)in->dia_diags, in->dia_fill, (long long)in->dia_partial_rows);
     else
         printf("  DIA: more diagonals than a DIA layout holds\n");
+    if (in->bsr_block > 1)
+        printf("  BSR: the pattern is made of %lldx%lld blocks, block rows padded %.3fx\n",
+               (long long)in->bsr_block, (long long)in->bsr_block, in->bsr_fill);
+    else
+        printf("  BSR: the pattern is not made of full d x d blocks (d = 2 .. 8)\n");
     printf("  symmetric %s, diagonal positive %s\n", in->symmetric ? "yes" : "no",
            in->diag_positive ? "yes" : "no");
     printf("  input: %lld entries summed into others (duplicates, met mirrors), %lld positions "

@@ -1,0 +1,377 @@
+/* kernels/bsr_cuda.cu -- BSR SpMV on the GPU, a thread per row over the layout of
+ * kernels/bsr_cpu.c: the block rows padded to the longest, one column index a d x d block
+ * (bcol[k * nbrows + I]), the values in ELL's column-major layout of width kb * d, so that at
+ * every step the threads of a warp read consecutive values, d loads of them a block, and the d
+ * threads of a block row share one index load (an L1 hit for all but the first). The gathers
+ * of x are d consecutive doubles a block.
+ *
+ * Cost per SpMV: 8 bytes a value (4 in the fp32 twin, bsr32-cuda) and 4 / d^2 of index, padding
+ * included; against ELL's 10-12 (int16 offsets or int32 columns) that is 0.70-0.84x the bytes at
+ * d = 3. Each row adds its entries block by block, column by column: CSR's order, the CPU
+ * row's sum (the GPU contracts the multiply-adds, as every CUDA row does).
+ *
+ * The value refills are ELL's (spk_ell_dev_refill on the value array, width kb * d), so a
+ * device update needs only A's row offsets on the device, as ELL's does. */
+#include "cuda_common.h"
+
+#include <atomic>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct bsr_dev {
+    int64_t  nrows, ncols, nnz, d, nbrows, kb;
+    int32_t *bcol;                      /* kb * nbrows, column-major, SPK_ELL_PAD in padding */
+    double  *val;                       /* nrows * kb * d, ELL's layout                      */
+    float   *val32;                     /* or (val NULL): an fp32 twin's values              */
+} bsr_dev;
+
+/* Row r's sum: block slot k's d values (coalesced over the warp's rows) and its index, then,
+ * for a real block, the d products with x_{J d + c} in order c = 0 .. d - 1. The loads of a
+ * padding slot are made too (values 0), so that they issue ahead of the test. */
+template <class V, int D>
+__device__ __forceinline__ double bsr_row(int64_t r, int64_t nrows, int64_t nbrows, int64_t kb,
+                                          const int32_t *__restrict__ bcol,
+                                          const V *__restrict__ val,
+                                          const double *__restrict__ x)
+{
+    const int64_t I = r / D;
+    double s = 0.0;
+#pragma unroll 2
+    for (int64_t k = 0; k < kb; k++) {
+        const int32_t j = __ldg(&bcol[k * nbrows + I]);
+        V v[D];
+#pragma unroll
+        for (int c = 0; c < D; c++)
+            v[c] = __ldg(&val[(k * D + c) * nrows + r]);
+        if (j != SPK_ELL_PAD) {
+            const double *xj = x + (int64_t)j * D;
+#pragma unroll
+            for (int c = 0; c < D; c++)
+                s += (double)v[c] * __ldg(&xj[c]);
+        }
+    }
+    return s;
+}
+
+template <class V, int D>
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
+bsr_kernel(int64_t nrows, int64_t nbrows, int64_t kb, const int32_t *__restrict__ bcol,
+           const V *__restrict__ val, const double *__restrict__ x, double alpha, double beta,
+           double *__restrict__ y)
+{
+    for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < nrows;
+         r += (int64_t)gridDim.x * blockDim.x)
+        y[r] = spk_spmv_out(alpha, bsr_row<V, D>(r, nrows, nbrows, kb, bcol, val, x), beta, y, r);
+}
+
+/* y = A x and sink->out = x'y in the same pass (CG's q = A p, p'q), on one resident wave
+ * sized by the occupancy API (no register cap: ELL's fused kernel lost 15% to one). */
+template <class V, int D>
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
+bsr_dot_kernel(int64_t nrows, int64_t nbrows, int64_t kb, const int32_t *__restrict__ bcol,
+               const V *__restrict__ val, const double *__restrict__ x,
+               double *__restrict__ y, spk_dot_sink sink)
+{
+    if (sink.skip && *sink.skip)
+        return;                                        /* uniform over the grid */
+    double d[1] = {0.0};
+    for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < nrows;
+         r += (int64_t)gridDim.x * blockDim.x) {
+        const double s = bsr_row<V, D>(r, nrows, nbrows, kb, bcol, val, x);
+        y[r] = s;
+        d[0] += x[r] * s;
+    }
+    if (spk_last_block_sum<1>(d, sink.part, sink.count) && threadIdx.x == 0)
+        *sink.out = d[0];
+}
+
+/* Blocks of one resident wave of bsr_dot_kernel<V, D>, from the occupancy API once per process
+ * and instance (one GPU model assumed), at most SPK_MAX_BLOCKS. */
+template <class V, int D>
+static unsigned bsr_dot_grid(const spk_cuda_state *cs, int64_t nrows)
+{
+    static std::atomic<int> occupancy{0};
+    int per_sm = occupancy.load(std::memory_order_relaxed);
+    if (per_sm <= 0) {
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bsr_dot_kernel<V, D>,
+                                                          SPK_CUDA_BLOCK, 0) != cudaSuccess ||
+            per_sm <= 0) {
+            (void)cudaGetLastError();              /* not for the launch check to report */
+            per_sm = 1;
+        }
+        occupancy.store(per_sm, std::memory_order_relaxed);
+    }
+    int64_t cap = (int64_t)cs->sm_count * per_sm;
+    cap = cap < SPK_MAX_BLOCKS ? cap : SPK_MAX_BLOCKS;
+    const int64_t want = (nrows + SPK_CUDA_BLOCK - 1) / SPK_CUDA_BLOCK;
+    return (unsigned)(want < 1 ? 1 : want < cap ? want : cap);
+}
+
+template <class V, int D>
+static void bsr_launch(const spk_cuda_state *cs, const bsr_dev *A, const V *v, double alpha,
+                       const double *x, double beta, double *y, const spk_dot_sink *sink)
+{
+    if (sink) {
+        const unsigned grid = bsr_dot_grid<V, D>(cs, A->nrows);
+        bsr_dot_kernel<V, D><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->nbrows,
+                                                                      A->kb, A->bcol, v, x, y,
+                                                                      *sink);
+    } else {
+        const unsigned grid = spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK);
+        bsr_kernel<V, D><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->nbrows, A->kb,
+                                                                  A->bcol, v, x, alpha, beta,
+                                                                  y);
+    }
+}
+
+template <class V>
+static void bsr_dispatch(const spk_cuda_state *cs, const bsr_dev *A, const V *v, double alpha,
+                         const double *x, double beta, double *y, const spk_dot_sink *sink)
+{
+    switch (A->d) {
+    case 2: bsr_launch<V, 2>(cs, A, v, alpha, x, beta, y, sink); break;
+    case 3: bsr_launch<V, 3>(cs, A, v, alpha, x, beta, y, sink); break;
+    case 4: bsr_launch<V, 4>(cs, A, v, alpha, x, beta, y, sink); break;
+    case 5: bsr_launch<V, 5>(cs, A, v, alpha, x, beta, y, sink); break;
+    case 6: bsr_launch<V, 6>(cs, A, v, alpha, x, beta, y, sink); break;
+    case 7: bsr_launch<V, 7>(cs, A, v, alpha, x, beta, y, sink); break;
+    default: bsr_launch<V, 8>(cs, A, v, alpha, x, beta, y, sink); break;
+    }
+}
+
+/* y = alpha A x + beta y, or (sink) y = A x and x'y. nrows == 0 launches nothing for the
+ * product and one block for the dot (its sum, 0, must land in *sink->out). */
+static spk_status bsr_run(spk_context *ctx, const bsr_dev *A, double alpha, const double *x,
+                          double beta, double *y, const spk_dot_sink *sink)
+{
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st || (A->nrows == 0 && !sink))
+        return st;
+    if (A->val32)
+        bsr_dispatch(cs, A, A->val32, alpha, x, beta, y, sink);
+    else
+        bsr_dispatch(cs, A, A->val, alpha, x, beta, y, sink);
+    return spk_cuda_launched(ctx, sink ? "bsr_dot_kernel" : "bsr_kernel");
+}
+
+/* ---- the backend row --------------------------------------------------------------------- */
+
+/* The device layout and the host mirror of its values (kept from setup, as ELL's row keeps
+ * its own, so that a value update refills and uploads it allocating nothing). */
+typedef struct bsr_cuda {
+    bsr_dev  dev;
+    double  *h_val;                     /* nrows * kb * d, the layout of dev.val on the host  */
+    float   *h_val32;                   /* the fp32 twin: the rounded values' staging         */
+    int64_t *d_rowptr;                  /* nrows + 1: made at the first update on the device  */
+    int      borrowed;                  /* a twin of setup_from: dev.bcol and h_val its row's */
+} bsr_cuda;
+
+static void bsr_destroy(void *state)
+{
+    bsr_cuda *d = (bsr_cuda *)state;
+    if (!d)
+        return;
+    if (!d->borrowed) {
+        (void)cudaFree(d->dev.bcol);
+        spk_free(d->h_val);
+    }
+    (void)cudaFree(d->dev.val);
+    (void)cudaFree(d->dev.val32);
+    spk_free(d->h_val32);
+    (void)cudaFree(d->d_rowptr);
+    spk_free(d);
+}
+
+static int64_t bsr_values(const bsr_dev *d) { return d->nrows * d->kb * d->d; }
+
+/* An ELL view of the value array (width kb * d), for ELL's device refill. */
+static spk_ell_dev bsr_ell_view(const bsr_dev *d)
+{
+    spk_ell_dev e;
+    memset(&e, 0, sizeof e);
+    e.nrows = d->nrows;
+    e.ncols = d->ncols;
+    e.width = d->kb * d->d;
+    e.nnz = d->nnz;
+    e.val = d->val;
+    e.val32 = d->val32;
+    return e;
+}
+
+/* The layout with fp64 values (bsr-cuda) or fp32 ones (bsr32-cuda). */
+static spk_status bsr_setup_as(spk_context *ctx, const spk_csr *A, int fp32, void **state)
+{
+    *state = NULL;
+    const char *who = fp32 ? "bsr32-cuda" : "bsr-cuda";
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    spk_bsr_fmt h;
+    if ((st = spk_bsr_from_csr(ctx, A, 0, &h)))
+        return st;
+    bsr_cuda *d = (bsr_cuda *)spk_calloc(ctx, 1, sizeof *d);
+    const size_t nval = (size_t)h.nrows * (size_t)(h.kb * h.d);
+    if (!d || (fp32 && !(d->h_val32 = (float *)spk_malloc(ctx, nval > 0 ? nval : 1,
+                                                            sizeof(float))))) {
+        spk_bsr_fmt_free(&h);
+        bsr_destroy(d);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "%s state: out of host memory", who);
+    }
+    d->dev.nrows = h.nrows;
+    d->dev.ncols = h.ncols;
+    d->dev.nnz = h.nnz;
+    d->dev.d = h.d;
+    d->dev.nbrows = h.nbrows;
+    d->dev.kb = h.kb;
+    const size_t slots = (size_t)h.nbrows * (size_t)h.kb;
+    st = spk_cuda_upload_new(ctx, &d->dev.bcol, h.bcol, (slots > 0 ? slots : 1) * sizeof(int32_t),
+                             "BSR block columns");
+    void *v = NULL;
+    if (!st)
+        st = spk_cuda_upload_values(ctx, &v, h.val, nval > 0 ? nval : 1, fp32, "BSR values");
+    if (fp32)
+        d->dev.val32 = (float *)v;
+    else
+        d->dev.val = (double *)v;
+    if (!st)    /* the copies are staged already; the sync surfaces a failed one here */
+        st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "bsr-cuda upload");
+    d->h_val = h.val;                                  /* kept for value updates */
+    h.val = NULL;
+    spk_bsr_fmt_free(&h);
+    if (st) {
+        bsr_destroy(d);
+        return st;
+    }
+    *state = d;
+    return SPK_OK;
+}
+
+static spk_status bsr_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    return bsr_setup_as(ctx, A, 0, state);
+}
+
+static spk_status bsr32_setup(spk_context *ctx, const spk_csr *A, void **state)
+{
+    return bsr_setup_as(ctx, A, 1, state);
+}
+
+/* bsr32-cuda from a bsr-cuda state on the device (spk_spmv_backend.setup_from). */
+static spk_status bsr32_setup_from(spk_context *ctx, const void *row, void **state, int *fits)
+{
+    *state = NULL;
+    *fits = 0;
+    const bsr_cuda *r = (const bsr_cuda *)row;
+    if (!r || r->borrowed || r->dev.val32)
+        return spk_fail(ctx, SPK_ERR_ARG, "bsr32-cuda: setup_from needs a bsr-cuda state");
+    const int64_t n = bsr_values(&r->dev);
+    bsr_cuda *d = (bsr_cuda *)spk_calloc(ctx, 1, sizeof *d);
+    if (!d || !(d->h_val32 = (float *)spk_malloc(ctx, n > 0 ? (size_t)n : 1, sizeof(float)))) {
+        spk_free(d);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "bsr32-cuda state: out of host memory");
+    }
+    d->dev = r->dev;
+    d->dev.val = NULL;
+    d->dev.val32 = NULL;
+    d->h_val = r->h_val;
+    d->borrowed = 1;
+    spk_status st = spk_cuda_malloc(ctx, &d->dev.val32, (n > 0 ? (size_t)n : 1) * sizeof(float),
+                                    "BSR values in fp32");
+    if (!st)
+        st = spk_cuda_round_checked(ctx, n, r->dev.val, d->dev.val32, fits);
+    if (st) {
+        bsr_destroy(d);
+        return st;
+    }
+    *state = d;
+    return SPK_OK;
+}
+
+static spk_status bsr32_refill(spk_context *ctx, void *state, const void *row, int *fits)
+{
+    bsr_cuda *d = (bsr_cuda *)state;
+    const bsr_cuda *r = (const bsr_cuda *)row;
+    *fits = 0;
+    if (!d || !d->borrowed || !r || r->borrowed || r->dev.val32 || r->dev.bcol != d->dev.bcol ||
+        r->dev.nrows != d->dev.nrows || r->dev.kb != d->dev.kb || r->dev.d != d->dev.d)
+        return spk_fail(ctx, SPK_ERR_ARG, "bsr32-cuda refill: the row's layout is not this one's");
+    return spk_cuda_round_checked(ctx, bsr_values(&d->dev), r->dev.val, d->dev.val32, fits);
+}
+
+/* spmv, spmv_dot and the updates serve both rows: the state says which values it holds. */
+static spk_status bsr_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
+                           double beta, double *y)
+{
+    return bsr_run(ctx, &((const bsr_cuda *)state)->dev, alpha, x, beta, y, NULL);
+}
+
+static spk_status bsr_spmv_dot(spk_context *ctx, const void *state, const double *x, double *y,
+                               const spk_dot_sink *sink)
+{
+    return bsr_run(ctx, &((const bsr_cuda *)state)->dev, 1.0, x, 0.0, y, sink);
+}
+
+static spk_status bsr_update(spk_context *ctx, void *state, const spk_csr *A)
+{
+    bsr_cuda *d = (bsr_cuda *)state;
+    if (!d || d->dev.nrows != A->nrows || d->dev.nnz != A->nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "bsr-cuda update: the layout does not match the matrix");
+    spk_ell_fill_values(A, d->dev.kb * d->dev.d, d->h_val);
+    const size_t n = (size_t)bsr_values(&d->dev);
+    return d->dev.val32 ? spk_cuda_upload_values_into(ctx, d->dev.val32, d->h_val, d->h_val32, n,
+                                                      1, "BSR values (update)")
+                        : spk_cuda_upload_values_into(ctx, d->dev.val, d->h_val, NULL, n, 0,
+                                                      "BSR values (update)");
+}
+
+/* The update on the device: ELL's refill kernel over the value array, which needs A's row
+ * offsets on the device (uploaded at the first call). */
+static spk_status bsr_update_device(spk_context *ctx, void *state, const spk_csr *A,
+                                    const double *d_val)
+{
+    bsr_cuda *d = (bsr_cuda *)state;
+    if (!d || d->dev.nrows != A->nrows || d->dev.nnz != A->nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "bsr-cuda update: the layout does not match the matrix");
+    spk_status st;
+    if (!d->d_rowptr &&
+        (st = spk_cuda_upload_wait(ctx, &d->d_rowptr, A->rowptr,
+                                   ((size_t)A->nrows + 1) * sizeof(int64_t),
+                                   "BSR refill row offsets")))
+        return st;
+    if (!d_val)
+        return SPK_OK;
+    spk_ell_dev view = bsr_ell_view(&d->dev);
+    return spk_ell_dev_refill(ctx, &view, d->d_rowptr, d_val);
+}
+
+extern "C" const spk_spmv_backend spk_backend_bsr32_cuda = {
+    .name = "bsr32-cuda",
+    .format = SPK_FMT_BSR,
+    .device = SPK_DEVICE_CUDA,
+    .setup = bsr32_setup,
+    .spmv = bsr_spmv,
+    .destroy = bsr_destroy,
+    .update = bsr_update,
+    .spmv_dot = bsr_spmv_dot,
+    .update_device = bsr_update_device,
+    .fp32 = NULL,
+    .setup_from = bsr32_setup_from,
+    .refill = bsr32_refill,
+};
+
+extern "C" const spk_spmv_backend spk_backend_bsr_cuda = {
+    .name = "bsr-cuda",
+    .format = SPK_FMT_BSR,
+    .device = SPK_DEVICE_CUDA,
+    .setup = bsr_setup,
+    .spmv = bsr_spmv,
+    .destroy = bsr_destroy,
+    .update = bsr_update,
+    .spmv_dot = bsr_spmv_dot,
+    .update_device = bsr_update_device,
+    .fp32 = &spk_backend_bsr32_cuda,
+    .setup_from = NULL,              /* a twin's entries */
+    .refill = NULL,
+};
