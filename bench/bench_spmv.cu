@@ -37,7 +37,7 @@
  *
  * --self-test runs, without a GPU, what can be checked on the host: the sliced ELL layout given
  * to cuSPARSE (its host SpMV against the reference) and the writers on made-up timings.
- * MATRIX: a generator spec or a .mtx path. Without any, the five default generator matrices;
+ * MATRIX: a generator spec or a .mtx path. Without any, the six default generator matrices;
  * --inputs adds every square real coordinate .mtx of DIR. --fp32 adds each spk format's fp32
  * twin (spk_spmv_backend.fp32, the operator of mixed precision) after its fp64 row, checked to
  * MAX_REL_ERR_FP32, and a line per format with the two times; the choices and ratios above
@@ -60,7 +60,7 @@
 
 static const char *const default_specs[] = {
     "poisson3d:150", "poisson3d27:100", "elasticity3d:60", "powerlaw:2000000:16",
-    "powerlaw:4000000:4",
+    "powerlaw:4000000:4", "lame3d:48",
 };
 
 static const spk_format spk_formats[] = {SPK_FMT_CSR, SPK_FMT_COO, SPK_FMT_ELL, SPK_FMT_HYB,

@@ -71,10 +71,10 @@ if command -v python3 >/dev/null 2>&1 && [ -f "$base-spmv.json" -o -f "$base-sol
         --img "$OUT/preview/img" > "$OUT/preview.log" 2>&1 || echo "gpu_bench: preview failed (see preview.log)"
 fi
 
-# The tables, last: the five generated SpMV matrices in full, then both summaries.
+# The tables, last: the six generated SpMV matrices in full, then both summaries.
 echo
 echo "==================== SpMV ($base-spmv.txt) ===================="
-awk '/^== (poisson|elasticity|powerlaw)/,/^      |^auto: .*did not run/' "$base-spmv.txt" 2>/dev/null
+awk '/^== (poisson|elasticity|powerlaw|lame3d)/,/^      |^auto: .*did not run/' "$base-spmv.txt" 2>/dev/null
 sed -n '/^== summary/,$p' "$base-spmv.txt" 2>/dev/null
 echo
 echo "==================== solvers ($base-solvers.txt) ===================="

@@ -4,7 +4,7 @@
 #
 #   bash bench/run.sh BUILD [--cpu]
 #
-# 1. bench_spmv (every spk format and cuSPARSE on the five generated matrices and inputs/) and
+# 1. bench_spmv (every spk format and cuSPARSE on the six generated matrices and inputs/) and
 #    bench_solvers (CG, BiCGStab, GMRES(30) per iteration, textbook cuSPARSE + cuBLAS CG) write
 #    bench/results/<date>-<gpu>-{spmv,solvers}.{json,csv,txt}. Without CUDA in the build, or
 #    without a usable GPU (bench_spmv --probe exits 77), they are skipped with a message.

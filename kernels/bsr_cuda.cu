@@ -7,8 +7,8 @@
  *
  * Cost per SpMV: 8 bytes a value (4 in the fp32 twin, bsr32-cuda) and 4 / d^2 of index, padding
  * included; against ELL's 10-12 (int16 offsets or int32 columns) that is 0.70-0.84x the bytes at
- * d = 3. Each row adds its entries block by block, column by column: CSR's order, the CPU
- * row's sum (the GPU contracts the multiply-adds, as every CUDA row does).
+ * d = 3. A thread a row adds its entries block by block, column by column, CSR's order (the
+ * GPU contracts the multiply-adds, as every CUDA row does); the SPLIT kernel adds two halves.
  *
  * The value refills are ELL's (spk_ell_dev_refill on the value array, width kb * d), so a
  * device update needs only A's row offsets on the device, as ELL's does. */
@@ -23,50 +23,110 @@ typedef struct bsr_dev {
     int32_t *bcol;                      /* kb * nbrows, column-major, SPK_ELL_PAD in padding */
     double  *val;                       /* nrows * kb * d, ELL's layout                      */
     float   *val32;                     /* or (val NULL): an fp32 twin's values              */
+    int      kernel;                    /* SPK_BSR_BRANCH, _FLAT or _SPLIT (bsr_kernel_for)   */
 } bsr_dev;
 
-/* Row r's sum: block slot k's d values (coalesced over the warp's rows) and its index, then,
- * for a real block, the d products with x_{J d + c} in order c = 0 .. d - 1. The loads of a
- * padding slot are made too (values 0), so that they issue ahead of the test. */
-template <class V, int D>
+/* Row r's sum over block slots k0, k0 + step, ...: each slot's d values (coalesced over the
+ * warp's rows) and its index, then for a real block the d products with x_{J d + c}, in
+ * order c = 0 .. d - 1.
+ *  - FLAT false (SPK_BSR_BRANCH): the gathers of x under the padding test;
+ *  - FLAT true: every load made whatever the slot (a padding slot gathers x_0 .. x_{d-1},
+ *    in range since ncols >= d), only the add selected, so that the loads of several slots
+ *    issue together ahead of their adds (a NaN in x_0 never reaches a padded row). */
+template <class V, int D, bool FLAT>
 __device__ __forceinline__ double bsr_row(int64_t r, int64_t nrows, int64_t nbrows, int64_t kb,
+                                          int64_t k0, int64_t step,
                                           const int32_t *__restrict__ bcol,
                                           const V *__restrict__ val,
                                           const double *__restrict__ x)
 {
     const int64_t I = r / D;
     double s = 0.0;
-#pragma unroll 2
-    for (int64_t k = 0; k < kb; k++) {
-        const int32_t j = __ldg(&bcol[k * nbrows + I]);
-        V v[D];
+    if (FLAT) {
+#pragma unroll 4
+        for (int64_t k = k0; k < kb; k += step) {
+            const int32_t j = __ldg(&bcol[k * nbrows + I]);
+            const bool real = j != SPK_ELL_PAD;
+            const double *xj = x + (int64_t)(real ? j : 0) * D;
+            V v[D];
+            double xv[D];
 #pragma unroll
-        for (int c = 0; c < D; c++)
-            v[c] = __ldg(&val[(k * D + c) * nrows + r]);
-        if (j != SPK_ELL_PAD) {
-            const double *xj = x + (int64_t)j * D;
+            for (int c = 0; c < D; c++) {
+                v[c] = __ldg(&val[(k * D + c) * nrows + r]);
+                xv[c] = __ldg(&xj[c]);
+            }
 #pragma unroll
             for (int c = 0; c < D; c++)
-                s += (double)v[c] * __ldg(&xj[c]);
+                s = real ? fma((double)v[c], xv[c], s) : s;
+        }
+    } else {
+#pragma unroll 2
+        for (int64_t k = k0; k < kb; k += step) {
+            const int32_t j = __ldg(&bcol[k * nbrows + I]);
+            V v[D];
+#pragma unroll
+            for (int c = 0; c < D; c++)
+                v[c] = __ldg(&val[(k * D + c) * nrows + r]);
+            if (j != SPK_ELL_PAD) {
+                const double *xj = x + (int64_t)j * D;
+#pragma unroll
+                for (int c = 0; c < D; c++)
+                    s += (double)v[c] * __ldg(&xj[c]);
+            }
         }
     }
     return s;
 }
 
-template <class V, int D>
+/* A thread a row (BRANCH, FLAT); or (SPLIT) a warp takes 16 rows, lanes 0-15 their even block
+ * slots and lanes 16-31 their odd ones, the two halves added by one shuffle: twice the threads
+ * and half the dependent adds a row, for matrices of few rows per SM. The sum of a row is then
+ * (even slots) + (odd slots), not the CSR order. */
+template <class V, int D, int KERNEL>
+__device__ __forceinline__ bool bsr_item(int64_t g, int64_t nrows, int64_t nbrows, int64_t kb,
+                                         const int32_t *__restrict__ bcol,
+                                         const V *__restrict__ val,
+                                         const double *__restrict__ x, int64_t &r, double &s)
+{
+    if (KERNEL != SPK_BSR_SPLIT) {
+        r = g;
+        s = bsr_row<V, D, KERNEL == SPK_BSR_FLAT>(r, nrows, nbrows, kb, 0, 1, bcol, val, x);
+        return true;
+    }
+    const int lane = threadIdx.x & 31;
+    r = (g >> 5) * 16 + (lane & 15);
+    s = r < nrows ? bsr_row<V, D, true>(r, nrows, nbrows, kb, lane >> 4, 2, bcol, val, x) : 0.0;
+    s += __shfl_down_sync(0xffffffffu, s, 16);
+    return lane < 16 && r < nrows;
+}
+
+/* Work items of a kernel: rows, or for SPLIT 32 lanes per 16 rows (whole warps, so that every
+ * lane of a warp reaches the shuffle). */
+template <int KERNEL>
+__host__ __device__ static inline int64_t bsr_items(int64_t nrows)
+{
+    return KERNEL == SPK_BSR_SPLIT ? (nrows + 15) / 16 * 32 : nrows;
+}
+
+template <class V, int D, int KERNEL>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 bsr_kernel(int64_t nrows, int64_t nbrows, int64_t kb, const int32_t *__restrict__ bcol,
            const V *__restrict__ val, const double *__restrict__ x, double alpha, double beta,
            double *__restrict__ y)
 {
-    for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < nrows;
-         r += (int64_t)gridDim.x * blockDim.x)
-        y[r] = spk_spmv_out(alpha, bsr_row<V, D>(r, nrows, nbrows, kb, bcol, val, x), beta, y, r);
+    const int64_t items = bsr_items<KERNEL>(nrows);
+    for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < items;
+         g += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r;
+        double s;
+        if (bsr_item<V, D, KERNEL>(g, nrows, nbrows, kb, bcol, val, x, r, s))
+            y[r] = spk_spmv_out(alpha, s, beta, y, r);
+    }
 }
 
 /* y = A x and sink->out = x'y in the same pass (CG's q = A p, p'q), on one resident wave
  * sized by the occupancy API (no register cap: ELL's fused kernel lost 15% to one). */
-template <class V, int D>
+template <class V, int D, int KERNEL>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 bsr_dot_kernel(int64_t nrows, int64_t nbrows, int64_t kb, const int32_t *__restrict__ bcol,
                const V *__restrict__ val, const double *__restrict__ x,
@@ -75,25 +135,29 @@ bsr_dot_kernel(int64_t nrows, int64_t nbrows, int64_t kb, const int32_t *__restr
     if (sink.skip && *sink.skip)
         return;                                        /* uniform over the grid */
     double d[1] = {0.0};
-    for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < nrows;
-         r += (int64_t)gridDim.x * blockDim.x) {
-        const double s = bsr_row<V, D>(r, nrows, nbrows, kb, bcol, val, x);
-        y[r] = s;
-        d[0] += x[r] * s;
+    const int64_t items = bsr_items<KERNEL>(nrows);
+    for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < items;
+         g += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r;
+        double s;
+        if (bsr_item<V, D, KERNEL>(g, nrows, nbrows, kb, bcol, val, x, r, s)) {
+            y[r] = s;
+            d[0] += x[r] * s;
+        }
     }
     if (spk_last_block_sum<1>(d, sink.part, sink.count) && threadIdx.x == 0)
         *sink.out = d[0];
 }
 
-/* Blocks of one resident wave of bsr_dot_kernel<V, D>, from the occupancy API once per process
- * and instance (one GPU model assumed), at most SPK_MAX_BLOCKS. */
-template <class V, int D>
-static unsigned bsr_dot_grid(const spk_cuda_state *cs, int64_t nrows)
+/* Blocks of one resident wave of bsr_dot_kernel, from the occupancy API once per process and
+ * instance (one GPU model assumed), at most SPK_MAX_BLOCKS. */
+template <class V, int D, int KERNEL>
+static unsigned bsr_dot_grid(const spk_cuda_state *cs, int64_t items)
 {
     static std::atomic<int> occupancy{0};
     int per_sm = occupancy.load(std::memory_order_relaxed);
     if (per_sm <= 0) {
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bsr_dot_kernel<V, D>,
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bsr_dot_kernel<V, D, KERNEL>,
                                                           SPK_CUDA_BLOCK, 0) != cudaSuccess ||
             per_sm <= 0) {
             (void)cudaGetLastError();              /* not for the launch check to report */
@@ -103,25 +167,36 @@ static unsigned bsr_dot_grid(const spk_cuda_state *cs, int64_t nrows)
     }
     int64_t cap = (int64_t)cs->sm_count * per_sm;
     cap = cap < SPK_MAX_BLOCKS ? cap : SPK_MAX_BLOCKS;
-    const int64_t want = (nrows + SPK_CUDA_BLOCK - 1) / SPK_CUDA_BLOCK;
+    const int64_t want = (items + SPK_CUDA_BLOCK - 1) / SPK_CUDA_BLOCK;
     return (unsigned)(want < 1 ? 1 : want < cap ? want : cap);
+}
+
+template <class V, int D, int KERNEL>
+static void bsr_launch_as(const spk_cuda_state *cs, const bsr_dev *A, const V *v, double alpha,
+                          const double *x, double beta, double *y, const spk_dot_sink *sink)
+{
+    const int64_t items = bsr_items<KERNEL>(A->nrows);
+    if (sink) {
+        const unsigned grid = bsr_dot_grid<V, D, KERNEL>(cs, items);
+        bsr_dot_kernel<V, D, KERNEL><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->nbrows, A->kb, A->bcol, v, x, y, *sink);
+    } else {
+        const unsigned grid = spk_cuda_grid(cs, items, SPK_CUDA_BLOCK);
+        bsr_kernel<V, D, KERNEL><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->nbrows, A->kb, A->bcol, v, x, alpha, beta, y);
+    }
 }
 
 template <class V, int D>
 static void bsr_launch(const spk_cuda_state *cs, const bsr_dev *A, const V *v, double alpha,
                        const double *x, double beta, double *y, const spk_dot_sink *sink)
 {
-    if (sink) {
-        const unsigned grid = bsr_dot_grid<V, D>(cs, A->nrows);
-        bsr_dot_kernel<V, D><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->nbrows,
-                                                                      A->kb, A->bcol, v, x, y,
-                                                                      *sink);
-    } else {
-        const unsigned grid = spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK);
-        bsr_kernel<V, D><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->nbrows, A->kb,
-                                                                  A->bcol, v, x, alpha, beta,
-                                                                  y);
-    }
+    if (A->kernel == SPK_BSR_SPLIT)
+        bsr_launch_as<V, D, SPK_BSR_SPLIT>(cs, A, v, alpha, x, beta, y, sink);
+    else if (A->kernel == SPK_BSR_FLAT)
+        bsr_launch_as<V, D, SPK_BSR_FLAT>(cs, A, v, alpha, x, beta, y, sink);
+    else
+        bsr_launch_as<V, D, SPK_BSR_BRANCH>(cs, A, v, alpha, x, beta, y, sink);
 }
 
 template <class V>
@@ -153,6 +228,18 @@ static spk_status bsr_run(spk_context *ctx, const bsr_dev *A, double alpha, cons
     else
         bsr_dispatch(cs, A, A->val, alpha, x, beta, y, sink);
     return spk_cuda_launched(ctx, sink ? "bsr_dot_kernel" : "bsr_kernel");
+}
+
+/* The kernel of a layout: the knob SPK_BSR_KERNEL, else SPLIT for fp64 values and BRANCH for
+ * fp32 ones. Measured on the H200 (bench_spmv, us, branch / flat / split; docs/benchmarks.md):
+ * fp64 elasticity3d:60 129.7 / 131.4 / 124.6, lame3d:48 84.5 / 71.0 / 74.2, lame3d:64 167.4 /
+ * 160.9 / 154.3 (split the best geometric mean, flat the best on lame3d:48); fp32 90.9 / 95.8 /
+ * 97.2, 50.0 / 52.6 / 59.4, 110.8 / 114.2 / 120.0. */
+static int bsr_kernel_for(const spk_context *ctx, int fp32)
+{
+    if (ctx->tune.bsr_kernel != SPK_TUNE_AUTO)
+        return ctx->tune.bsr_kernel;
+    return fp32 ? SPK_BSR_BRANCH : SPK_BSR_SPLIT;
 }
 
 /* ---- the backend row --------------------------------------------------------------------- */
@@ -225,6 +312,7 @@ static spk_status bsr_setup_as(spk_context *ctx, const spk_csr *A, int fp32, voi
     d->dev.d = h.d;
     d->dev.nbrows = h.nbrows;
     d->dev.kb = h.kb;
+    d->dev.kernel = bsr_kernel_for(ctx, fp32);
     const size_t slots = (size_t)h.nbrows * (size_t)h.kb;
     st = spk_cuda_upload_new(ctx, &d->dev.bcol, h.bcol, (slots > 0 ? slots : 1) * sizeof(int32_t),
                              "BSR block columns");
@@ -275,6 +363,7 @@ static spk_status bsr32_setup_from(spk_context *ctx, const void *row, void **sta
     d->dev = r->dev;
     d->dev.val = NULL;
     d->dev.val32 = NULL;
+    d->dev.kernel = bsr_kernel_for(ctx, 1);
     d->h_val = r->h_val;
     d->borrowed = 1;
     spk_status st = spk_cuda_malloc(ctx, &d->dev.val32, (n > 0 ? (size_t)n : 1) * sizeof(float),

@@ -19,6 +19,9 @@ extern "C" {
 
 /* ---- tuning knobs (src/tuning.c): read once per context from the environment ------------ */
 #define SPK_TUNE_AUTO (-1)
+/* The CUDA BSR kernels (kernels/bsr_cuda.cu): a thread a row with the gathers of x under the
+ * padding test, the same with every load unconditional, two threads a row. */
+enum { SPK_BSR_BRANCH = 0, SPK_BSR_FLAT = 1, SPK_BSR_SPLIT = 2 };
 /* The GPU work one batch of device-scalar iterations aims at (solvers/batch.c). */
 #define SPK_BATCH_SECONDS 1e-3
 typedef struct spk_tuning {
@@ -27,6 +30,7 @@ typedef struct spk_tuning {
     int    csr_kernel;   /* SPK_CSR_KERNEL: SPK_CSR_VECTOR / _MERGE / _ADAPTIVE, or AUTO     */
     int    ell_index32;  /* SPK_ELL_INDEX=32: keep int32 columns, never int16 offsets         */
     int    ell_rows;     /* SPK_ELL_ROWS: 1, 2 or 4 (fp32 values) rows per thread; 0: rule   */
+    int    bsr_kernel;   /* SPK_BSR_KERNEL: SPK_BSR_BRANCH / _FLAT / _SPLIT, or AUTO            */
     int    gs_rows;      /* SPK_GS_ROWS: 1, 2 or 4 rows per lane in GMRES's CGS2; 0 by n      */
     int    gs_rows_only; /* SPK_GS_KERNEL=rows: CGS2's second pass on the rows kernel         */
     int    hugepages;    /* SPK_HUGEPAGES: 0 makes large host arrays plain malloc              */

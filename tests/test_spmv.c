@@ -385,19 +385,23 @@ static void check_spmv_dot(const char *be_name, const char *mname, const spk_spm
     free(got);
 }
 
-/* The CUDA CSR backend picks CSR-vector or merge path at setup; run it once with its own
- * choice and once with each kernel forced through SPK_CSR_KERNEL (the caller's value, if
- * any, is put back). Other backends: nothing. */
+/* The CUDA CSR backend picks CSR-vector, merge path or row blocks at setup, the CUDA BSR
+ * backend one of three kernels; run each with every kernel forced through its knob
+ * (SPK_CSR_KERNEL, SPK_BSR_KERNEL; the caller's value, if any, is put back) beside the run with
+ * its own choice. Other backends: nothing. */
 static void check_csr_kernels(const char *mname, const spk_spmv_backend *be, const spk_csr *A)
 {
-    static const char *const kernels[] = {"vector", "merge", "adaptive"};
-    if (be->format != SPK_FMT_CSR || be->device != SPK_DEVICE_CUDA)
+    static const char *const csr[] = {"vector", "merge", "adaptive", NULL};
+    static const char *const bsr[] = {"branch", "flat", "split", NULL};
+    if (be->device != SPK_DEVICE_CUDA || (be->format != SPK_FMT_CSR && be->format != SPK_FMT_BSR))
         return;
-    char *saved = env_swap("SPK_CSR_KERNEL", NULL);
-    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+    const char *knob = be->format == SPK_FMT_CSR ? "SPK_CSR_KERNEL" : "SPK_BSR_KERNEL";
+    const char *const *kernels = be->format == SPK_FMT_CSR ? csr : bsr;
+    char *saved = env_swap(knob, NULL);
+    for (size_t k = 0; kernels[k]; k++) {
         char name[64];
         snprintf(name, sizeof name, "%s[%s]", be->name, kernels[k]);
-        free(env_swap("SPK_CSR_KERNEL", kernels[k]));
+        free(env_swap(knob, kernels[k]));
         void *state = NULL;
         spk_status st = be->setup(ctx, A, &state);
         T_CHECK(st == SPK_OK, "%s setup on %s: %s: %s", name, mname, spk_status_str(st),
@@ -409,7 +413,7 @@ static void check_csr_kernels(const char *mname, const spk_spmv_backend *be, con
         }
         be->destroy(state);
     }
-    env_restore("SPK_CSR_KERNEL", saved);
+    env_restore(knob, saved);
 }
 
 /* Every backend of the device: setup, products, destroy. ELL past its fill guard must refuse
