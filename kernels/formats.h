@@ -1,4 +1,4 @@
-/* kernels/formats.h -- host layouts of the six formats, built from the canonical CSR by the
+/* kernels/formats.h -- host layouts of the seven formats, built from the canonical CSR by the
  * conversions in <fmt>_cpu.c. The CPU backends compute on them directly; the CUDA backends
  * build the same layout on the host and upload it, so the two can never disagree on layout.
  * Each layout holds its values in double (val) or, in an fp32 twin's layout
