@@ -237,9 +237,13 @@ static spk_status upload_values(pc_ilu *M)
     spk_status st = SPK_OK;
     if (M->Ls)
         st = spk_matrix_update_values(M->ctx, M->Ls, M->F.L.nnz, M->F.L.val, 0);
+    if (!st && M->Ls && !M->Ls->be)      /* a failed device refill dropped the layout */
+        st = spk_matrix_prepare(M->ctx, M->Ls, SPK_FMT_AUTO);
     const int64_t q = strict_upper_values(M);
     if (!st && M->Us)
         st = spk_matrix_update_values(M->ctx, M->Us, q, M->host, 0);
+    if (!st && M->Us && !M->Us->be)
+        st = spk_matrix_prepare(M->ctx, M->Us, SPK_FMT_AUTO);
     if (!st)
         st = M->ops->upload(M->ctx, M->n, M->host + q, M->dinv);
     return st;
