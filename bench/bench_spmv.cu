@@ -33,12 +33,14 @@
  * cores, most of it generating the matrices and converting formats on the host.
  *
  *   bench_spmv [--inputs DIR] [--out FILE.json|FILE.csv]... [--reps 50] [--warmup 10]
- *              [--copy-mb 2048] [--timeout 120] [--fp32] [--probe] [--self-test] [MATRIX ...]
+ *              [--copy-mb 2048] [--timeout 120] [--fp32] [--pattern-values ones|random]
+ *              [--probe] [--self-test] [MATRIX ...]
  *
  * --self-test runs, without a GPU, what can be checked on the host: the sliced ELL layout given
  * to cuSPARSE (its host SpMV against the reference) and the writers on made-up timings.
  * MATRIX: a generator spec or a .mtx path. Without any, the six default generator matrices;
- * --inputs adds every square real coordinate .mtx of DIR. --fp32 adds each spk format's fp32
+ * --inputs adds every square coordinate .mtx of DIR, real, integer or pattern; a pattern's values
+ * are 1, or seeded random with --pattern-values random, and its name says which. --fp32 adds each spk format's fp32
  * twin (spk_spmv_backend.fp32, the operator of mixed precision) after its fp64 row, checked to
  * MAX_REL_ERR_FP32, and a line per format with the two times; the choices and ratios above
  * stay the fp64 rows'. Exit codes: bench_util.h. */
@@ -57,6 +59,7 @@
 #define MAX_REL_ERR_FP32 1e-6
 #define SELL_SLICE 32                /* rows per slice: one warp                               */
 #define X_SEED 20261129u
+#define PATTERN_SEED 20261202u       /* --pattern-values random                                */
 
 static const char *const default_specs[] = {
     "poisson3d:150", "poisson3d27:100", "elasticity3d:60", "powerlaw:2000000:16",
@@ -111,6 +114,8 @@ typedef struct bench {
     const spk_vec_ops *ops;
     int                reps, warmup;
     int                fp32;         /* --fp32: each spk format's fp32 twin beside it           */
+    int                pattern_random; /* --pattern-values random: a pattern file's values
+                                      * seeded uniform in [0.5, 1.5) instead of 1             */
     double             copy_gbs;
     unsigned           timeout;
     int                failures;
@@ -534,6 +539,8 @@ static void run_cusparse_bsr(bench *B, mrun *R, const char *mname, row *r)
 
 /* ---- one matrix ---------------------------------------------------------------------------- */
 
+static int mtx_square_real(const char *path, int *pattern);   /* the --inputs filter, below */
+
 static const char *base_name(const char *path)
 {
     const char *s = strrchr(path, '/');
@@ -554,6 +561,25 @@ static void run_matrix(bench *B, const char *spec, mresult *out)
                                    : spk_matrix_read_mtx(B->ctx, spec, &R.M);
     bench_spk(B->ctx, st, spec);
     out->load_s = bench_now() - t0;
+    int pattern = 0;
+    if (!out->generated && mtx_square_real(spec, &pattern) && pattern) {
+        /* the reader gives a pattern's entries the value 1; the name says which values ran */
+        if (B->pattern_random) {
+            spk_csr *C = &R.M->csr;
+            uint64_t seed = PATTERN_SEED;
+            for (int64_t p = 0; p < C->nnz; p++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                C->val[p] = 0.5 + (double)(seed >> 11) * (1.0 / 9007199254740992.0);
+            }
+            spk_stats_values(C, &R.M->info);
+        }
+        const size_t used = strlen(out->name);
+        if (B->pattern_random)
+            snprintf(out->name + used, sizeof out->name - used,
+                     " (pattern, values random in [0.5, 1.5), seed %u)", PATTERN_SEED);
+        else
+            snprintf(out->name + used, sizeof out->name - used, " (pattern, values 1)");
+    }
     R.A = &R.M->csr;
     const spk_csr *A = R.A;
     out->nrows = A->nrows;
@@ -851,8 +877,9 @@ static void write_outputs(const char *const *outs, int nouts, const bench *B, co
 
 /* ---- arguments ----------------------------------------------------------------------------- */
 
-/* 1 if `path` is a square `coordinate real` Matrix Market file (header and size line). */
-static int mtx_square_real(const char *path)
+/* 1 if `path` is a square `coordinate` Matrix Market file of field real, integer or pattern
+ * (header and size line); *pattern (may be NULL) says whether it is a pattern. */
+static int mtx_square_real(const char *path, int *pattern)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -863,7 +890,10 @@ static int mtx_square_real(const char *path)
         char obj[64], fmt[64], field[64];
         ok = sscanf(line, "%%%%MatrixMarket %63s %63s %63s", obj, fmt, field) == 3 &&
              strcasecmp(obj, "matrix") == 0 && strcasecmp(fmt, "coordinate") == 0 &&
-             strcasecmp(field, "real") == 0;
+             (strcasecmp(field, "real") == 0 || strcasecmp(field, "integer") == 0 ||
+              strcasecmp(field, "pattern") == 0);
+        if (ok && pattern)
+            *pattern = strcasecmp(field, "pattern") == 0;
     }
     while (ok && fgets(line, sizeof line, f)) {
         if (line[0] == '%')
@@ -881,7 +911,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Append every square real .mtx of dir to list (sorted by name). */
+/* Append every square real, integer or pattern .mtx of dir to list (sorted by name). */
 static int add_inputs(const char *dir, const char **list, int n, int cap)
 {
     DIR *d = opendir(dir);
@@ -894,7 +924,7 @@ static int add_inputs(const char *dir, const char **list, int n, int cap)
             continue;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (!mtx_square_real(path))
+        if (!mtx_square_real(path, NULL))
             continue;
         if (n >= cap)
             bench_die(BENCH_EXIT_USAGE, "too many matrices (at most %d)", cap);
@@ -1002,9 +1032,12 @@ static int self_test(const char *const *specs, int nspec, const char *const *out
 
 static const char usage[] =
     "usage: bench_spmv [--inputs DIR] [--out FILE.json|FILE.csv]... [--reps N] [--warmup N]\n"
-    "                  [--copy-mb MB] [--timeout S] [--fp32] [--probe] [MATRIX ...]\n"
-    "MATRIX: a generator spec (poisson3d:150 ...) or a .mtx file. Without any: the issue's\n"
-    "five generator matrices. --inputs adds every square real coordinate .mtx of DIR.\n"
+    "                  [--copy-mb MB] [--timeout S] [--fp32] [--pattern-values ones|random]\n"
+    "                  [--probe] [MATRIX ...]\n"
+    "MATRIX: a generator spec (poisson3d:150 ...) or a .mtx file. Without any: the six\n"
+    "default generator matrices. --inputs adds every square coordinate .mtx of DIR (real,\n"
+    "integer or pattern). A pattern file's values are 1, or with --pattern-values random\n"
+    "seeded uniform in [0.5, 1.5); its name in the output says which.\n"
     "--fp32: each spk format's fp32 twin beside it (mixed precision's operator).\n"
     "--probe: print the GPU and exit (0, or 77 without a usable GPU).\n"
     "--self-test: host-only checks (SELL layout, writers on made-up timings), no GPU.\n";
@@ -1036,6 +1069,11 @@ int main(int argc, char **argv)
             selftest = 1;
         } else if (!strcmp(a, "--fp32")) {
             B.fp32 = 1;
+        } else if (!strcmp(a, "--pattern-values") && v) {
+            if (strcmp(v, "ones") && strcmp(v, "random"))
+                bench_die(BENCH_EXIT_USAGE, "--pattern-values %s: expected ones or random", v);
+            B.pattern_random = !strcmp(v, "random");
+            i++;
         } else if (!strcmp(a, "--inputs") && v) {
             inputs = v;
             i++;
