@@ -449,7 +449,8 @@ typedef struct spk_ilu_options {
 
 /* A symmetric reordering made at setup (spk_options.reorder). With SPK_REORDER_RCM the solver
  * computes a permutation P of A's rows and columns (reverse Cuthill-McKee on the pattern of
- * A + A^T: bands the matrix, docs/solvers.md "Reordering") and runs the method and the
+ * A + A^T: bands the matrix, docs/solvers.md "Reordering"; SPK_REORDER_DEGREE: rows by length)
+ * and runs the method and the
  * preconditioner on its own copy B = P A P^T, prepared on the device as A would be (the same
  * format choice). Invisible at the interface: b, x0 and x stay in the caller's order (P b in,
  * P^T y out at each solve; the device entry point stages them through the host), and the norms
@@ -461,7 +462,10 @@ typedef struct spk_ilu_options {
  * counts are in docs/solvers.md). Not worth it on a matrix already banded. */
 typedef enum spk_reorder {
     SPK_REORDER_NONE = 0,      /* A as given (the default)                                     */
-    SPK_REORDER_RCM            /* reverse Cuthill-McKee                                        */
+    SPK_REORDER_RCM,           /* reverse Cuthill-McKee                                        */
+    SPK_REORDER_DEGREE         /* rows by length, longest first (ties by index): the hub rows
+                                  of a power-law graph, and the entries of x they share, packed
+                                  together; rows of one length side by side on the GPU        */
 } spk_reorder;
 
 /* The stopping tests, after PETSc's KSPConvergedDefault (docs/solvers.md), in this order:

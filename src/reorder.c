@@ -126,6 +126,30 @@ static int32_t pseudo_peripheral(const int64_t *xadj, const int32_t *adj, int32_
     }
 }
 
+spk_status spk_degree_order(spk_context *ctx, const spk_csr *A, int32_t *perm)
+{
+    const int64_t n = A->nrows;
+    int64_t maxlen = 0;
+    for (int64_t i = 0; i < n; i++)
+        maxlen = A->rowptr[i + 1] - A->rowptr[i] > maxlen ? A->rowptr[i + 1] - A->rowptr[i] : maxlen;
+    int64_t *start = spk_calloc(ctx, (size_t)maxlen + 1, sizeof *start);
+    if (!start)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "degree ordering: out of memory (%lld counters)",
+                        (long long)maxlen + 1);
+    for (int64_t i = 0; i < n; i++)
+        start[A->rowptr[i + 1] - A->rowptr[i]]++;
+    int64_t pos = 0;                         /* lengths descending: the longest rows first */
+    for (int64_t len = maxlen; len >= 0; len--) {
+        const int64_t c = start[len];
+        start[len] = pos;
+        pos += c;
+    }
+    for (int64_t i = 0; i < n; i++)          /* ascending i: ties keep their order */
+        perm[start[A->rowptr[i + 1] - A->rowptr[i]]++] = (int32_t)i;
+    spk_free(start);
+    return SPK_OK;
+}
+
 spk_status spk_rcm(spk_context *ctx, const spk_csr *A, int32_t *perm)
 {
     const int64_t n = A->nrows;
@@ -270,7 +294,8 @@ spk_status spk_reordering_create(spk_context *ctx, spk_matrix *A, spk_reorder ki
                       (long long)n, (long long)a->nnz);
         goto fail;
     }
-    if ((st = spk_rcm(ctx, a, R->perm)))
+    if ((st = kind == SPK_REORDER_DEGREE ? spk_degree_order(ctx, a, R->perm)
+                                         : spk_rcm(ctx, a, R->perm)))
         goto fail;
     spk_csr b;
     if ((st = spk_csr_permute(ctx, a, R->perm, &b, R->map)))

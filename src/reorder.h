@@ -11,6 +11,10 @@
  * A square; perm has nrows entries. SPK_ERR_NOMEM. */
 spk_status spk_rcm(spk_context *ctx, const spk_csr *A, int32_t *perm);
 
+/* Rows by length, longest first, ties by index (a stable counting sort): perm[k] = the old
+ * index of new row k. A square. SPK_ERR_NOMEM. */
+spk_status spk_degree_order(spk_context *ctx, const spk_csr *A, int32_t *perm);
+
 /* max |i - j| over the entries of A, and the profile sum_i (i - min(i, min_j a_ij != 0)): the
  * lower envelope, the fill a banded or skyline factorization of A could take. */
 void spk_csr_band(const spk_csr *A, int64_t *bandwidth, int64_t *profile);
@@ -31,7 +35,7 @@ typedef struct spk_reordering {
     int64_t     band_before, band_after, profile_before, profile_after;
 } spk_reordering;
 
-/* The ordering `kind` (SPK_REORDER_RCM) of A's host values, and B made from it. */
+/* The ordering `kind` (SPK_REORDER_RCM or _DEGREE) of A's host values, and B made from it. */
 spk_status spk_reordering_create(spk_context *ctx, spk_matrix *A, spk_reorder kind,
                                  spk_reordering **out);
 /* A's values changed: B's through the map (A's host values, downloaded first after an update

@@ -134,9 +134,9 @@ static spk_status check_setup(spk_context *ctx, const char *fn, const spk_matrix
     if ((unsigned)opt->method > SPK_METHOD_MINRES || (unsigned)opt->precond >= SPK_PRECOND_COUNT ||
         (unsigned)opt->format >= SPK_FMT_COUNT)
         return spk_fail(ctx, SPK_ERR_ARG, "%s: unknown method, preconditioner or format", fn);
-    if ((unsigned)opt->reorder > SPK_REORDER_RCM)
-        return spk_fail(ctx, SPK_ERR_ARG, "%s: reorder = %d: none (0) or rcm (1)", fn,
-                        (int)opt->reorder);
+    if ((unsigned)opt->reorder > SPK_REORDER_DEGREE)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: reorder = %d: none (0), rcm (1) or degree (2)",
+                        fn, (int)opt->reorder);
     /* what the caller gives row by row, in A's order, that P A P^T would read in its own: a
      * user M (its apply would see P r), blocks of interleaved unknowns (a permutation splits
      * the nodes), the near-null space and the coordinates */

@@ -317,8 +317,8 @@ check "--explain prints the bandwidth and the SpMV times (rc=$rc)" \
 check "... and the SpMV of A beside P A P^T's" grep -q "spmv      A .* us, P A P^T .* us" "$T/out"
 run "$SOLVE" -A "$IN/nos6.mtx" --device cpu --reorder amd
 check "--reorder amd exits 2 (rc=$rc)" test "$rc" -eq 2
-check "... naming the values it takes" grep -q "reorder expects none|rcm" "$T/err"
-check "--help lists --reorder" sh -c "'$SOLVE' --help | grep -q -- '--reorder R         none|rcm (default none; rcm is opt-in)'"
+check "... naming the values it takes" grep -q "reorder expects none|rcm|degree" "$T/err"
+check "--help lists --reorder" sh -c "'$SOLVE' --help | grep -q -- '--reorder R         none|rcm|degree (default none; the others are opt-in)'"
 # --- --precision: mixed converges to the same rtol and says so; a bad value is usage; on a
 # machine without a GPU --device gpu fails as it does in double ------------------------------
 run "$SOLVE" -A "$IN/sherman1.mtx" --device cpu --method gmres --precision mixed --json

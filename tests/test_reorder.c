@@ -212,33 +212,69 @@ static void test_counts(void)
         {"orsirr_1.mtx", SPK_METHOD_GMRES, 1},   {"pores_1.mtx", SPK_METHOD_BICGSTAB, 2},
         {"sherman1.mtx", SPK_METHOD_BICGSTAB, 2}, {"orsirr_1.mtx", SPK_METHOD_BICGSTAB, 0},
     };
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    static const spk_reorder kinds[] = {SPK_REORDER_RCM, SPK_REORDER_DEGREE};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (size_t k = 0; k < 2; k++) {
+        const spk_reorder ro = kinds[k];
+        const char *rn = ro == SPK_REORDER_RCM ? "rcm" : "degree";
         spk_matrix *A = read(cases[c].name);
         const int64_t n = A->csr.nrows;
         double *b = rand_vec(n, 3 + c), *x0 = calloc((size_t)n, sizeof *x0),
                *x1 = calloc((size_t)n, sizeof *x1);
         run r0 = solve(A, cases[c].m, SPK_PRECOND_JACOBI, SPK_REORDER_NONE, b, x0, 0);
-        run r1 = solve(A, cases[c].m, SPK_PRECOND_JACOBI, SPK_REORDER_RCM, b, x1, 0);
-        printf("%s %s + jacobi: %lld iterations, with rcm %lld (bandwidth %lld -> %lld)\n",
-               cases[c].name, spk_method_str(cases[c].m), (long long)r0.its, (long long)r1.its,
+        run r1 = solve(A, cases[c].m, SPK_PRECOND_JACOBI, ro, b, x1, 0);
+        printf("%s %s + jacobi: %lld iterations, with %s %lld (bandwidth %lld -> %lld)\n",
+               cases[c].name, spk_method_str(cases[c].m), (long long)r0.its, rn, (long long)r1.its,
                (long long)r1.res.bandwidth_before, (long long)r1.res.bandwidth_after);
-        T_CHECK(r0.reason > 0 && r1.reason > 0, "%s: %s, with rcm %s", cases[c].name,
-                spk_reason_str(r0.reason), spk_reason_str(r1.reason));
+        T_CHECK(r0.reason > 0 && r1.reason > 0, "%s: %s, with %s %s", cases[c].name,
+                spk_reason_str(r0.reason), rn, spk_reason_str(r1.reason));
         const int64_t tol = cases[c].strict == 1 ? slack(r0.its) : r0.its / 4;
         if (cases[c].strict)
-            T_CHECK(llabs(r1.its - r0.its) <= tol, "%s %s: %lld iterations, rcm %lld",
-                    cases[c].name, spk_method_str(cases[c].m), (long long)r0.its, (long long)r1.its);
+            T_CHECK(llabs(r1.its - r0.its) <= tol, "%s %s: %lld iterations, %s %lld",
+                    cases[c].name, spk_method_str(cases[c].m), (long long)r0.its, rn,
+                    (long long)r1.its);
         const double d = t_rel_diff(x1, x0, n);
-        T_CHECK(d < 1e-6, "%s: x with rcm differs by %.2e", cases[c].name, d);
-        T_CHECK(r1.true_rel <= 1e-8, "%s: true residual %.3e with rcm", cases[c].name, r1.true_rel);
+        T_CHECK(d < 1e-6, "%s: x with %s differs by %.2e", cases[c].name, rn, d);
+        T_CHECK(r1.true_rel <= 1e-8, "%s: true residual %.3e with %s", cases[c].name,
+                r1.true_rel, rn);
         T_CHECK(fabs(r1.res.true_rel - r1.true_rel) <= 0.1 * r1.true_rel + 1e-15,
                 "the result's true_rel %.6e is A's: %.6e", r1.res.true_rel, r1.true_rel);
-        T_CHECK(r1.res.reorder == SPK_REORDER_RCM && r1.res.bandwidth_before > 0 &&
+        T_CHECK(r1.res.reorder == ro && r1.res.bandwidth_before > 0 &&
                 r0.res.reorder == SPK_REORDER_NONE && r0.res.bandwidth_before == 0,
                 "the result says the ordering");
         free(b), free(x0), free(x1);
         spk_matrix_destroy(A);
+        }
+}
+
+/* The degree ordering: a permutation, row lengths of A(perm, perm) non-increasing, ties in
+ * index order, deterministic; the empty matrix. */
+static void test_degree_order(void)
+{
+    static const char *const specs[] = {"powerlaw:5000:6", "poisson2d:20", "lame3d:3"};
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        spk_matrix *A = t_matrix(ctx, specs[k]);
+        const spk_csr *C = &A->csr;
+        const int64_t n = C->nrows;
+        int32_t *p = malloc((size_t)n * sizeof *p + 4);
+        T_CHECK(spk_degree_order(ctx, C, p) == SPK_OK && is_permutation(p, n), "%s: %s",
+                specs[k], spk_last_error(ctx));
+        int sorted = 1;
+        for (int64_t i = 1; i < n; i++) {
+            const int64_t a = C->rowptr[p[i - 1] + 1] - C->rowptr[p[i - 1]],
+                          b = C->rowptr[p[i] + 1] - C->rowptr[p[i]];
+            sorted &= a > b || (a == b && p[i - 1] < p[i]);
+        }
+        T_CHECK(sorted, "%s: rows not by length, longest first, ties by index", specs[k]);
+        free(p);
+        spk_matrix_destroy(A);
     }
+    spk_csr empty;
+    memset(&empty, 0, sizeof empty);
+    int64_t zero = 0;
+    empty.rowptr = &zero;
+    int32_t none[1];
+    T_CHECK(spk_degree_order(ctx, &empty, none) == SPK_OK, "0 x 0");
 }
 
 /* The initial guess is taken in the caller's order, and the device entry point stages the
@@ -496,6 +532,7 @@ int main(int argc, char **argv)
     test_refused();
     test_alloc_failures();
     test_counts();
+    test_degree_order();
     test_x0();
     test_refresh();
     test_operator();

@@ -143,8 +143,9 @@ static const char usage_text[] =
     "  --ilut-fill X       ILUT: at most X nnz(A) entries in L + U (default 10)\n"
     "  --format F          auto|coo|csr|ell|hyb|jds|dia|bsr (default auto: from row-length\n"
     "                      statistics; dia: the CPU only; bsr: a pattern of d x d blocks)\n"
-    "  --reorder R         none|rcm (default none; rcm is opt-in): rcm solves P A P^T, P the\n"
-    "                      reverse Cuthill-McKee order of A + A^T (x stays in A's order);\n"
+    "  --reorder R         none|rcm|degree (default none; the others are opt-in): solve\n"
+    "                      P A P^T, P the reverse Cuthill-McKee order of A + A^T (rcm) or\n"
+    "                      the rows by length, longest first (degree) (x stays in A's order);\n"
     "                      --explain and --json give the bandwidth and profile before and\n"
     "                      after, and the time of an SpMV with A and with P A P^T\n"
     "  --device D          auto|cpu|gpu (default auto: the GPU when one is usable)\n"
@@ -397,8 +398,10 @@ static void parse_args(int argc, char **argv, cli *c)
                 c->opt.reorder = SPK_REORDER_NONE;
             else if (!strcmp(v, "rcm"))
                 c->opt.reorder = SPK_REORDER_RCM;
+            else if (!strcmp(v, "degree"))
+                c->opt.reorder = SPK_REORDER_DEGREE;
             else
-                die_usage("--reorder expects none|rcm, got '%s'", v);
+                die_usage("--reorder expects none|rcm|degree, got '%s'", v);
         } else if (!strcmp(a, "--device")) {
             const char *v = need_arg(argc, argv, &i);
             if (spk_device_parse(v, &c->device))
@@ -918,7 +921,9 @@ static void print_json(const report *r)
     json_str(f, "method_reason", res->method_reason, 1);
     json_str(f, "precond", spk_precond_str(res->precond), 1);
     json_str(f, "precond_reason", res->precond_reason, 1);
-    json_str(f, "reorder", res->reorder == SPK_REORDER_RCM ? "rcm" : "none", 1);
+    json_str(f, "reorder", res->reorder == SPK_REORDER_RCM      ? "rcm"
+                           : res->reorder == SPK_REORDER_DEGREE ? "degree"
+                                                                : "none", 1);
     if (res->reorder != SPK_REORDER_NONE) {
         fprintf(f, "  \"bandwidth_before\": %lld,\n  \"bandwidth_after\": %lld,\n",
                 (long long)res->bandwidth_before, (long long)res->bandwidth_after);
@@ -1039,8 +1044,8 @@ static void print_summary(spk_context *ctx, const report *r)
            spk_precond_str(res->precond), res->precond_reason[0] ? " (auto: " : "",
            res->precond_reason, res->precond_reason[0] ? ")" : "");
     if (res->reorder != SPK_REORDER_NONE)
-        printf("reorder   rcm: bandwidth %lld -> %lld, profile %lld -> %lld\n",
-               (long long)res->bandwidth_before, (long long)res->bandwidth_after,
+        printf("reorder   %s: bandwidth %lld -> %lld, profile %lld -> %lld\n",
+               res->reorder == SPK_REORDER_DEGREE ? "degree" : "rcm", (long long)res->bandwidth_before, (long long)res->bandwidth_after,
                (long long)res->profile_before, (long long)res->profile_after);
     if (res->reorder != SPK_REORDER_NONE && r->spmv_s[0] > 0)
         printf("spmv      A %.2f us, P A P^T %.2f us (mean of 50, %s)\n", 1e6 * r->spmv_s[0],
