@@ -503,6 +503,47 @@ static void test_twin_named(void)
                 p ? "mixed" : "double", spk_reason_str(r.reason), t_true_rel(A, b, x));
         spk_solver_destroy(S);
     }
+    /* IC(0) and ILU(0) with the Jacobi sweeps in mixed: the factors' products through their
+     * fp32 twins, in double not; after a value update and a refresh still; A scaled by 1e-39
+     * takes U_s below FLT_MIN (fp64) while the unit L's strict part keeps its scale (fp32),
+     * and U_s goes back to fp32 once it fits again; the answer at rtol each time. */
+    const int64_t nnz = A->csr.nnz;
+    double *val = malloc((size_t)nnz * sizeof *val), *a0 = malloc((size_t)nnz * sizeof *a0);
+    memcpy(a0, A->csr.val, (size_t)nnz * sizeof *a0);
+    const spk_precond ilus[] = {SPK_PRECOND_IC0, SPK_PRECOND_ILU0};
+    for (int k = 0; k < 2; k++)
+        for (int p = 0; p < 2; p++) {
+            const char *pn = spk_precond_str(ilus[k]), *prec = p ? "mixed" : "double";
+            set_opt(&o, k ? SPK_METHOD_GMRES : SPK_METHOD_CG, ilus[k], 1e-10,
+                    p ? SPK_PRECISION_MIXED : SPK_PRECISION_DOUBLE);
+            o.ilu.trisolve = SPK_TRISOLVE_JACOBI;
+            S = NULL;
+            T_CHECK(spk_solver_create(ctx, A, &o, &S) == SPK_OK, "%s: %s", pn, spk_last_error(ctx));
+            static const double scale[] = {1.0, 0.5, 1e-39, 2.0};
+            for (int u = 0; u < 4 && S; u++) {
+                if (u > 0) {
+                    for (int64_t q = 0; q < nnz; q++)
+                        val[q] = scale[u] * a0[q];
+                    T_CHECK(spk_matrix_update_values(ctx, A, nnz, val, 0) == SPK_OK &&
+                            spk_solver_refresh(S) == SPK_OK, "%s %s refresh %d: %s", pn, prec, u,
+                            spk_last_error(ctx));
+                }
+                spk_solver_precond_describe(S, text, sizeof text);
+                const char *want = !p ? NULL
+                                   : scale[u] > 1e-30 ? "the factors' products in fp32 values"
+                                                      : "L_s's products in fp32 values (U_s's in fp64)";
+                T_CHECK(want ? strstr(text, want) != NULL : strstr(text, "fp32") == NULL,
+                        "%s %s, values x %g: %s", pn, prec, scale[u], text);
+                T_CHECK(spk_solver_solve(S, b, x, &r) == SPK_OK && r.reason > 0 &&
+                        t_true_rel(A, b, x) <= 1e-10, "%s %s, values x %g: %s, true rel %.2e",
+                        pn, prec, scale[u], spk_reason_str(r.reason), t_true_rel(A, b, x));
+            }
+            spk_solver_destroy(S);
+            T_CHECK(spk_matrix_update_values(ctx, A, nnz, a0, 0) == SPK_OK, "%s",
+                    spk_last_error(ctx));
+        }
+    free(val);
+    free(a0);
     spk_matrix_destroy(A);
     free(b);
     free(x);
