@@ -211,7 +211,7 @@ typedef struct spk_csr32 {
     float   *val;
 } spk_csr32;
 /* The twins of the CPU rows: csr32-cpu, coo32-cpu, ell32-cpu, hyb32-cpu, jds32-cpu,
- * dia32-cpu. */
+ * dia32-cpu, bsr32-cpu. */
 extern const spk_spmv_backend spk_backend_csr32_cpu, spk_backend_coo32_cpu,
     spk_backend_ell32_cpu, spk_backend_hyb32_cpu, spk_backend_jds32_cpu, spk_backend_dia32_cpu,
     spk_backend_bsr32_cpu;

@@ -228,6 +228,47 @@ static spk_status product_on(const spk_spmv_backend *be, const void *state, cons
     return st;
 }
 
+/* x with NaN and Inf in its first block of columns (x_0, x_1), which every padding slot of a
+ * BSR layout gathers in the flat and split kernels: y against the reference, NaN where it
+ * has NaN (a padded row must not catch one), else to 1e-12 (Inf where it has Inf). */
+static void check_nan_x(const char *be_name, const char *mname, const spk_spmv_backend *be,
+                        const void *state, const spk_csr *A)
+{
+    const int64_t m = A->nrows, n = A->ncols;
+    if (m == 0 || n < 2)
+        return;
+    double *x = host_random(n, 23), *ref = malloc((size_t)m * sizeof *ref),
+           *y = malloc((size_t)m * sizeof *y), *d_x = NULL, *d_y = NULL;
+    x[0] = NAN;
+    x[1] = INFINITY;
+    spk_csr_spmv_ref(A, 1.0, x, 0.0, ref);
+    spk_status st = ops->alloc(ctx, n, &d_x);
+    if (!st)
+        st = ops->alloc(ctx, m, &d_y);
+    if (!st)
+        st = ops->upload(ctx, n, x, d_x);
+    if (!st)
+        st = be->spmv(ctx, state, 1.0, d_x, 0.0, d_y);
+    if (!st)
+        st = ops->download(ctx, m, d_y, y);
+    T_CHECK(st == SPK_OK, "%s on %s, NaN in x: %s", be_name, mname, spk_last_error(ctx));
+    int64_t bad = -1;
+    for (int64_t i = 0; i < m && !st && bad < 0; i++) {
+        const int ok = isnan(ref[i]) ? isnan(y[i])
+                       : isinf(ref[i]) ? y[i] == ref[i]
+                                       : !isnan(y[i]) && fabs(y[i] - ref[i]) <= 1e-12 * (1.0 + fabs(ref[i]));
+        if (!ok)
+            bad = i;
+    }
+    T_CHECK(bad < 0, "%s on %s, NaN and Inf in x: row %lld gives %g, the reference %g", be_name,
+            mname, (long long)bad, bad >= 0 ? y[bad] : 0.0, bad >= 0 ? ref[bad] : 0.0);
+    ops->free(ctx, d_x);
+    ops->free(ctx, d_y);
+    free(x);
+    free(ref);
+    free(y);
+}
+
 /* Same inputs, same bits: the merge path's carries and every sum have a fixed order. */
 static void check_repeatable(const char *be_name, const char *mname, const spk_spmv_backend *be,
                              const void *state, const spk_csr *A)
@@ -410,6 +451,8 @@ static void check_csr_kernels(const char *mname, const spk_spmv_backend *be, con
             check_products(name, mname, be, state, A);
             check_repeatable(name, mname, be, state, A);
             check_spmv_dot(name, mname, be, state, A);
+            if (be->format == SPK_FMT_BSR)
+                check_nan_x(name, mname, be, state, A);
         }
         be->destroy(state);
     }
@@ -461,6 +504,8 @@ static void check_backends(const char *mname, const spk_csr *A, const spk_matrix
         if (st == SPK_OK) {
             check_products(be->name, mname, be, state, A);
             check_spmv_dot(be->name, mname, be, state, A);     /* backends that have one */
+            if (be->format == SPK_FMT_BSR)
+                check_nan_x(be->name, mname, be, state, A);
         }
         be->destroy(state);
         check_csr_kernels(mname, be, A);
@@ -809,6 +854,7 @@ static void check_nomem(void)
                 be->name, failed, k - 1, spk_last_error(ctx));
     }
     spk_csr_free(&band);
+    spk_csr_free(&blk);
     spk_csr_free(&A);
 }
 
