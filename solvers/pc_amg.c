@@ -24,6 +24,7 @@
 #include "amg.h"
 #include "cheby.h"
 #include "precond.h"
+#include "twin.h"
 
 #include <float.h>
 #include <math.h>
@@ -40,20 +41,10 @@
  * in the automatic format and 81 in CSR. (Below 2^20 entries the rule picks CSR anyway.) */
 #define AMG_CSR_ROWS (1 << 17)
 
-/* A level matrix's fp32 twin, with the row and layout it was made from: a GPU twin borrows
- * its matrix's device arrays, so it is used only while that layout is the one it borrowed
- * (the solver's A may be prepared again, in another format, by another solver). */
-typedef struct amg_twin {
-    const spk_spmv_backend *be;    /* the twin's row (the matrix's row's fp32 at setup)     */
-    void                   *s;     /* its state, or NULL: the matrix runs in fp64           */
-    const void             *row;   /* the matrix's state it was made from                   */
-    uint64_t                gen;   /* the matrix's layout_gen then                          */
-} amg_twin;
-
 typedef struct amg_level_dev {
     spk_matrix *A;                 /* level 0: the solver's A (not owned)                   */
     spk_matrix *P, *R;             /* to the next level; NULL on the coarsest               */
-    amg_twin    A32, P32, R32;     /* their fp32 twins (spk_amg_options.fp32)               */
+    spk_twin    A32, P32, R32;     /* their fp32 twins (spk_amg_options.fp32)               */
     double     *wdinv;             /* Jacobi: omega D^-1; Chebyshev: D^-1 (device)         */
     double     *x, *b, *r, *d;     /* device vectors (level 0: x and b are the apply's)    */
     int64_t     n;
@@ -66,7 +57,7 @@ typedef struct pc_amg {
     spk_amg_hier       H;
     amg_level_dev      lev[32];
     spk_matrix        *Cinv;       /* the coarsest level's inverse, dense, as a CSR matrix  */
-    amg_twin           Cinv32;     /* its fp32 twin                                         */
+    spk_twin           Cinv32;     /* its fp32 twin                                         */
     int                fp32;       /* the cycle asked for fp32 values                       */
     int                n32, nmat;  /* matrices that have a twin, of the cycle's matrices    */
     double            *host;       /* n_0 doubles: staging of the diagonals                 */
@@ -75,19 +66,11 @@ typedef struct pc_amg {
     const char        *b_source;   /* what the near-null space is, for describe            */
 } pc_amg;
 
-/* The twin t of A is usable: made, and A's layout still the one it was made from. */
-static int twin_live(const spk_matrix *A, const amg_twin *t)
-{
-    return t->s && A->be && A->be->fp32 == t->be && A->state == t->row &&
-           A->layout_gen == t->gen;
-}
-
 /* y = alpha A x + beta y with A's fp32 twin where it has a live one, else A itself. */
-static spk_status spmv(pc_amg *M, const spk_matrix *A, const amg_twin *t, double alpha,
+static spk_status spmv(pc_amg *M, const spk_matrix *A, const spk_twin *t, double alpha,
                        const double *x, double beta, double *y)
 {
-    return twin_live(A, t) ? t->be->spmv(M->ctx, t->s, alpha, x, beta, y)
-                           : A->be->spmv(M->ctx, A->state, alpha, x, beta, y);
+    return spk_twin_spmv(M->ctx, A, t, alpha, x, beta, y);
 }
 
 /* r = b - A x */
@@ -119,8 +102,8 @@ static spk_status smooth_chebyshev(pc_amg *M, amg_level_dev *L, const double *b,
     const spk_cheby c = {
         .ctx = M->ctx,
         .ops = M->ops,
-        .be = twin_live(L->A, &L->A32) ? L->A32.be : L->A->be,
-        .state = twin_live(L->A, &L->A32) ? L->A32.s : L->A->state,
+        .be = spk_twin_live(L->A, &L->A32) ? L->A32.be : L->A->be,
+        .state = spk_twin_live(L->A, &L->A32) ? L->A32.s : L->A->state,
         .n = L->n,
         .dinv = L->wdinv,
         .lmin = L->lmin,
@@ -179,74 +162,9 @@ static spk_status upload_diagonals(pc_amg *M)
 
 /* ---- the fp32 twins --------------------------------------------------------------------- */
 
-/* Every value of c holds in fp32 to its relative precision: no |a| above FLT_MAX (it would be
- * Inf), no nonzero below FLT_MIN (subnormal or zero). */
-static int fits_fp32(const spk_csr *c)
-{
-    for (int64_t p = 0; p < c->nnz; p++) {
-        const double a = fabs(c->val[p]);
-        if (a > FLT_MAX || (a != 0.0 && a < FLT_MIN))
-            return 0;
-    }
-    return 1;
-}
-
-/* Through the row that made it: the matrix may have another row by now. */
-static void twin_free(amg_twin *t)
-{
-    if (t->s)
-        t->be->destroy(t->s);
-    memset(t, 0, sizeof *t);
-}
-
-/* D's twin, or none (t->s NULL) where D's format has no fp32 kernel on this device or c's
- * values (D's, on the host) leave fp32's range. A GPU twin is made from D's device layout
- * (setup_from: its indices shared, the values rounded by a kernel); a CPU one from c. */
-static spk_status twin_make(pc_amg *M, const spk_matrix *D, const spk_csr *c, amg_twin *t)
-{
-    memset(t, 0, sizeof *t);
-    const spk_spmv_backend *be = D->be ? D->be->fp32 : NULL;
-    if (!be || !fits_fp32(c))
-        return SPK_OK;
-    int fits = 1;
-    spk_status st = be->setup_from ? be->setup_from(M->ctx, D->state, &t->s, &fits)
-                                   : be->setup(M->ctx, c, &t->s);
-    t->be = be;
-    t->row = D->state;
-    t->gen = D->layout_gen;
-    if (st || !fits)                     /* !fits cannot happen after fits_fp32: fp64 then */
-        twin_free(t);
-    return st;
-}
-
-/* After D's own update: from D's device values (refill) or from c. A twin whose layout is
- * gone is made again; one whose new values leave fp32's range is dropped, and the matrix
- * runs in fp64 (P and R hold the same values, so they go together and the cycle stays
- * symmetric); a matrix without one gets one when its values fit (the only allocation of a
- * refresh). */
-static spk_status twin_update(pc_amg *M, const spk_matrix *D, const spk_csr *c, amg_twin *t)
-{
-    if (!t->s)                           /* none yet, or dropped: made if the values fit now */
-        return twin_make(M, D, c, t);
-    if (!twin_live(D, t)) {
-        twin_free(t);
-        return twin_make(M, D, c, t);
-    }
-    if (!fits_fp32(c)) {
-        twin_free(t);
-        return SPK_OK;
-    }
-    int fits = 1;
-    spk_status st = t->be->refill ? t->be->refill(M->ctx, t->s, D->state, &fits)
-                                  : t->be->update(M->ctx, t->s, c);
-    if (!st && !fits)
-        twin_free(t);
-    return st;
-}
-
-/* The twins of every matrix of the cycle (setup) or their new values (refresh); n32 and nmat
- * count them for describe. */
-static spk_status twins(pc_amg *M, spk_matrix *A, int refresh)
+/* The twins of every matrix of the cycle from their current values (setup and refresh:
+ * spk_twin_sync); n32 and nmat count them for describe. */
+static spk_status twins(pc_amg *M, spk_matrix *A)
 {
     const spk_amg_hier *H = &M->H;
     spk_status st = SPK_OK;
@@ -255,16 +173,15 @@ static spk_status twins(pc_amg *M, spk_matrix *A, int refresh)
         amg_level_dev *L = &M->lev[l];
         const spk_csr *c[3] = {l == 0 ? &A->csr : &H->lev[l].A, &H->lev[l].P, &H->lev[l].R};
         const spk_matrix *D[3] = {L->A, L->P, L->R};
-        amg_twin *t[3] = {&L->A32, &L->P32, &L->R32};
+        spk_twin *t[3] = {&L->A32, &L->P32, &L->R32};
         for (int k = 0; k < 3 && !st; k++) {
-            st = refresh ? twin_update(M, D[k], c[k], t[k]) : twin_make(M, D[k], c[k], t[k]);
+            st = spk_twin_sync(M->ctx, D[k], c[k]->val, t[k]);
             M->nmat++;
             M->n32 += t[k]->s != NULL;
         }
     }
     if (!st)
-        st = refresh ? twin_update(M, M->Cinv, &H->Cinv, &M->Cinv32)
-                     : twin_make(M, M->Cinv, &H->Cinv, &M->Cinv32);
+        st = spk_twin_sync(M->ctx, M->Cinv, H->Cinv.val, &M->Cinv32);
     M->nmat++;
     M->n32 += M->Cinv32.s != NULL;
     return st;
@@ -277,9 +194,9 @@ static void amg_destroy(void *state)
         return;
     for (int l = 0; l < (int)(sizeof M->lev / sizeof M->lev[0]); l++) {
         amg_level_dev *L = &M->lev[l];
-        twin_free(&L->A32);
-        twin_free(&L->P32);
-        twin_free(&L->R32);
+        spk_twin_free(&L->A32);
+        spk_twin_free(&L->P32);
+        spk_twin_free(&L->R32);
         if (l > 0) {
             spk_matrix_destroy(L->A);
             M->ops->free(M->ctx, L->x);
@@ -291,7 +208,7 @@ static void amg_destroy(void *state)
         M->ops->free(M->ctx, L->r);
         M->ops->free(M->ctx, L->d);
     }
-    twin_free(&M->Cinv32);
+    spk_twin_free(&M->Cinv32);
     spk_matrix_destroy(M->Cinv);
     spk_amg_free(&M->H);
     spk_free(M->host);
@@ -350,7 +267,7 @@ static spk_status amg_setup(spk_context *ctx, spk_matrix *A, const spk_options *
     M->fp32 = opt->amg.fp32 > 0 || (opt->amg.fp32 == 0 && opt->precision == SPK_PRECISION_MIXED);
     M->H.opt.fp32 = M->fp32 ? 1 : -1;
     if (!st && M->fp32)
-        st = twins(M, A, 0);
+        st = twins(M, A);
     if (!st)
         st = upload_diagonals(M);
     if (!st)
@@ -417,7 +334,7 @@ static spk_status amg_refresh(void *state, spk_matrix *A)
     if (!st)
         st = update(M, M->Cinv, &M->H.Cinv);
     if (!st && M->fp32)
-        st = twins(M, A, 1);
+        st = twins(M, A);
     if (!st)
         st = upload_diagonals(M);
     M->setup_s = spk_now() - t0;
@@ -501,9 +418,10 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
         matrix_bytes(M->Cinv) / 1e6);
     int live = 0;                        /* what the cycle runs in fp32 now */
     for (int l = 0; l + 1 < H->nlevels; l++)
-        live += twin_live(M->lev[l].A, &M->lev[l].A32) + twin_live(M->lev[l].P, &M->lev[l].P32) +
-                twin_live(M->lev[l].R, &M->lev[l].R32);
-    live += twin_live(M->Cinv, &M->Cinv32);
+        live += spk_twin_live(M->lev[l].A, &M->lev[l].A32) +
+                spk_twin_live(M->lev[l].P, &M->lev[l].P32) +
+                spk_twin_live(M->lev[l].R, &M->lev[l].R32);
+    live += spk_twin_live(M->Cinv, &M->Cinv32);
     if (M->fp32)
         PUT("  values: fp32 in the cycle for %d of its %d matrices (products in fp64)%s\n",
             live, M->nmat, live < M->nmat ? "; the others keep fp64 (no fp32 kernel for their "

@@ -20,6 +20,7 @@
  * inverse symmetric where A's block is, so M stays a fixed symmetric operator for CG. Where
  * an inverse's entry leaves fp32's range the apply keeps fp64. */
 #include "precond.h"
+#include "twin.h"
 
 #include <float.h>
 #include <math.h>
@@ -43,10 +44,7 @@ typedef struct pc_bjacobi {
     int64_t      nnz;
     spk_matrix  *M;               /* M^-1 on the context's device                               */
     int          fp32;            /* precision MIXED: M^-1 applied through its fp32 twin        */
-    const spk_spmv_backend *be32; /* the twin's row and state (NULL: the apply in fp64), and    */
-    void        *s32;             /* the layout of M it was made from (a GPU twin borrows it)   */
-    const void  *row32;
-    uint64_t     gen32;
+    spk_twin     t32;             /* M^-1's fp32 twin (its state NULL: the apply in fp64)       */
 } pc_bjacobi;
 
 typedef enum { BJ_OK, BJ_SINGULAR, BJ_NOT_SPD } bj_verdict;
@@ -204,52 +202,15 @@ static void bjacobi_destroy(void *state)
     spk_free(P);
 }
 
-/* Every inverse entry holds in fp32 (no |v| above FLT_MAX, no nonzero below FLT_MIN). */
-static int inv_fits_fp32(const pc_bjacobi *P)
-{
-    for (int64_t q = 0; q < P->nnz; q++) {
-        const double a = fabs(P->inv[q]);
-        if (a > FLT_MAX || (a != 0.0 && a < FLT_MIN))
-            return 0;
-    }
-    return 1;
-}
-
 static void twin_drop(pc_bjacobi *P)
 {
-    if (P->s32)
-        P->be32->destroy(P->s32);
-    P->s32 = NULL;
+    spk_twin_free(&P->t32);
 }
 
-/* M^-1's fp32 twin from its current values: made (setup, or values that fit again, or M's
- * layout made again), refilled, or dropped while an inverse entry leaves fp32's range (the
- * apply then runs in fp64). */
+/* M^-1's fp32 twin from its current values (the inverses, on the host). */
 static spk_status twin_sync(pc_bjacobi *P)
 {
-    const spk_matrix *M = P->M;
-    if (P->s32 && (M->state != P->row32 || M->layout_gen != P->gen32))
-        twin_drop(P);                    /* it borrowed a layout that is gone */
-    const spk_spmv_backend *be = M->be ? M->be->fp32 : NULL;
-    int fits = inv_fits_fp32(P);
-    if (!be || !fits) {
-        twin_drop(P);
-        return SPK_OK;
-    }
-    spk_status st;
-    if (P->s32) {
-        st = P->be32->refill ? P->be32->refill(P->ctx, P->s32, M->state, &fits)
-                             : P->be32->update(P->ctx, P->s32, &M->csr);
-    } else {
-        st = be->setup_from ? be->setup_from(P->ctx, M->state, &P->s32, &fits)
-                            : be->setup(P->ctx, &M->csr, &P->s32);
-        P->be32 = be;
-        P->row32 = M->state;
-        P->gen32 = M->layout_gen;
-    }
-    if (st || !fits)
-        twin_drop(P);
-    return st;
+    return spk_twin_sync(P->ctx, P->M, P->inv, &P->t32);
 }
 
 /* M^-1's pattern (d entries a row, the block's columns) with the inverses as values, made an
@@ -336,8 +297,7 @@ static spk_status bjacobi_refresh(void *state, spk_matrix *A)
 static spk_status bjacobi_apply(void *state, const double *r, double *z)
 {
     const pc_bjacobi *P = state;
-    return P->s32 ? P->be32->spmv(P->ctx, P->s32, 1.0, r, 0.0, z)
-                  : P->M->be->spmv(P->ctx, P->M->state, 1.0, r, 0.0, z);
+    return spk_twin_spmv(P->ctx, P->M, &P->t32, 1.0, r, 0.0, z);
 }
 
 static size_t bjacobi_describe(const void *state, char *buf, size_t len)
@@ -354,7 +314,7 @@ static size_t bjacobi_describe(const void *state, char *buf, size_t len)
                            (long long)P->nblocks, P->nblocks == 1 ? "" : "s", P->d, P->d, last,
                            P->require_spd ? " (checked SPD by Cholesky, for CG)" : "",
                            (long long)P->nnz, M->be ? spk_format_str(M->be->format) : "-",
-                           P->s32 ? ", applied in fp32 values" : "",
+                           spk_twin_live(P->M, &P->t32) ? ", applied in fp32 values" : "",
                            bytes == SIZE_MAX ? 0.0 : (double)bytes / 1e6);
     return w > 0 ? (size_t)w : 0;
 }

@@ -38,9 +38,8 @@
  * an entry outside fp32's range keeps its fp64 products. The exact solves stay fp64. */
 #include "ilu.h"
 #include "precond.h"
+#include "twin.h"
 
-#include <float.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -50,15 +49,6 @@
 #define ILU_GPU_SWEEP_ROWS 32768
 #define ILUT_DEFAULT_DROP 1e-4
 #define ILUT_DEFAULT_FILL 10.0
-
-/* A factor's fp32 twin (precision MIXED, the sweeps): its row and state, and the layout of the
- * matrix it was made from (a GPU twin borrows it). */
-typedef struct ilu_twin {
-    const spk_spmv_backend *be;
-    void                   *s;
-    const void             *row;
-    uint64_t                gen;
-} ilu_twin;
 
 typedef struct pc_ilu {
     spk_context       *ctx;
@@ -77,7 +67,7 @@ typedef struct pc_ilu {
     double            *w[3];           /* device scratch                                     */
     double            *host;           /* host staging: max(n, nnz(U_s)) doubles             */
     int                fp32;           /* precision MIXED: the sweeps on fp32 factor twins   */
-    ilu_twin           tL, tU;         /* the twins of Ls and Us (s NULL: fp64 products)      */
+    spk_twin           tL, tU;         /* the twins of Ls and Us (s NULL: fp64 products)      */
     double             setup_s, factor_s;
 } pc_ilu;
 
@@ -86,71 +76,13 @@ static const char *kind_title(spk_precond k)
     return k == SPK_PRECOND_IC0 ? "IC(0)" : k == SPK_PRECOND_ILU0 ? "ILU(0)" : "ILUT";
 }
 
-/* The twin of A (Ls or Us) when it is live: made from A's current layout. */
-static const ilu_twin *twin_of(const pc_ilu *M, const spk_matrix *A)
-{
-    const ilu_twin *t = A == M->Ls ? &M->tL : A == M->Us ? &M->tU : NULL;
-    return t && t->s && A->state == t->row && A->layout_gen == t->gen ? t : NULL;
-}
-
+/* Products with Ls and Us through their fp32 twins where they are live, else in fp64. */
 static spk_status spmv(const pc_ilu *M, const spk_matrix *A, double alpha, const double *x,
                        double beta, double *y)
 {
-    const ilu_twin *t = twin_of(M, A);
-    return t ? t->be->spmv(M->ctx, t->s, alpha, x, beta, y)
-             : A->be->spmv(M->ctx, A->state, alpha, x, beta, y);
-}
-
-static void twin_drop(ilu_twin *t)
-{
-    if (t->s)
-        t->be->destroy(t->s);
-    t->s = NULL;
-}
-
-/* Every one of the n values holds in fp32 (no |v| above FLT_MAX, no nonzero below FLT_MIN). */
-static int fits_fp32(const double *v, int64_t n)
-{
-    for (int64_t q = 0; q < n; q++) {
-        const double a = fabs(v[q]);
-        if (a > FLT_MAX || (a != 0.0 && a < FLT_MIN))
-            return 0;
-    }
-    return 1;
-}
-
-/* A's fp32 twin from its current values (v, the host values A was last given: after an
- * update on the GPU A's own host copy may be stale): made, refilled, remade when A's layout
- * was made again, or dropped while a value leaves fp32's range (its products then run in
- * fp64). */
-static spk_status twin_sync(pc_ilu *M, spk_matrix *A, const double *v, ilu_twin *t)
-{
-    if (!A) {
-        twin_drop(t);
-        return SPK_OK;
-    }
-    if (t->s && (A->state != t->row || A->layout_gen != t->gen))
-        twin_drop(t);                        /* it borrowed a layout that is gone */
-    const spk_spmv_backend *be = A->be ? A->be->fp32 : NULL;
-    int fits = fits_fp32(v, A->csr.nnz);
-    if (!be || !fits) {
-        twin_drop(t);
-        return SPK_OK;
-    }
-    spk_status st;
-    if (t->s) {
-        st = t->be->refill ? t->be->refill(M->ctx, t->s, A->state, &fits)
-                           : t->be->update(M->ctx, t->s, &A->csr);
-    } else {
-        st = be->setup_from ? be->setup_from(M->ctx, A->state, &t->s, &fits)
-                            : be->setup(M->ctx, &A->csr, &t->s);
-        t->be = be;
-        t->row = A->state;
-        t->gen = A->layout_gen;
-    }
-    if (st || !fits)
-        twin_drop(t);
-    return st;
+    static const spk_twin none;
+    const spk_twin *t = A == M->Ls ? &M->tL : A == M->Us ? &M->tU : &none;
+    return spk_twin_spmv(M->ctx, A, t, alpha, x, beta, y);
 }
 
 static int64_t strict_upper_values(pc_ilu *M);
@@ -160,10 +92,12 @@ static spk_status twins_sync(pc_ilu *M)
 {
     if (!M->fp32 || M->trisolve != SPK_TRISOLVE_JACOBI)
         return SPK_OK;
-    spk_status st = twin_sync(M, M->Ls, M->F.L.val, &M->tL);
-    if (!st && M->Us)
+    spk_status st = M->Ls ? spk_twin_sync(M->ctx, M->Ls, M->F.L.val, &M->tL) : SPK_OK;
+    if (!st && M->Us) {
         strict_upper_values(M);              /* U_s's values in M->host, as uploaded */
-    return st ? st : twin_sync(M, M->Us, M->host, &M->tU);
+        st = spk_twin_sync(M->ctx, M->Us, M->host, &M->tU);
+    }
+    return st;
 }
 
 /* ---- the exact solves on the CPU: the specification -------------------------------------- */
@@ -248,8 +182,8 @@ static spk_status ilu_apply(void *state, const double *r, double *z)
 
 static void release(pc_ilu *M)
 {
-    twin_drop(&M->tL);                  /* before the matrices whose layouts they borrow */
-    twin_drop(&M->tU);
+    spk_twin_free(&M->tL);              /* before the matrices whose layouts they borrow */
+    spk_twin_free(&M->tU);
     spk_ilu_sv_free(M->sv);
     spk_matrix_destroy(M->Ls);
     spk_matrix_destroy(M->Us);
@@ -520,7 +454,7 @@ static size_t ilu_describe(const void *state, char *buf, size_t len)
            (M->dinv ? 8.0 * (double)M->n : 0.0);
     const double hostb = csr_bytes(&M->F.L) + csr_bytes(&M->F.U) + (host ? dev : 0.0);
     char how[128], piv[64] = "";
-    const int l32 = M->Ls && twin_of(M, M->Ls), u32 = M->Us && twin_of(M, M->Us);
+    const int l32 = spk_twin_live(M->Ls, &M->tL), u32 = spk_twin_live(M->Us, &M->tU);
     if (M->trisolve == SPK_TRISOLVE_JACOBI)
         snprintf(how, sizeof how, "jacobi, %d sweeps per triangle%s", M->sweeps,
                  l32 && u32 ? ", the factors' products in fp32 values"
