@@ -33,12 +33,12 @@ typedef struct bsr_dev {
  *  - FLAT true: every load made whatever the slot (a padding slot gathers x_0 .. x_{d-1},
  *    in range since ncols >= d), only the add selected, so that the loads of several slots
  *    issue together ahead of their adds (a NaN in x_0 never reaches a padded row). */
-template <class V, int D, bool FLAT>
+template <class V, int D, bool FLAT, class X>
 __device__ __forceinline__ double bsr_row(int64_t r, int64_t nrows, int64_t nbrows, int64_t kb,
                                           int64_t k0, int64_t step,
                                           const int32_t *__restrict__ bcol,
                                           const V *__restrict__ val,
-                                          const double *__restrict__ x)
+                                          const X *__restrict__ x)
 {
     const int64_t I = r / D;
     double s = 0.0;
@@ -47,13 +47,13 @@ __device__ __forceinline__ double bsr_row(int64_t r, int64_t nrows, int64_t nbro
         for (int64_t k = k0; k < kb; k += step) {
             const int32_t j = __ldg(&bcol[k * nbrows + I]);
             const bool real = j != SPK_ELL_PAD;
-            const double *xj = x + (int64_t)(real ? j : 0) * D;
+            const X *xj = x + (int64_t)(real ? j : 0) * D;
             V v[D];
             double xv[D];
 #pragma unroll
             for (int c = 0; c < D; c++) {
                 v[c] = __ldg(&val[(k * D + c) * nrows + r]);
-                xv[c] = __ldg(&xj[c]);
+                xv[c] = (double)__ldg(&xj[c]);
             }
 #pragma unroll
             for (int c = 0; c < D; c++)
@@ -68,10 +68,10 @@ __device__ __forceinline__ double bsr_row(int64_t r, int64_t nrows, int64_t nbro
             for (int c = 0; c < D; c++)
                 v[c] = __ldg(&val[(k * D + c) * nrows + r]);
             if (j != SPK_ELL_PAD) {
-                const double *xj = x + (int64_t)j * D;
+                const X *xj = x + (int64_t)j * D;
 #pragma unroll
                 for (int c = 0; c < D; c++)
-                    s += (double)v[c] * __ldg(&xj[c]);
+                    s += (double)v[c] * (double)__ldg(&xj[c]);
             }
         }
     }
@@ -82,11 +82,11 @@ __device__ __forceinline__ double bsr_row(int64_t r, int64_t nrows, int64_t nbro
  * slots and lanes 16-31 their odd ones, the two halves added by one shuffle: twice the threads
  * and half the dependent adds a row, for matrices of few rows per SM. The sum of a row is then
  * (even slots) + (odd slots), not the CSR order. */
-template <class V, int D, int KERNEL>
+template <class V, int D, int KERNEL, class X>
 __device__ __forceinline__ bool bsr_item(int64_t g, int64_t nrows, int64_t nbrows, int64_t kb,
                                          const int32_t *__restrict__ bcol,
                                          const V *__restrict__ val,
-                                         const double *__restrict__ x, int64_t &r, double &s)
+                                         const X *__restrict__ x, int64_t &r, double &s)
 {
     if (KERNEL != SPK_BSR_SPLIT) {
         r = g;
@@ -125,12 +125,14 @@ bsr_kernel(int64_t nrows, int64_t nbrows, int64_t kb, const int32_t *__restrict_
 }
 
 /* y = A x and sink->out = x'y in the same pass (CG's q = A p, p'q), on one resident wave
- * sized by the occupancy API (no register cap: ELL's fused kernel lost 15% to one). */
-template <class V, int D, int KERNEL>
+ * sized by the occupancy API (no register cap: ELL's fused kernel lost 15% to one). X, the
+ * vectors' type: double, or float for spk_cg32 (a row's fp64 sum rounded once into y, the
+ * dot over the rounded y). */
+template <class V, int D, int KERNEL, class X>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 bsr_dot_kernel(int64_t nrows, int64_t nbrows, int64_t kb, const int32_t *__restrict__ bcol,
-               const V *__restrict__ val, const double *__restrict__ x,
-               double *__restrict__ y, spk_dot_sink sink)
+               const V *__restrict__ val, const X *__restrict__ x,
+               X *__restrict__ y, spk_dot_sink sink)
 {
     if (sink.skip && *sink.skip)
         return;                                        /* uniform over the grid */
@@ -141,8 +143,9 @@ bsr_dot_kernel(int64_t nrows, int64_t nbrows, int64_t kb, const int32_t *__restr
         int64_t r;
         double s;
         if (bsr_item<V, D, KERNEL>(g, nrows, nbrows, kb, bcol, val, x, r, s)) {
-            y[r] = s;
-            d[0] += x[r] * s;
+            const X yr = (X)s;
+            y[r] = yr;
+            d[0] += (double)x[r] * (double)yr;
         }
     }
     if (spk_last_block_sum<1>(d, sink.part, sink.count) && threadIdx.x == 0)
@@ -151,13 +154,13 @@ bsr_dot_kernel(int64_t nrows, int64_t nbrows, int64_t kb, const int32_t *__restr
 
 /* Blocks of one resident wave of bsr_dot_kernel, from the occupancy API once per process and
  * instance (one GPU model assumed), at most SPK_MAX_BLOCKS. */
-template <class V, int D, int KERNEL>
+template <class V, int D, int KERNEL, class X>
 static unsigned bsr_dot_grid(const spk_cuda_state *cs, int64_t items)
 {
     static std::atomic<int> occupancy{0};
     int per_sm = occupancy.load(std::memory_order_relaxed);
     if (per_sm <= 0) {
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bsr_dot_kernel<V, D, KERNEL>,
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bsr_dot_kernel<V, D, KERNEL, X>,
                                                           SPK_CUDA_BLOCK, 0) != cudaSuccess ||
             per_sm <= 0) {
             (void)cudaGetLastError();              /* not for the launch check to report */
@@ -171,25 +174,25 @@ static unsigned bsr_dot_grid(const spk_cuda_state *cs, int64_t items)
     return (unsigned)(want < 1 ? 1 : want < cap ? want : cap);
 }
 
-template <class V, int D, int KERNEL>
+template <class V, int D, int KERNEL, class X>
 static void bsr_launch_as(const spk_cuda_state *cs, const bsr_dev *A, const V *v, double alpha,
-                          const double *x, double beta, double *y, const spk_dot_sink *sink)
+                          const X *x, double beta, X *y, const spk_dot_sink *sink)
 {
     const int64_t items = bsr_items<KERNEL>(A->nrows);
     if (sink) {
-        const unsigned grid = bsr_dot_grid<V, D, KERNEL>(cs, items);
-        bsr_dot_kernel<V, D, KERNEL><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+        const unsigned grid = bsr_dot_grid<V, D, KERNEL, X>(cs, items);
+        bsr_dot_kernel<V, D, KERNEL, X><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
             A->nrows, A->nbrows, A->kb, A->bcol, v, x, y, *sink);
-    } else {
+    } else if constexpr (sizeof(X) == sizeof(double)) {   /* fp32 vectors: spmv_dot32 only */
         const unsigned grid = spk_cuda_grid(cs, items, SPK_CUDA_BLOCK);
         bsr_kernel<V, D, KERNEL><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
             A->nrows, A->nbrows, A->kb, A->bcol, v, x, alpha, beta, y);
     }
 }
 
-template <class V, int D>
+template <class V, int D, class X>
 static void bsr_launch(const spk_cuda_state *cs, const bsr_dev *A, const V *v, double alpha,
-                       const double *x, double beta, double *y, const spk_dot_sink *sink)
+                       const X *x, double beta, X *y, const spk_dot_sink *sink)
 {
     if (A->kernel == SPK_BSR_SPLIT)
         bsr_launch_as<V, D, SPK_BSR_SPLIT>(cs, A, v, alpha, x, beta, y, sink);
@@ -199,9 +202,9 @@ static void bsr_launch(const spk_cuda_state *cs, const bsr_dev *A, const V *v, d
         bsr_launch_as<V, D, SPK_BSR_BRANCH>(cs, A, v, alpha, x, beta, y, sink);
 }
 
-template <class V>
+template <class V, class X>
 static void bsr_dispatch(const spk_cuda_state *cs, const bsr_dev *A, const V *v, double alpha,
-                         const double *x, double beta, double *y, const spk_dot_sink *sink)
+                         const X *x, double beta, X *y, const spk_dot_sink *sink)
 {
     switch (A->d) {
     case 2: bsr_launch<V, 2>(cs, A, v, alpha, x, beta, y, sink); break;
@@ -402,6 +405,21 @@ static spk_status bsr_spmv_dot(spk_context *ctx, const void *state, const double
     return bsr_run(ctx, &((const bsr_cuda *)state)->dev, 1.0, x, 0.0, y, sink);
 }
 
+/* The twin's q = A p with fp32 vectors (spmv_dot32). */
+static spk_status bsr_spmv_dot32(spk_context *ctx, const void *state, const float *x, float *y,
+                                 const spk_dot_sink *sink)
+{
+    const bsr_dev *A = &((const bsr_cuda *)state)->dev;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    if (!A->val32 && A->nrows > 0)                   /* an empty layout holds no values */
+        return spk_fail(ctx, SPK_ERR_ARG, "BSR with fp32 vectors: the layout holds fp64 values");
+    bsr_dispatch(cs, A, A->val32, 1.0, x, 0.0, y, sink);
+    return spk_cuda_launched(ctx, "bsr_dot_kernel");
+}
+
 static spk_status bsr_update(spk_context *ctx, void *state, const spk_csr *A)
 {
     bsr_cuda *d = (bsr_cuda *)state;
@@ -448,6 +466,7 @@ extern "C" const spk_spmv_backend spk_backend_bsr32_cuda = {
     .fp32 = NULL,
     .setup_from = bsr32_setup_from,
     .refill = bsr32_refill,
+    .spmv_dot32 = bsr_spmv_dot32,
 };
 
 extern "C" const spk_spmv_backend spk_backend_bsr_cuda = {
@@ -463,4 +482,5 @@ extern "C" const spk_spmv_backend spk_backend_bsr_cuda = {
     .fp32 = &spk_backend_bsr32_cuda,
     .setup_from = NULL,              /* a twin's entries */
     .refill = NULL,
+    .spmv_dot32 = NULL,
 };

@@ -337,6 +337,7 @@ extern "C" const spk_spmv_backend spk_backend_coo32_cuda = {
     .fp32 = NULL,
     .setup_from = coo32_setup_from,
     .refill = coo32_refill,
+    .spmv_dot32 = NULL,
 };
 
 extern "C" const spk_spmv_backend spk_backend_coo_cuda = {
@@ -352,4 +353,5 @@ extern "C" const spk_spmv_backend spk_backend_coo_cuda = {
     .fp32 = &spk_backend_coo32_cuda,
     .setup_from = NULL,              /* a twin's entries */
     .refill = NULL,
+    .spmv_dot32 = NULL,
 };

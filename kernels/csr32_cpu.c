@@ -83,6 +83,36 @@ static spk_status csr32_spmv(spk_context *ctx, const void *state, double alpha, 
     return SPK_OK;
 }
 
+/* y = A32 x with x and y in float (spk_cg32's q = A p) and sink->out = x'y over the rounded
+ * y: each row summed in double as csr32_spmv sums it, rounded once; the dot over chunks fixed
+ * by n (src/spk_internal.h), the same bits whatever the thread count. */
+static spk_status csr32_spmv_dot32(spk_context *ctx, const void *state, const float *x,
+                                   float *y, const spk_dot_sink *sink)
+{
+    (void)ctx;
+    if (sink->skip && *sink->skip)
+        return SPK_OK;
+    const spk_csr32 *A = state;
+    const int64_t n = A->nrows;
+    double part[SPK_CHUNKS];
+    const int nc = spk_chunks(n);
+#pragma omp parallel for schedule(static) if (nc > 1 && A->nnz > 32768)
+    for (int c = 0; c < nc; c++) {
+        double d = 0.0;
+        for (int64_t i = spk_chunk_lo(n, nc, c); i < spk_chunk_lo(n, nc, c + 1); i++) {
+            double s = 0.0;
+            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+                s += (double)A->val[p] * (double)x[A->colind[p]];
+            const float yi = (float)s;
+            y[i] = yi;
+            d += (double)x[i] * (double)yi;
+        }
+        part[c] = d;
+    }
+    *sink->out = spk_chunks_sum(part, nc);
+    return SPK_OK;
+}
+
 static void csr32_destroy(void *state) { csr32_free(state); }
 
 static spk_status csr32_update(spk_context *ctx, void *state, const spk_csr *A)
@@ -102,4 +132,5 @@ const spk_spmv_backend spk_backend_csr32_cpu = {
     .spmv = csr32_spmv,
     .destroy = csr32_destroy,
     .update = csr32_update,
+    .spmv_dot32 = csr32_spmv_dot32,
 };

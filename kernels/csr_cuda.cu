@@ -578,6 +578,7 @@ extern "C" const spk_spmv_backend spk_backend_csr32_cuda = {
     .fp32 = NULL,
     .setup_from = csr32_setup_from,
     .refill = csr32_refill,
+    .spmv_dot32 = NULL,
 };
 
 extern "C" const spk_spmv_backend spk_backend_csr_cuda = {
@@ -593,4 +594,5 @@ extern "C" const spk_spmv_backend spk_backend_csr_cuda = {
     .fp32 = &spk_backend_csr32_cuda,
     .setup_from = NULL,              /* a twin's entries */
     .refill = NULL,
+    .spmv_dot32 = NULL,
 };

@@ -254,6 +254,9 @@ spk_status spk_ell_dev_spmv(spk_context *ctx, const spk_ell_dev *A, double alpha
 /* y = A x and sink->out = x'y in one pass (spk_spmv_backend.spmv_dot). */
 spk_status spk_ell_dev_spmv_dot(spk_context *ctx, const spk_ell_dev *A, const double *x,
                                 double *y, const spk_dot_sink *sink);
+/* The same with x and y in float (spmv_dot32): fp32 values only. */
+spk_status spk_ell_dev_spmv_dot32(spk_context *ctx, const spk_ell_dev *A, const float *x,
+                                  float *y, const spk_dot_sink *sink);
 
 /* COO on the device (kernels/coo_cuda.cu), also HYB's tail. */
 typedef struct spk_coo_dev {

@@ -45,7 +45,7 @@ static const spk_cuda_plugin *plugin_check(void *h, const char *path)
     /* the table's layout first: a backend of another ABI has rows of another shape, whose
      * members below must not be read. Then every row and its fp32 twin have what the
      * forwarding rows below call: update_device on all, the fused spmv_dot on CSR, ELL and
-     * BSR */
+     * BSR, and spmv_dot32 on the ELL and BSR twins */
     const int same = p->abi == SPK_CUDA_PLUGIN_ABI && strcmp(p->version, SPK_VERSION_STRING) == 0 &&
                      p->context_size == sizeof(spk_context);
     int shape_ok = same && p->backend[1] && p->backend[1]->spmv_dot && p->backend[2] &&
@@ -56,7 +56,8 @@ static const spk_cuda_plugin *plugin_check(void *h, const char *path)
         const spk_spmv_backend *t = shape_ok ? p->backend[i]->fp32 : NULL;
         shape_ok = shape_ok && t->setup && t->spmv && t->update && t->update_device &&
                    t->setup_from && t->refill &&
-                   (i != 1 && i != 2 && i != 5 ? 1 : t->spmv_dot != NULL);
+                   (i != 1 && i != 2 && i != 5 ? 1 : t->spmv_dot != NULL) &&
+                   (i != 2 && i != 5 ? 1 : t->spmv_dot32 != NULL);
     }
     if (!same || !shape_ok) {
         snprintf(loader_why, sizeof loader_why, "%s is the CUDA backend of spk %s (table %d), "
@@ -327,21 +328,36 @@ static spk_status fwd32_spmv_dot_2(spk_context *ctx, const void *state, const do
     return plugin()->backend[2]->fp32->spmv_dot(ctx, state, x, y, sink);
 }
 
-#define ROW32(idx, fmt, name_, dot)                                                           \
+/* The twins' q = A p with fp32 vectors (ELL and BSR, checked at load). */
+static spk_status fwd32_spmv_dot32_2(spk_context *ctx, const void *state, const float *x,
+                                     float *y, const struct spk_dot_sink *sink)
+{
+    return plugin()->backend[2]->fp32->spmv_dot32(ctx, state, x, y, sink);
+}
+static spk_status fwd32_spmv_dot32_5(spk_context *ctx, const void *state, const float *x,
+                                     float *y, const struct spk_dot_sink *sink)
+{
+    return plugin()->backend[5]->fp32->spmv_dot32(ctx, state, x, y, sink);
+}
+
+#define ROW32(idx, fmt, name_, dot, dot32)                                                    \
     {                                                                                         \
         .name = #name_ "32-cuda", .format = fmt, .device = SPK_DEVICE_CUDA,                   \
         .setup = fwd32_setup_##idx, .spmv = fwd32_spmv_##idx, .destroy = fwd32_destroy_##idx, \
         .update = fwd32_update_##idx, .spmv_dot = dot,                                        \
         .update_device = fwd32_update_device_##idx, .fp32 = NULL,                             \
-        .setup_from = fwd32_setup_from_##idx, .refill = fwd32_refill_##idx                    \
+        .setup_from = fwd32_setup_from_##idx, .refill = fwd32_refill_##idx,                   \
+        .spmv_dot32 = dot32                                                                   \
     }
 
-const spk_spmv_backend spk_backend_coo32_cuda = ROW32(0, SPK_FMT_COO, coo, NULL);
-const spk_spmv_backend spk_backend_csr32_cuda = ROW32(1, SPK_FMT_CSR, csr, fwd32_spmv_dot_1);
-const spk_spmv_backend spk_backend_ell32_cuda = ROW32(2, SPK_FMT_ELL, ell, fwd32_spmv_dot_2);
-const spk_spmv_backend spk_backend_hyb32_cuda = ROW32(3, SPK_FMT_HYB, hyb, NULL);
-const spk_spmv_backend spk_backend_jds32_cuda = ROW32(4, SPK_FMT_JDS, jds, NULL);
-const spk_spmv_backend spk_backend_bsr32_cuda = ROW32(5, SPK_FMT_BSR, bsr, fwd32_spmv_dot_5);
+const spk_spmv_backend spk_backend_coo32_cuda = ROW32(0, SPK_FMT_COO, coo, NULL, NULL);
+const spk_spmv_backend spk_backend_csr32_cuda = ROW32(1, SPK_FMT_CSR, csr, fwd32_spmv_dot_1, NULL);
+const spk_spmv_backend spk_backend_ell32_cuda = ROW32(2, SPK_FMT_ELL, ell, fwd32_spmv_dot_2,
+                                                      fwd32_spmv_dot32_2);
+const spk_spmv_backend spk_backend_hyb32_cuda = ROW32(3, SPK_FMT_HYB, hyb, NULL, NULL);
+const spk_spmv_backend spk_backend_jds32_cuda = ROW32(4, SPK_FMT_JDS, jds, NULL, NULL);
+const spk_spmv_backend spk_backend_bsr32_cuda = ROW32(5, SPK_FMT_BSR, bsr, fwd32_spmv_dot_5,
+                                                      fwd32_spmv_dot32_5);
 
 #define ROW(idx, fmt, name_, dot)                                                             \
     {                                                                                         \

@@ -21,9 +21,10 @@ extern "C" {
 #endif
 
 /* Raised whenever the table or a structure it passes changes (4: select, and the context's
- * tuning.mpi_composed; 5: the rows' fp32 twins, spk_spmv_backend.fp32; 6: the BSR row): a
- * libspk_cuda.so of another layout is refused. */
-#define SPK_CUDA_PLUGIN_ABI 6
+ * tuning.mpi_composed; 5: the rows' fp32 twins, spk_spmv_backend.fp32; 6: the BSR row; 7: the
+ * twins' spmv_dot32, CG's fp32-vector steps and tuning.mixed_vec64): a libspk_cuda.so of
+ * another layout is refused. */
+#define SPK_CUDA_PLUGIN_ABI 7
 
 struct spk_cg_ops;
 struct spk_bicg_ops;

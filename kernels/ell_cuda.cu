@@ -42,11 +42,11 @@ __device__ __forceinline__ bool ell_real(int16_t o, int64_t i, int64_t &c)
  * that the unrolled index and value loads carry no dependence on the test and all issue
  * ahead of the gathers; only the gather of x is conditional (no 0 * NaN from padding). The
  * slots are added in order k = 0, 1, ...: the CPU twin's sum, bit for bit, in either layout. */
-template <class V, class Idx, bool STREAM>
+template <class V, class Idx, bool STREAM, class X>
 __device__ __forceinline__ double ell_row(int64_t i, int64_t nrows, int64_t width,
                                           const Idx *__restrict__ Aj,
                                           const V *__restrict__ Ax,
-                                          const double *__restrict__ x)
+                                          const X *__restrict__ x)
 {
     double s = 0.0;
 #pragma unroll SPK_ELL_UNROLL
@@ -56,7 +56,7 @@ __device__ __forceinline__ double ell_row(int64_t i, int64_t nrows, int64_t widt
         const bool real = ell_real(spk_ldm<STREAM>(&Aj[slot]), i, c);   /* STREAM: evict-first */
         const double v = (double)spk_ldm<STREAM>(&Ax[slot]);   /* fp32: exact in fp64 */
         if (real)
-            s += v * __ldg(&x[c]);
+            s += v * (double)__ldg(&x[c]);
     }
     return s;
 }
@@ -88,11 +88,11 @@ __device__ __forceinline__ void ell_load2(const T *__restrict__ p, bool aligned,
     }
 }
 
-template <class V, class Idx, bool STREAM>
+template <class V, class Idx, bool STREAM, class X>
 __device__ __forceinline__ void ell_pair(int64_t i, int64_t nrows, int64_t width,
                                          const Idx *__restrict__ Aj,
                                          const V *__restrict__ Ax,
-                                         const double *__restrict__ x, double &s0, double &s1)
+                                         const X *__restrict__ x, double &s0, double &s1)
 {
     s0 = 0.0;
     s1 = 0.0;
@@ -107,9 +107,9 @@ __device__ __forceinline__ void ell_pair(int64_t i, int64_t nrows, int64_t width
         ell_load2<STREAM>(Ax + slot, aligned, v0, v1);
         int64_t c;
         if (ell_real(j0, i, c))
-            s0 += (double)v0 * __ldg(&x[c]);
+            s0 += (double)v0 * (double)__ldg(&x[c]);
         if (ell_real(j1, i + 1, c))
-            s1 += (double)v1 * __ldg(&x[c]);
+            s1 += (double)v1 * (double)__ldg(&x[c]);
     }
 }
 
@@ -141,11 +141,11 @@ __device__ __forceinline__ void ell_load4(const T *__restrict__ p, bool aligned,
     }
 }
 
-template <class V, class Idx, bool STREAM>
+template <class V, class Idx, bool STREAM, class X>
 __device__ __forceinline__ void ell_quad(int64_t i, int64_t nrows, int64_t width,
                                          const Idx *__restrict__ Aj,
                                          const V *__restrict__ Ax,
-                                         const double *__restrict__ x, double (&s)[4])
+                                         const X *__restrict__ x, double (&s)[4])
 {
 #pragma unroll
     for (int q = 0; q < 4; q++)
@@ -162,18 +162,18 @@ __device__ __forceinline__ void ell_quad(int64_t i, int64_t nrows, int64_t width
         for (int q = 0; q < 4; q++) {
             int64_t c;
             if (ell_real(j[q], i + q, c))
-                s[q] += (double)v[q] * __ldg(&x[c]);
+                s[q] += (double)v[q] * (double)__ldg(&x[c]);
         }
     }
 }
 
 /* Rows i .. i + R - 1 (R = 1 or 2; with 2 and an odd row count the last thread takes one
  * row): their sums in s0 (and s1), their count returned. */
-template <class V, class Idx, bool STREAM, int R>
+template <class V, class Idx, bool STREAM, int R, class X>
 __device__ __forceinline__ int ell_group(int64_t i, int64_t nrows, int64_t width,
                                          const Idx *__restrict__ Aj,
                                          const V *__restrict__ Ax,
-                                         const double *__restrict__ x, double &s0,
+                                         const X *__restrict__ x, double &s0,
                                          double &s1)
 {
     if (R == 2 && i + 1 < nrows) {
@@ -221,12 +221,14 @@ ell_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
 }
 
 /* y = A x and sink->out = x'y in the same pass (CG's q = A p, p'q): x_i is a coalesced load
- * beside the row's first slot, so the dot costs no pass of its own. */
-template <class V, class Idx, int R>
+ * beside the row's first slot, so the dot costs no pass of its own. X is the vectors' type:
+ * double, or float for spk_cg32 (each row's fp64 sum rounded once into y, the dot over the
+ * rounded y; for double both casts are the identity). */
+template <class V, class Idx, int R, class X>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 ell_dot_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
-               const V *__restrict__ Ax, const double *__restrict__ x,
-               double *__restrict__ y, spk_dot_sink sink)
+               const V *__restrict__ Ax, const X *__restrict__ x,
+               X *__restrict__ y, spk_dot_sink sink)
 {
     if (sink.skip && *sink.skip)
         return;                                        /* uniform over the grid */
@@ -240,25 +242,28 @@ ell_dot_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
                 ell_quad<V, Idx, false>(i, nrows, width, Aj, Ax, x, s);
 #pragma unroll
                 for (int q = 0; q < 4; q++) {
-                    y[i + q] = s[q];
-                    d[0] += x[i + q] * s[q];
+                    const X yq = (X)s[q];
+                    y[i + q] = yq;
+                    d[0] += (double)x[i + q] * (double)yq;
                 }
             } else {
                 for (int64_t r = i; r < nrows; r++) {
-                    const double s0 = ell_row<V, Idx, false>(r, nrows, width, Aj, Ax, x);
-                    y[r] = s0;
-                    d[0] += x[r] * s0;
+                    const X y0 = (X)ell_row<V, Idx, false>(r, nrows, width, Aj, Ax, x);
+                    y[r] = y0;
+                    d[0] += (double)x[r] * (double)y0;
                 }
             }
             continue;
         }
         double s0, s1;
         const int m = ell_group<V, Idx, false, R>(i, nrows, width, Aj, Ax, x, s0, s1);
-        y[i] = s0;
-        d[0] += x[i] * s0;
+        const X y0 = (X)s0;
+        y[i] = y0;
+        d[0] += (double)x[i] * (double)y0;
         if (m == 2) {
-            y[i + 1] = s1;
-            d[0] += x[i + 1] * s1;
+            const X y1 = (X)s1;
+            y[i + 1] = y1;
+            d[0] += (double)x[i + 1] * (double)y1;
         }
     }
     if (spk_last_block_sum<1>(d, sink.part, sink.count) && threadIdx.x == 0)
@@ -267,13 +272,13 @@ ell_dot_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
 
 /* Blocks of one resident wave of ell_dot_kernel<V, Idx, R>, from the occupancy API once per
  * process and instance (one GPU model assumed). */
-template <class V, class Idx, int R>
+template <class V, class Idx, int R, class X>
 static int64_t ell_dot_wave(const spk_cuda_state *cs)
 {
     static std::atomic<int> occupancy{0};
     int per_sm = occupancy.load(std::memory_order_relaxed);
     if (per_sm <= 0) {
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ell_dot_kernel<V, Idx, R>,
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ell_dot_kernel<V, Idx, R, X>,
                                                           SPK_CUDA_BLOCK, 0) != cudaSuccess ||
             per_sm <= 0) {
             (void)cudaGetLastError();              /* not for the launch check to report */
@@ -285,9 +290,9 @@ static int64_t ell_dot_wave(const spk_cuda_state *cs)
 }
 
 /* The fused kernel on one resident wave, sized by the occupancy API. */
-template <class V, class Idx, int R>
+template <class V, class Idx, int R, class X>
 static void ell_dot_launch(const spk_cuda_state *cs, const spk_ell_dev *A, const Idx *Aj,
-                           const V *Av, const double *x, double *y, const spk_dot_sink *sink)
+                           const V *Av, const X *x, X *y, const spk_dot_sink *sink)
 {
     /* One resident wave, sized by the occupancy API (the kernel has no register cap: capped
      * at 32 it ran elasticity3d:40's CG at 85 us per iteration, uncapped at 72). Measured on
@@ -297,17 +302,17 @@ static void ell_dot_launch(const spk_cuda_state *cs, const spk_ell_dev *A, const
      * level) still 120.5 us against 112.5 for the wave, capped or not. nrows == 0 still runs
      * one block, so that the sum (0) lands in *sink->out. */
     const int64_t want = ((A->nrows + R - 1) / R + SPK_CUDA_BLOCK - 1) / SPK_CUDA_BLOCK;
-    int64_t cap = ell_dot_wave<V, Idx, R>(cs);
+    int64_t cap = ell_dot_wave<V, Idx, R, X>(cs);
     cap = cap < SPK_MAX_BLOCKS ? cap : SPK_MAX_BLOCKS;
     const unsigned grid = (unsigned)(want < 1 ? 1 : want < cap ? want : cap);
-    ell_dot_kernel<V, Idx, R><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->width,
-                                                                       Aj, Av, x, y, *sink);
+    ell_dot_kernel<V, Idx, R, X><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(A->nrows, A->width,
+                                                                          Aj, Av, x, y, *sink);
 }
 
-/* The index layout and the rows per thread of A, for values of type V. */
-template <class V>
+/* The index layout and the rows per thread of A, for values of type V and vectors of X. */
+template <class V, class X>
 static void ell_dot_dispatch(const spk_cuda_state *cs, const spk_ell_dev *A, const V *Av,
-                             const double *x, double *y, const spk_dot_sink *sink)
+                             const X *x, X *y, const spk_dot_sink *sink)
 {
     if constexpr (sizeof(V) == 4) {                    /* four rows a thread: fp32 only */
         if (A->rows == 4) {
@@ -339,6 +344,19 @@ spk_status spk_ell_dev_spmv_dot(spk_context *ctx, const spk_ell_dev *A, const do
         ell_dot_dispatch(cs, A, A->val32, x, y, sink);
     else
         ell_dot_dispatch(cs, A, A->val, x, y, sink);
+    return spk_cuda_launched(ctx, "ell_dot_kernel");
+}
+
+spk_status spk_ell_dev_spmv_dot32(spk_context *ctx, const spk_ell_dev *A, const float *x,
+                                  float *y, const spk_dot_sink *sink)
+{
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    if (!A->val32 && A->nrows * A->width > 0)        /* an empty layout holds no values */
+        return spk_fail(ctx, SPK_ERR_ARG, "ELL with fp32 vectors: the layout holds fp64 values");
+    ell_dot_dispatch(cs, A, A->val32, x, y, sink);
     return spk_cuda_launched(ctx, "ell_dot_kernel");
 }
 
@@ -659,6 +677,12 @@ static spk_status ell_spmv_dot(spk_context *ctx, const void *state, const double
     return spk_ell_dev_spmv_dot(ctx, &((const ell_cuda *)state)->dev, x, y, sink);
 }
 
+static spk_status ell_spmv_dot32(spk_context *ctx, const void *state, const float *x, float *y,
+                                 const spk_dot_sink *sink)
+{
+    return spk_ell_dev_spmv_dot32(ctx, &((const ell_cuda *)state)->dev, x, y, sink);
+}
+
 static spk_status ell_update(spk_context *ctx, void *state, const spk_csr *A)
 {
     ell_cuda *d = (ell_cuda *)state;
@@ -707,6 +731,7 @@ extern "C" const spk_spmv_backend spk_backend_ell32_cuda = {
     .fp32 = NULL,
     .setup_from = ell32_setup_from,
     .refill = ell32_refill,
+    .spmv_dot32 = ell_spmv_dot32,
 };
 
 extern "C" const spk_spmv_backend spk_backend_ell_cuda = {
@@ -722,4 +747,5 @@ extern "C" const spk_spmv_backend spk_backend_ell_cuda = {
     .fp32 = &spk_backend_ell32_cuda,
     .setup_from = NULL,              /* a twin's entries */
     .refill = NULL,
+    .spmv_dot32 = NULL,
 };

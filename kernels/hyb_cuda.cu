@@ -292,6 +292,7 @@ extern "C" const spk_spmv_backend spk_backend_hyb32_cuda = {
     .fp32 = NULL,
     .setup_from = hyb32_setup_from,
     .refill = hyb32_refill,
+    .spmv_dot32 = NULL,
 };
 
 extern "C" const spk_spmv_backend spk_backend_hyb_cuda = {
@@ -307,4 +308,5 @@ extern "C" const spk_spmv_backend spk_backend_hyb_cuda = {
     .fp32 = &spk_backend_hyb32_cuda,
     .setup_from = NULL,              /* a twin's entries */
     .refill = NULL,
+    .spmv_dot32 = NULL,
 };

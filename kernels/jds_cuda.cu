@@ -279,6 +279,7 @@ extern "C" const spk_spmv_backend spk_backend_jds32_cuda = {
     .fp32 = NULL,
     .setup_from = jds32_setup_from,
     .refill = jds32_refill,
+    .spmv_dot32 = NULL,
 };
 
 extern "C" const spk_spmv_backend spk_backend_jds_cuda = {
@@ -294,4 +295,5 @@ extern "C" const spk_spmv_backend spk_backend_jds_cuda = {
     .fp32 = &spk_backend_jds32_cuda,
     .setup_from = NULL,              /* a twin's entries */
     .refill = NULL,
+    .spmv_dot32 = NULL,
 };

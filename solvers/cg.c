@@ -54,6 +54,7 @@ typedef struct cg_run {
     double           *part, *x, *r, *p, *q;
     double           *z;             /* M^-1 r on the general path, else NULL               */
     const double     *dinv;          /* D^-1 on the diagonal path, else NULL                */
+    float            *x32, *r32, *p32, *q32, *d32;   /* spk_cg32's (d32: D^-1, or NULL)      */
     spk_cg_scalars    h[2];          /* read-backs, double-buffered                         */
     int64_t           recorded;      /* last iteration handed to history and monitor        */
 } cg_run;
@@ -155,24 +156,13 @@ static spk_status cg_workspace(cg_run *c)
     return st;
 }
 
-spk_status spk_cg(spk_krylov *k, const double *b, double *x)
+/* From r'r and r'z at the start (S's scalars put by the caller's start, c->h[0] zero but
+ * part): the stopping tests at iteration 0, then the batches of `step`, then the reason. */
+static spk_status cg_iterate(cg_run *c, spk_status (*step)(void *), double rr, double rz)
 {
-    if (k->ops->distributed)                         /* over ranks: one reduction a step */
-        return spk_cg_single(k, b, x);
+    spk_krylov *k = c->k;
     spk_result *res = k->res;
-    cg_run c;
-    memset(&c, 0, sizeof c);                         /* h[] zero: counters at 0 */
-    c.k = k;
-    c.x = x;
-    c.co = spk_cg_ops_for(k->ops->device);
-    c.dinv = spk_krylov_dinv(k);
-    if (!c.co)
-        return spk_fail(k->ctx, SPK_ERR_NOT_COMPILED, "CG on the %s: not in this build",
-                        spk_device_str(k->ops->device));
-    spk_status st = cg_workspace(&c);
-    double rr, rz;
-    if (st || (st = cg_start(&c, b, &rr, &rz)))
-        return st;
+    spk_status st;
     res->rnorm = sqrt(rr);
     if ((st = spk_stop_record(k, 0, 0, res->rnorm)))
         return st;
@@ -186,8 +176,8 @@ spk_status spk_cg(spk_krylov *k, const double *b, double *x)
         return SPK_OK;
     }
 
-    spk_cg_scalars *h = c.h;
-    h[0].part = c.part;
+    spk_cg_scalars *h = c->h;
+    h[0].part = c->part;
     h[0].thr = spk_stop_threshold(k->opt, res->bnorm);
     h[0].div_thr = spk_stop_dtol_threshold(k->opt, res->bnorm, res->rnorm);
     h[0].stag_window = k->opt->stagnation;
@@ -195,11 +185,11 @@ spk_status spk_cg(spk_krylov *k, const double *b, double *x)
     h[0].rz = rz;
     h[0].rr = rr;
     h[0].state = SPK_CG_RUN;
-    if ((st = k->ops->put(k->ctx, &h[0], sizeof h[0], c.S)))
+    if ((st = k->ops->put(k->ctx, &h[0], sizeof h[0], c->S)))
         return st;
 
     const spk_batch_method m = {
-        .self = &c, .step = cg_step, .take = cg_take, .dev_block = c.S, .bytes = sizeof *c.S,
+        .self = c, .step = step, .take = cg_take, .dev_block = c->S, .bytes = sizeof *c->S,
         .host = {&h[0], &h[1]}, .no_graph = !k->pc->graph_safe,
     };
     int last;
@@ -223,4 +213,100 @@ spk_status spk_cg(spk_krylov *k, const double *b, double *x)
         break;
     }
     return SPK_OK;
+}
+
+spk_status spk_cg(spk_krylov *k, const double *b, double *x)
+{
+    if (k->ops->distributed)                         /* over ranks: one reduction a step */
+        return spk_cg_single(k, b, x);
+    cg_run c;
+    memset(&c, 0, sizeof c);                         /* h[] zero: counters at 0 */
+    c.k = k;
+    c.x = x;
+    c.co = spk_cg_ops_for(k->ops->device);
+    c.dinv = spk_krylov_dinv(k);
+    if (!c.co)
+        return spk_fail(k->ctx, SPK_ERR_NOT_COMPILED, "CG on the %s: not in this build",
+                        spk_device_str(k->ops->device));
+    spk_status st = cg_workspace(&c);
+    double rr, rz;
+    if (st || (st = cg_start(&c, b, &rr, &rz)))
+        return st;
+    return cg_iterate(&c, cg_step, rr, rz);
+}
+
+/* ---- CG with fp32 vectors (the inner solve of a mixed solve, src/mixed.c) ----------------
+ * The same iteration on float vectors x, r, p, q (and D^-1 rounded to float): the operator's
+ * spmv_dot32 and the cg ops' r32 and xp32, every product and sum in fp64, each stored value
+ * rounded once. An iteration moves half the vector bytes of the fp64 loop (Jacobi: 10 floats
+ * a row beyond the SpMV against 10 doubles, the SpMV's x and y 4 bytes each). The recursive
+ * residual keeps falling past what the float vectors hold (the gap between it and b - A x
+ * grows as about 2^-24 ||A|| ||x|| a step); the caller, the mixed loop, measures each
+ * correction by the fp64 residual and aims the inner tolerance no lower than that allows. */
+
+int spk_cg32_ok(const spk_krylov *k)
+{
+    const spk_cg_ops *co = spk_cg_ops_for(k->ops->device);
+    return !k->ops->distributed && co && co->r32 && k->be->spmv_dot32 && k->a_scale == 1.0 &&
+           spk_krylov_pc_path(k) != SPK_PC_GENERAL && !k->ctx->tune.mixed_vec64;
+}
+
+/* The workspace's float vectors, each of n rounded up to 64 floats (256 bytes: every one
+ * 16-byte aligned for the steps' vector loads). */
+#define CG32_ALIGN 64
+
+static spk_status cg32_step(void *self)
+{
+    const cg_run *c = (const cg_run *)self;
+    spk_krylov *k = c->k;
+    spk_cg_scalars *S = c->S;
+    spk_dot_sink sink = {&S->state, &S->pq, &S->count[0], c->part};
+    spk_status st = k->be->spmv_dot32(k->ctx, k->state, c->p32, c->q32, &sink);
+    if (!st)
+        st = c->co->r32(k->ctx, k->n, S, c->q32, c->r32, c->d32);
+    if (!st)
+        st = c->co->xp32(k->ctx, k->n, S, c->x32, c->p32, c->r32, c->d32);
+    return st;
+}
+
+spk_status spk_cg32(spk_krylov *k, const double *b, double *x)
+{
+    if (!spk_cg32_ok(k))
+        return spk_fail(k->ctx, SPK_ERR_UNSUPPORTED, "CG with fp32 vectors: not for this operator "
+                        "(%s) or preconditioner", k->be->name);
+    cg_run c;
+    memset(&c, 0, sizeof c);
+    c.k = k;
+    c.x = x;
+    c.co = spk_cg_ops_for(k->ops->device);
+    const double *dinv = spk_krylov_dinv(k);
+    const int64_t n = k->n, m = (n + CG32_ALIGN - 1) / CG32_ALIGN * CG32_ALIGN;
+    const int64_t s_len = (int64_t)((sizeof(spk_cg_scalars) + sizeof(double) - 1) / sizeof(double));
+    double *sv = NULL, *fv = NULL;
+    spk_status st = spk_krylov_vec(k, SPK_WS_METHOD + 3, s_len, &sv);
+    if (!st)
+        st = spk_krylov_vec(k, SPK_WS_METHOD + 4, 2 * SPK_MAX_BLOCKS, &c.part);
+    if (!st)                                         /* x, r, p, q, D^-1: 5 m floats */
+        st = spk_krylov_vec(k, SPK_WS_METHOD + 6, 5 * m / 2 + 1, &fv);
+    if (st)
+        return st;
+    c.S = (spk_cg_scalars *)(void *)sv;
+    float *f = (float *)(void *)fv;
+    c.x32 = f;
+    c.r32 = f + m;
+    c.p32 = f + 2 * m;
+    c.q32 = f + 3 * m;
+    c.d32 = dinv ? f + 4 * m : NULL;
+    /* the scalars' counters at 0 and part set before begin32's sums land in S */
+    c.h[0].part = c.part;
+    spk_cg_scalars got;
+    if ((st = k->ops->put(k->ctx, &c.h[0], sizeof c.h[0], c.S)) ||
+        (st = c.co->begin32(k->ctx, n, c.S, b, dinv, c.x32, c.r32, c.p32, c.d32 ? c.d32 : c.x32)) ||
+        (st = k->ops->fetch(k->ctx, c.S, sizeof got, 0, &got)) ||
+        (st = k->ops->fetch_wait(k->ctx, 0)))
+        return st;
+    memset(&c.h[0], 0, sizeof c.h[0]);
+    st = cg_iterate(&c, cg32_step, got.rr, got.rz);
+    spk_status st2 = c.co->widen(k->ctx, n, c.x32, x);  /* the iterate reached, whatever ended it */
+    return st ? st : st2;
 }

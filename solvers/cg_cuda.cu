@@ -221,11 +221,202 @@ static spk_status c_xp(spk_context *ctx, int64_t n, spk_cg_scalars *S, double *x
     return spk_cuda_launched(ctx, "cg_xp_kernel");
 }
 
+/* ---- fp32 vectors (spk_cg32; solvers/cg_cpu.c's h_*32 are the specification): the r and
+ * xp steps on float storage, each value widened on its load and rounded once on its store,
+ * the sums in fp64. 16-byte loads of four floats where the vectors allow (the workspace's
+ * are 256-byte aligned), else one at a time; the last n % 4 elements by the first threads of
+ * the grid. Traffic: r 4 floats a row, xp 6 (with Jacobi): half the fp64 steps' bytes. */
+
+__device__ __forceinline__ void cg_r32_one(float &r, float q, float d, double alpha,
+                                           double (&s)[2])
+{
+    const double ri = (double)(float)((double)r - alpha * (double)q);
+    r = (float)ri;
+    s[0] += ri * ri;
+    s[1] += ri * ((double)d * ri);
+}
+
+template <bool V4>
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK, SPK_CG_STEP_BLOCKS_PER_SM)
+cg_r32_kernel(int64_t n, spk_cg_scalars *S, const float *__restrict__ q, float *__restrict__ r,
+              const float *__restrict__ dinv)
+{
+    if (S->state != SPK_CG_RUN)
+        return;
+    double alpha;
+    const int ok = spk_cg_alpha(S, &alpha);
+    double s[2] = {0.0, 0.0};
+    if (ok) {
+        int64_t done = 0;
+        if (V4) {
+            const float4 *q4 = reinterpret_cast<const float4 *>(q);
+            const float4 *d4 = reinterpret_cast<const float4 *>(dinv);
+            float4 *r4 = reinterpret_cast<float4 *>(r);
+            SPK_GRID_STRIDE(j, n >> 2) {
+                const float4 qv = q4[j];
+                float4 rv = r4[j];
+                const float4 dv = dinv ? d4[j] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+                cg_r32_one(rv.x, qv.x, dv.x, alpha, s);
+                cg_r32_one(rv.y, qv.y, dv.y, alpha, s);
+                cg_r32_one(rv.z, qv.z, dv.z, alpha, s);
+                cg_r32_one(rv.w, qv.w, dv.w, alpha, s);
+                r4[j] = rv;
+            }
+            done = n & ~(int64_t)3;
+        }
+        for (int64_t i = done + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+             i += (int64_t)gridDim.x * blockDim.x)
+            cg_r32_one(r[i], q[i], dinv ? dinv[i] : 1.0f, alpha, s);
+    }
+    if (spk_last_block_sum<2>(s, S->part, &S->count[CNT_R]) && threadIdx.x == 0)
+        spk_cg_after_r(S, ok, alpha, s[0], dinv ? s[1] : s[0]);
+}
+
+__device__ __forceinline__ void cg_xp32_one(float &x, float &p, float r, float d, double alpha,
+                                            double beta, bool last)
+{
+    const double pi = (double)p;
+    x = (float)((double)x + alpha * pi);
+    if (!last)
+        p = (float)((double)d * (double)r + beta * pi);
+}
+
+template <bool V4>
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK, SPK_CG_STEP_BLOCKS_PER_SM)
+cg_xp32_kernel(int64_t n, spk_cg_scalars *S, float *__restrict__ x, float *__restrict__ p,
+               const float *__restrict__ r, const float *__restrict__ dinv)
+{
+    const int32_t state = S->state;
+    if (state == SPK_CG_DONE)
+        return;
+    const bool last = state == SPK_CG_LAST;
+    const double alpha = S->alpha, beta = last ? 0.0 : spk_cg_beta(S);
+    int64_t done = 0;
+    if (V4) {
+        float4 *x4 = reinterpret_cast<float4 *>(x), *p4 = reinterpret_cast<float4 *>(p);
+        const float4 *r4 = reinterpret_cast<const float4 *>(r);
+        const float4 *d4 = reinterpret_cast<const float4 *>(dinv);
+        SPK_GRID_STRIDE(j, n >> 2) {
+            float4 xv = x4[j], pv = p4[j];
+            const float4 rv = last ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : r4[j];
+            const float4 dv = dinv && !last ? d4[j] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+            cg_xp32_one(xv.x, pv.x, rv.x, dv.x, alpha, beta, last);
+            cg_xp32_one(xv.y, pv.y, rv.y, dv.y, alpha, beta, last);
+            cg_xp32_one(xv.z, pv.z, rv.z, dv.z, alpha, beta, last);
+            cg_xp32_one(xv.w, pv.w, rv.w, dv.w, alpha, beta, last);
+            x4[j] = xv;
+            if (!last)
+                p4[j] = pv;
+        }
+        done = n & ~(int64_t)3;
+    }
+    for (int64_t i = done + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        cg_xp32_one(x[i], p[i], r[i], dinv ? dinv[i] : 1.0f, alpha, beta, last);
+    double none[1] = {0.0};
+    if (spk_last_block_sum<1>(none, S->part + SPK_MAX_BLOCKS, &S->count[CNT_XP]) &&
+        threadIdx.x == 0)
+        spk_cg_after_xp(S, last);
+}
+
+/* The start: x = 0, r = fl(b), dinv32 = fl(dinv), p = dinv32 .* r; r'r and r'p into S (the
+ * general path's counter: that path never runs with fp32 vectors). */
+__global__ void SPK_RESIDENT_BOUNDS
+cg_begin32_kernel(int64_t n, spk_cg_scalars *S, const double *__restrict__ b,
+                  const double *__restrict__ dinv, float *__restrict__ x, float *__restrict__ r,
+                  float *__restrict__ p, float *__restrict__ dinv32)
+{
+    double s[2] = {0.0, 0.0};
+    SPK_GRID_STRIDE(i, n) {
+        const float ri = (float)b[i];
+        float pi = ri;
+        if (dinv) {
+            const float di = (float)dinv[i];
+            dinv32[i] = di;
+            pi = (float)((double)di * (double)ri);
+        }
+        x[i] = 0.0f;
+        r[i] = ri;
+        p[i] = pi;
+        s[0] += (double)ri * (double)ri;
+        s[1] += (double)ri * (double)pi;
+    }
+    if (spk_last_block_sum<2>(s, S->part, &S->count[CNT_RZ]) && threadIdx.x == 0) {
+        S->rr = s[0];
+        S->rz = s[1];
+    }
+}
+
+__global__ void cg_widen_kernel(int64_t n, const float *__restrict__ x, double *__restrict__ y)
+{
+    SPK_GRID_STRIDE(i, n)
+        y[i] = (double)x[i];
+}
+
+static spk_status c_begin32(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *b,
+                            const double *dinv, float *x, float *r, float *p, float *dinv32)
+{
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    cg_begin32_kernel<<<spk_cuda_red_grid(cs, n, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
+                        cs->stream>>>(n, S, b, dinv, x, r, p, dinv32);
+    return spk_cuda_launched(ctx, "cg_begin32_kernel");
+}
+
+static spk_status c_r32(spk_context *ctx, int64_t n, spk_cg_scalars *S, const float *q,
+                        float *r, const float *dinv)
+{
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    if (aligned16(q, r, dinv, NULL))
+        cg_r32_kernel<true><<<step_grid(cs, n / 4), SPK_CUDA_BLOCK, 0, cs->stream>>>(n, S, q, r,
+                                                                                   dinv);
+    else
+        cg_r32_kernel<false><<<step_grid(cs, n), SPK_CUDA_BLOCK, 0, cs->stream>>>(n, S, q, r,
+                                                                                dinv);
+    return spk_cuda_launched(ctx, "cg_r32_kernel");
+}
+
+static spk_status c_xp32(spk_context *ctx, int64_t n, spk_cg_scalars *S, float *x, float *p,
+                         const float *r, const float *dinv)
+{
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    if (aligned16(x, p, r, dinv))
+        cg_xp32_kernel<true><<<step_grid(cs, n / 4), SPK_CUDA_BLOCK, 0, cs->stream>>>(n, S, x, p,
+                                                                                    r, dinv);
+    else
+        cg_xp32_kernel<false><<<step_grid(cs, n), SPK_CUDA_BLOCK, 0, cs->stream>>>(n, S, x, p, r,
+                                                                                 dinv);
+    return spk_cuda_launched(ctx, "cg_xp32_kernel");
+}
+
+static spk_status c_widen(spk_context *ctx, int64_t n, const float *x, double *y)
+{
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st || n == 0)
+        return st;
+    cg_widen_kernel<<<spk_cuda_grid(cs, n, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0, cs->stream>>>(n, x,
+                                                                                           y);
+    return spk_cuda_launched(ctx, "cg_widen_kernel");
+}
+
 static const spk_cg_ops cuda_cg_ops = {
     .device = SPK_DEVICE_CUDA,
     .r = c_r,
     .rz = c_rz,
     .xp = c_xp,
+    .begin32 = c_begin32,
+    .r32 = c_r32,
+    .xp32 = c_xp32,
+    .widen = c_widen,
 };
 
 extern "C" const spk_cg_ops *spk_cg_ops_cuda(void) { return &cuda_cg_ops; }

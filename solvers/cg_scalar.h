@@ -152,6 +152,20 @@ typedef struct spk_cg_ops {
      * z + beta p); spk_cg_after_xp. z is r on the fused paths. */
     spk_status (*xp)(spk_context *ctx, int64_t n, spk_cg_scalars *S, double *x, double *p,
                      const double *z, const double *dinv);
+    /* ---- CG with fp32 vectors (spk_cg32, the inner solve of a mixed solve): the vectors
+     * stored in float, every product and sum formed in fp64 and rounded once on its store.
+     * The steps of the fused paths (M = I or diagonal) only. */
+    /* x = 0, r = fl(b), dinv32 = fl(dinv), p = dinv32 .* r (dinv NULL: p = r, dinv32 unused);
+     * S->rr = r'r and S->rz = r'p over the stored values (S->part set). */
+    spk_status (*begin32)(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *b,
+                          const double *dinv, float *x, float *r, float *p, float *dinv32);
+    /* r and xp above on float vectors: the same scalar steps, the same order of the sums. */
+    spk_status (*r32)(spk_context *ctx, int64_t n, spk_cg_scalars *S, const float *q, float *r,
+                      const float *dinv);
+    spk_status (*xp32)(spk_context *ctx, int64_t n, spk_cg_scalars *S, float *x, float *p,
+                       const float *r, const float *dinv);
+    /* y = x widened (exact) */
+    spk_status (*widen)(spk_context *ctx, int64_t n, const float *x, double *y);
 } spk_cg_ops;
 
 const spk_cg_ops *spk_cg_ops_cpu(void);

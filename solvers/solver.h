@@ -80,6 +80,11 @@ void spk_krylov_free(spk_krylov *k);
 /* The methods. b, x are device vectors of length n; x holds the initial guess. On return
  * res->reason, res->iterations and res->rnorm are set. The status is for failures only. */
 spk_status spk_cg(spk_krylov *k, const double *b, double *x);
+/* CG with its vectors stored in fp32 (solvers/cg.c), from x = 0, for the inner solves of a
+ * mixed solve: where spk_cg32_ok says so (an operator with spmv_dot32, M = I or diagonal, one
+ * device, no scaling, not SPK_MIXED_VECTORS=fp64). x (fp64) receives the iterate reached. */
+spk_status spk_cg32(spk_krylov *k, const double *b, double *x);
+int spk_cg32_ok(const spk_krylov *k);
 spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x);
 spk_status spk_gmres(spk_krylov *k, const double *b, double *x);
 spk_status spk_fgmres(spk_krylov *k, const double *b, double *x);   /* solvers/gmres.c */

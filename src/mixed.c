@@ -3,8 +3,11 @@
  * refinement methods for linear systems", 2010). The method's SpMV reads A32 = fl32(A) in the
  * layout of A's own format, through the fp32 twin of A's backend row (spk_spmv_backend.fp32:
  * 4 bytes a DIA slot in place of 8, 8 an ELL slot or a CSR entry in place of 12); the
- * vectors, reductions and the preconditioner (built from the fp64 A) stay fp64. Around it,
- * with the fp64 A:
+ * reductions and the preconditioner (built from the fp64 A) stay fp64. The inner vectors are
+ * fp64, except for CG with no or a diagonal M on a twin with spmv_dot32 (ELL and BSR on a
+ * GPU, csr32-cpu): there the inner solve is spk_cg32, its vectors stored in float (each
+ * product and sum still formed in fp64), which halves the bytes of the iteration's vector
+ * steps and of the SpMV's x and y. Around it, with the fp64 A:
  *
  *     r = b - A x;  until ||r|| <= max(rtol ||b||, atol):
  *         solve A32 d = r from d = 0 to max(1e-6, 0.5 thr / ||r||) relative;  x += d;
@@ -31,6 +34,14 @@
 #define MIXED_MIN_GAIN 2.0
 /* More steps than this: the fp32 operator is too far from A to be worth it. */
 #define MIXED_MAX_STEPS 20
+/* The inner tolerance's floor with fp32 vectors (spk_cg32): the recursive residual of float
+ * vectors drifts from A32 d - r by some 2^-24 ||A|| ||d|| a step, so past what they hold an
+ * inner solve spends iterations that the fp64 residual does not see, and how far they hold
+ * depends on b. Measured, CG + Jacobi on poisson3d:150, rtol 1e-8, csr32-cpu (iterations;
+ * double 387 and 518, fp64 vectors 421 and 568): with b = A x_rand, floor 1e-6 421, 3e-6
+ * 426, 1e-5 465, 3e-5 497; with b uniform in [0, 1) (smooth), 1e-6 672, 3e-6 650, 1e-5 620
+ * (3 steps). 3e-6 is the least total over the two. */
+#define MIXED_INNER_RTOL32 3e-6
 
 /* The first entry, in row order, that fp32 cannot hold to its relative precision. */
 static int mixed_values_fit(const spk_csr *A, char *why, size_t len)
@@ -144,6 +155,7 @@ typedef struct mixed_run {
     const spk_spmv_backend *be;
     const void             *state;
     int64_t                 maxiter, used, steps;
+    int                     vec32;   /* the inner solves are spk_cg32's (fp32 vectors)      */
 } mixed_run;
 
 /* fn on `sub` (a result of its own: bnorm = the norm of its right-hand side) from x, with
@@ -161,7 +173,7 @@ static spk_status mixed_inner(mixed_run *w, const spk_spmv_backend *be, const vo
     k->outer = w->res;
     k->it_base = w->used;
     k->step = w->steps + 1;
-    spk_status st = w->fn(k, rhs, x);
+    spk_status st = be == w->m->be && w->vec32 ? spk_cg32(k, rhs, x) : w->fn(k, rhs, x);
     k->be = w->be;
     k->state = w->state;
     k->opt = w->opt;
@@ -240,6 +252,12 @@ spk_status spk_mixed_solve(spk_krylov *k, const spk_mixed *m, spk_method_fn fn, 
                    .state = k->state, .maxiter = k->maxiter};
     spk_result *res = w.res;
     const double thr = spk_stop_threshold(k->opt, res->bnorm);
+    if (fn == spk_cg) {                              /* spk_cg32_ok reads the operator */
+        k->be = m->be;
+        w.vec32 = spk_cg32_ok(k);
+        k->be = w.be;
+    }
+    const double inner_floor = w.vec32 ? MIXED_INNER_RTOL32 : MIXED_INNER_RTOL;
     double *r, *d, rn = 0.0, prev = INFINITY;
     spk_reason stop = SPK_REASON_NONE;
     spk_status st = spk_krylov_vec(k, SPK_WS_MIX_R, n, &r);
@@ -279,7 +297,7 @@ spk_status spk_mixed_solve(spk_krylov *k, const spk_mixed *m, spk_method_fn fn, 
         /* A32 d = r from d = 0, the last step aiming just below the threshold */
         spk_options o = *w.opt;
         o.atol = 0.0;
-        o.rtol = 0.5 * thr / rn > MIXED_INNER_RTOL ? 0.5 * thr / rn : MIXED_INNER_RTOL;
+        o.rtol = 0.5 * thr / rn > inner_floor ? 0.5 * thr / rn : inner_floor;
         spk_result sub;
         memset(&sub, 0, sizeof sub);
         sub.bnorm = rn;
@@ -305,7 +323,8 @@ spk_status spk_mixed_solve(spk_krylov *k, const spk_mixed *m, spk_method_fn fn, 
     }
     if (!st && !res->precision_reason[0])
         snprintf(res->precision_reason, sizeof res->precision_reason, "mixed: %lld refinement "
-                 "step%s in fp64 around %s on fp32 values (%s)", (long long)w.steps,
-                 w.steps == 1 ? "" : "s", spk_method_str(res->method), m->be->name);
+                 "step%s in fp64 around %s on fp32 values%s (%s)", (long long)w.steps,
+                 w.steps == 1 ? "" : "s", spk_method_str(res->method),
+                 w.vec32 ? " and vectors" : "", m->be->name);
     return st;
 }

@@ -39,6 +39,8 @@ typedef struct spk_tuning {
                             buffers, staged); 2 (direct): and those buffers handed to MPI
                             itself, as a CUDA-aware MPI gets a GPU rank's                     */
     double host_memory;  /* SPK_HOST_MEMORY: bytes the process may commit, 0: the machine's   */
+    int    mixed_vec64;  /* SPK_MIXED_VECTORS=fp64: a mixed solve's inner CG keeps its vectors
+                            in fp64 even where its operator has fp32 vectors (spmv_dot32)      */
 } spk_tuning;
 /* The knobs from the environment; SPK_ERR_ARG (message on ctx) for a value a knob does not
  * take. spk_context_create calls it; a test that changes a variable calls it again. */
@@ -431,6 +433,13 @@ typedef struct spk_spmv_backend {
      * twin's update and update_device still take values from A, as setup's do. */
     spk_status (*setup_from)(spk_context *ctx, const void *row, void **state, int *fits);
     spk_status (*refill)(spk_context *ctx, void *state, const void *row, int *fits);
+    /* Optional, an fp32 twin's (the inner CG of a mixed solve with fp32 vectors, src/mixed.c):
+     * y = A x with x and y stored in float, each row's sum formed in fp64 from (double)a_ij *
+     * (double)x_j in the order of spmv_dot's and rounded once into y, and sink->out = x'y in
+     * fp64 over the rounded y; skipped as spmv_dot is. 4 bytes of x and y a row in place of 8:
+     * the rest of the row's traffic is its values and indices. */
+    spk_status (*spmv_dot32)(spk_context *ctx, const void *state, const float *x, float *y,
+                             const struct spk_dot_sink *sink);
 } spk_spmv_backend;
 
 /* The registry (kernels/backends.c): the backend for (format, device), or NULL. A backend of a

@@ -381,6 +381,9 @@ static void check_updates(case_ *c)
  * as the twin of setup on the same values; refill after the row's update follows it and
  * allocates nothing; a value out of fp32's range is reported (fits 0); a twin's own state is
  * refused as a row. */
+static void check_spmv_dot32(const spk_spmv_backend *tw, const void *s32, const spk_csr *A,
+                             const char *mname);
+
 static void check_from_row(const case_ *c)
 {
     const spk_spmv_backend *tw = c->tw;
@@ -395,6 +398,7 @@ static void check_from_row(const case_ *c)
     check_products(&f, 0);
     check_products(&f, 1);
     check_spmv_dot(&f);
+    check_spmv_dot32(tw, f.s32, f.A, f.mname);
     void *twice = NULL;
     T_CHECK(tw->setup_from(ctx, f.s32, &twice, &fits) == SPK_ERR_ARG && !twice,
             "%s: setup_from took a twin's state as its row's", tw->name);
@@ -420,6 +424,61 @@ static void check_from_row(const case_ *c)
     T_CHECK(c->be->update(ctx, c->s64, c->A) == SPK_OK, "%s: A's values back", c->be->name);
     tw->destroy(f.s32);
     spk_csr_free(&B);
+}
+
+/* spmv_dot32 (the ELL and BSR twins on a GPU, csr32-cpu): x and y in float. y against the
+ * twin's fp64-vector product on the same float x, rounded once (the same bits on the CPU,
+ * within an ulp and GPU_TOL on a GPU); x'y over the rounded y to 1e-12 of sum |x_i y_i|, the
+ * same bits twice; nothing written under skip. */
+static void check_spmv_dot32(const spk_spmv_backend *tw, const void *s32, const spk_csr *A,
+                             const char *mname)
+{
+    const int64_t n = A->nrows;
+    if (!tw->spmv_dot32 || n != A->ncols)
+        return;
+    float *x32 = calloc((size_t)n + 1, sizeof *x32), *y32 = calloc((size_t)n + 1, sizeof *y32);
+    double *x = host_random(n, 41), *zero = calloc((size_t)n + 1, sizeof *zero),
+           *ref = malloc(((size_t)n + 1) * sizeof *ref);
+    for (int64_t i = 0; i < n; i++) {
+        x32[i] = (float)(x[i] - 0.5);
+        x[i] = (double)x32[i];
+        y32[i] = NAN;
+    }
+    const double poison = -12345.0;
+    double out[2] = {NAN, NAN}, out_skip = NAN;
+    spk_status st = product(tw, s32, A, 1.0, x, 0.0, zero, ref);
+    if (!st)
+        st = t_spmv_dot32(ctx, tw, s32, n, x32, y32, out, poison, &out_skip);
+    T_CHECK(st == SPK_OK, "%s spmv_dot32 on %s: %s", tw->name, mname, spk_last_error(ctx));
+    if (!st) {
+        double want = 0.0, scale = 0.0, yscale = 0.0;
+        int bad = 0;
+        for (int64_t i = 0; i < n; i++)
+            yscale = fabs(ref[i]) > yscale ? fabs(ref[i]) : yscale;
+        for (int64_t i = 0; i < n && !bad; i++) {
+            const float r32 = (float)ref[i];
+            if (dev == SPK_DEVICE_CPU)
+                bad = memcmp(&y32[i], &r32, sizeof r32) != 0;
+            else
+                bad = !(fabs((double)y32[i] - ref[i]) <= 0x1p-23 * fabs(ref[i]) + GPU_TOL * yscale);
+            if (bad)
+                T_CHECK(0, "%s spmv_dot32 on %s: y[%lld] = %.9g, the fp64-vector product %.17g",
+                        tw->name, mname, (long long)i, (double)y32[i], ref[i]);
+            want += (double)x32[i] * (double)y32[i];
+            scale += fabs((double)x32[i] * (double)y32[i]);
+        }
+        T_CHECK(fabs(out[0] - want) <= 1e-12 * (scale > 0.0 ? scale : 1.0),
+                "%s spmv_dot32 on %s: x'y = %.17g, from y %.17g", tw->name, mname, out[0], want);
+        T_CHECK(memcmp(&out[0], &out[1], sizeof out[0]) == 0, "%s spmv_dot32 on %s: two calls "
+                "gave %.17g and %.17g", tw->name, mname, out[0], out[1]);
+        T_CHECK(out_skip == poison, "%s spmv_dot32 on %s: wrote out with skip set", tw->name,
+                mname);
+    }
+    free(x32);
+    free(y32);
+    free(x);
+    free(zero);
+    free(ref);
 }
 
 /* ---- each twin ------------------------------------------------------------------------- */
@@ -468,6 +527,7 @@ static void check_twin_on(const spk_spmv_backend *be, const char *mname, const s
             check_products(&c, 0);
             check_products(&c, 1);
             check_spmv_dot(&c);
+            check_spmv_dot32(c.tw, c.s32, c.A, mname);
             check_dia_kernels(&c);
             check_updates(&c);
             if (c.tw->setup_from)

@@ -707,6 +707,73 @@ static void test_relayout(void)
     free(val);
 }
 
+/* CG's inner solves with fp32 vectors (spk_cg32): where the operator has spmv_dot32 (csr32-cpu;
+ * ell32-cuda and bsr32-cuda) and M is none or Jacobi, precision_reason says "and vectors",
+ * the answer meets rtol against the fp64 A, the iterations stay within 1.3x (+ 10) of the
+ * fp64-vector loop's (SPK_MIXED_VECTORS=fp64, here ctx->tune.mixed_vec64), and a second solve
+ * allocates nothing. A general M (Chebyshev) keeps fp64 vectors. */
+static void vec32_case(const char *what, spk_format fmt, spk_precond pc)
+{
+    spk_matrix *A = t_matrix(ctx, what);
+    const int64_t n = A->csr.nrows;
+    double *b = t_rand_vec(n, 7), *x = calloc((size_t)n, sizeof *x);
+    spk_options o;
+    set_opt(&o, SPK_METHOD_CG, pc, 1e-9, SPK_PRECISION_MIXED);
+    o.format = fmt;
+    spk_result r32, r64;
+    int64_t its[2] = {0, 0};
+    for (int v = 0; v < 2; v++) {
+        ctx->tune.mixed_vec64 = v;
+        spk_solver *S = NULL;
+        spk_result *r = v ? &r64 : &r32;
+        T_CHECK(spk_solver_create(ctx, A, &o, &S) == SPK_OK, "%s: %s", what, spk_last_error(ctx));
+        if (!S)
+            continue;
+        memset(x, 0, (size_t)n * sizeof *x);
+        T_CHECK(spk_solver_solve(S, b, x, r) == SPK_OK, "%s: %s", what, spk_last_error(ctx));
+        const double tr = t_true_rel(A, b, x);
+        T_CHECK(r->reason > 0 && tr <= 1e-9 && r->precision == SPK_PRECISION_MIXED, "%s %s %s: %s, "
+                "true rel %.2e: %s", what, spk_format_str(fmt), v ? "fp64 vectors" : "fp32 vectors",
+                spk_reason_str(r->reason), tr, r->precision_reason);
+        const int want32 = !v && pc != SPK_PRECOND_CHEBYSHEV;
+        T_CHECK((strstr(r->precision_reason, "and vectors") != NULL) == want32, "%s %s %s: %s",
+                what, spk_format_str(fmt), spk_precond_str(pc), r->precision_reason);
+        its[v] = r->iterations;
+        const uint64_t before = spk_context_alloc_count(ctx);
+        memset(x, 0, (size_t)n * sizeof *x);
+        T_CHECK(spk_solver_solve(S, b, x, r) == SPK_OK && r->reason > 0 &&
+                spk_context_alloc_count(ctx) == before, "%s: a second solve allocated %llu times",
+                what, (unsigned long long)(spk_context_alloc_count(ctx) - before));
+        spk_solver_destroy(S);
+    }
+    ctx->tune.mixed_vec64 = 0;
+    T_CHECK(its[0] <= 1.3 * its[1] + 10 && its[1] <= 1.3 * its[0] + 10, "%s %s: %lld iterations "
+            "with fp32 vectors, %lld with fp64 ones", what, spk_format_str(fmt),
+            (long long)its[0], (long long)its[1]);
+    printf("  %-14s %-4s %-7s fp32 vectors %4lld its (%s), fp64 vectors %4lld its\n", what,
+           spk_format_str(fmt), spk_precond_str(pc), (long long)its[0], r32.precision_reason,
+           (long long)its[1]);
+    spk_matrix_destroy(A);
+    free(b);
+    free(x);
+}
+
+static void test_vectors32(void)
+{
+    if (dev == SPK_DEVICE_CPU) {
+        vec32_case("poisson3d:20", SPK_FMT_CSR, SPK_PRECOND_JACOBI);
+        vec32_case("poisson3d:20", SPK_FMT_CSR, SPK_PRECOND_NONE);
+        vec32_case("bcsstk09.mtx", SPK_FMT_CSR, SPK_PRECOND_JACOBI);
+        vec32_case("poisson3d:20", SPK_FMT_CSR, SPK_PRECOND_CHEBYSHEV);
+    } else {
+        vec32_case("poisson3d:21", SPK_FMT_ELL, SPK_PRECOND_JACOBI);
+        vec32_case("poisson3d:21", SPK_FMT_ELL, SPK_PRECOND_NONE);
+        vec32_case("bcsstk09.mtx", SPK_FMT_ELL, SPK_PRECOND_JACOBI);
+        vec32_case("lame3d:7", SPK_FMT_BSR, SPK_PRECOND_JACOBI);
+        vec32_case("poisson3d:20", SPK_FMT_ELL, SPK_PRECOND_CHEBYSHEV);
+    }
+}
+
 int main(int argc, char **argv)
 {
     dev = t_device_from_args(argc, argv);
@@ -724,6 +791,7 @@ int main(int argc, char **argv)
     test_twin_named();
     test_auto();
     test_relayout();
+    test_vectors32();
     spk_context_destroy(ctx);
     return t_done("test_mixed");
 }

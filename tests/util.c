@@ -232,17 +232,23 @@ int t_generate_under_failures(spk_context *ctx, const char *spec)
     return 0;
 }
 
-spk_status t_spmv_dot(spk_context *ctx, const spk_spmv_backend *be, const void *state,
-                      int64_t n, const double *x, double *y, double out[2], double poison,
-                      double *out_skip)
+/* t_spmv_dot and t_spmv_dot32: x and y of n elements of `elem` bytes (8: spmv_dot, 4:
+ * spmv_dot32), moved as the doubles that hold them. */
+static spk_status spmv_dot_run(spk_context *ctx, const spk_spmv_backend *be, const void *state,
+                               int64_t n, size_t elem, const void *x, void *y, double out[2],
+                               double poison, double *out_skip)
 {
     const spk_vec_ops *ops = spk_vec_ops_for(spk_context_device(ctx));
+    const int64_t nd = elem == sizeof(double) ? n : n / 2 + 1;   /* doubles holding n elements */
+    double *hx = calloc((size_t)nd + 1, sizeof *hx), *hy = calloc((size_t)nd + 1, sizeof *hy);
+    memcpy(hx, x, (size_t)n * elem);
+    memcpy(hy, y, (size_t)n * elem);
     /* device: x, y, out, the counter (a zeroed double holds the uint32), partials, skip */
     double *d_x = NULL, *d_y = NULL, *d_out = NULL, *d_count = NULL, *d_part = NULL,
            *d_skip = NULL;
-    spk_status st = ops->alloc(ctx, n ? n : 1, &d_x);
+    spk_status st = ops->alloc(ctx, nd ? nd : 1, &d_x);
     if (!st)
-        st = ops->alloc(ctx, n ? n : 1, &d_y);
+        st = ops->alloc(ctx, nd ? nd : 1, &d_y);
     if (!st)
         st = ops->alloc(ctx, 1, &d_out);
     if (!st)
@@ -251,18 +257,23 @@ spk_status t_spmv_dot(spk_context *ctx, const spk_spmv_backend *be, const void *
         st = ops->alloc(ctx, SPK_MAX_BLOCKS, &d_part);
     if (!st)
         st = ops->alloc(ctx, 1, &d_skip);
-    if (!st && n)
-        st = ops->upload(ctx, n, x, d_x);
-    if (!st && n)
-        st = ops->upload(ctx, n, y, d_y);                     /* the caller's NaN: all written */
+    if (!st && nd)
+        st = ops->upload(ctx, nd, hx, d_x);
+    if (!st && nd)
+        st = ops->upload(ctx, nd, hy, d_y);                   /* the caller's NaN: all written */
     spk_dot_sink sink = {NULL, d_out, (uint32_t *)d_count, d_part};
+    /* one call of the product the element size names */
+#define T_DOT_CALL()                                                                           \
+    (elem == sizeof(double)                                                                    \
+         ? be->spmv_dot(ctx, state, d_x, d_y, &sink)                                           \
+         : be->spmv_dot32(ctx, state, (const float *)(void *)d_x, (float *)(void *)d_y, &sink))
     for (int k = 0; k < 2 && !st; k++) {
-        st = be->spmv_dot(ctx, state, d_x, d_y, &sink);
+        st = T_DOT_CALL();
         if (!st)
             st = ops->download(ctx, 1, d_out, &out[k]);
     }
-    if (!st && n)
-        st = ops->download(ctx, n, d_y, y);
+    if (!st && nd)
+        st = ops->download(ctx, nd, d_y, hy);
     if (!st) {                                  /* skip set: out may not change */
         int32_t one[2] = {1, 1};
         double skip_host;
@@ -272,17 +283,36 @@ spk_status t_spmv_dot(spk_context *ctx, const spk_spmv_backend *be, const void *
         if (!st)
             st = ops->upload(ctx, 1, &poison, d_out);
         if (!st)
-            st = be->spmv_dot(ctx, state, d_x, d_y, &sink);
+            st = T_DOT_CALL();
         if (!st)
             st = ops->download(ctx, 1, d_out, out_skip);
     }
+#undef T_DOT_CALL
     if (!st)
         st = ops->sync(ctx);
+    if (!st)
+        memcpy(y, hy, (size_t)n * elem);
     ops->free(ctx, d_x);
     ops->free(ctx, d_y);
     ops->free(ctx, d_out);
     ops->free(ctx, d_count);
     ops->free(ctx, d_part);
     ops->free(ctx, d_skip);
+    free(hx);
+    free(hy);
     return st;
+}
+
+spk_status t_spmv_dot(spk_context *ctx, const spk_spmv_backend *be, const void *state,
+                      int64_t n, const double *x, double *y, double out[2], double poison,
+                      double *out_skip)
+{
+    return spmv_dot_run(ctx, be, state, n, sizeof(double), x, y, out, poison, out_skip);
+}
+
+spk_status t_spmv_dot32(spk_context *ctx, const spk_spmv_backend *be, const void *state,
+                        int64_t n, const float *x, float *y, double out[2], double poison,
+                        double *out_skip)
+{
+    return spmv_dot_run(ctx, be, state, n, sizeof(float), x, y, out, poison, out_skip);
 }

@@ -85,5 +85,9 @@ void t_read_csr(spk_context *ctx, const char *name, spk_csr *out);
 spk_status t_spmv_dot(spk_context *ctx, const spk_spmv_backend *be, const void *state,
                       int64_t n, const double *x, double *y, double out[2], double poison,
                       double *out_skip);
+/* The same with be->spmv_dot32 on float x and y. */
+spk_status t_spmv_dot32(spk_context *ctx, const spk_spmv_backend *be, const void *state,
+                        int64_t n, const float *x, float *y, double out[2], double poison,
+                        double *out_skip);
 
 #endif
