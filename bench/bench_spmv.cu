@@ -42,8 +42,10 @@
  * --inputs adds every square coordinate .mtx of DIR, real, integer or pattern; a pattern's values
  * are 1, or seeded random with --pattern-values random, and its name says which. --fp32 adds each spk format's fp32
  * twin (spk_spmv_backend.fp32, the operator of mixed precision) after its fp64 row, checked to
- * MAX_REL_ERR_FP32, and a line per format with the two times; the choices and ratios above
- * stay the fp64 rows'. Exit codes: bench_util.h. */
+ * MAX_REL_ERR_FP32, and a line per format with the two times; where the twin has spmv_dot32
+ * (CG's q = A p, p'q on fp32 vectors, mixed precision's inner CG), a second line times it
+ * against the fp64 row's spmv_dot. The choices and ratios above stay the fp64 rows'. Exit
+ * codes: bench_util.h. */
 #include "bench_util.h"
 
 #include <dirent.h>
@@ -86,6 +88,9 @@ typedef struct row {
     row_state   state;
     char        note[320];           /* why refused, skipped or failed; preprocess notes       */
     double      us, setup_ms, err;
+    /* --fp32, CG's fused q = A p, p'q: the fp64 row's spmv_dot (dot_us, on fp64 x and y) and the
+     * twin's spmv_dot32 (dot_us, on fp32 x and y, checked to MAX_REL_ERR_FP32); NAN if none */
+    double      dot_us;
     int         fail;                /* the check against the reference failed                 */
 } row;
 
@@ -128,6 +133,9 @@ typedef struct mrun {
     double *x, *yref, *y;            /* host                                                    */
     double *d_x, *d_y;               /* device (spk vector ops)                                 */
     double yref_max;
+    /* --fp32: x rounded to float and a float y on the device (doubles holding the floats), and
+     * a dot sink's out, counter and partials */
+    double *d_x32, *d_y32, *d_out, *d_count, *d_part;
 } mrun;
 
 /* ---- checks -------------------------------------------------------------------------------- */
@@ -186,6 +194,45 @@ static int check_result(bench *B, mrun *R, row *r, const char *what, const char 
 
 /* ---- spk formats --------------------------------------------------------------------------- */
 
+/* CG's fused product on row `be`: spmv_dot on fp64 vectors (fp64 row), or spmv_dot32 on fp32
+ * ones (a twin that has it; its y checked against the reference to MAX_REL_ERR_FP32). */
+static void time_fused(bench *B, mrun *R, const spk_spmv_backend *be, void *state, int fp32,
+                       const char *what, row *r)
+{
+    spk_dot_sink sink = {NULL, R->d_out, (uint32_t *)R->d_count, R->d_part};
+    if (!fp32 && be->spmv_dot) {
+        r->dot_us = bench_time_us(B->stream, B->warmup, B->reps, [&]() {
+            bench_spk(B->ctx, be->spmv_dot(B->ctx, state, R->d_x, R->d_y, &sink), what);
+        });
+        return;
+    }
+    if (!fp32 || !be->spmv_dot32)
+        return;
+    const float *x32 = (const float *)(void *)R->d_x32;
+    float *y32 = (float *)(void *)R->d_y32;
+    bench_spk(B->ctx, be->spmv_dot32(B->ctx, state, x32, y32, &sink), what);
+    const int64_t m = R->A->nrows;
+    float *h = (float *)bench_malloc((size_t)m + 2, sizeof *h);
+    bench_cuda(cudaMemcpy(h, y32, (size_t)m * sizeof *h, cudaMemcpyDeviceToHost), "y32");
+    double e = 0.0;
+    for (int64_t i = 0; i < m; i++) {
+        const double d = fabs((double)h[i] - R->yref[i]);
+        e = isfinite((double)h[i]) ? (d > e ? d : e) : INFINITY;
+    }
+    e /= R->yref_max > 0.0 ? R->yref_max : 1.0;
+    free(h);
+    if (!(e <= MAX_REL_ERR_FP32)) {
+        r->fail = 1;
+        B->failures++;
+        fprintf(stderr, "bench_spmv: %s: spmv_dot32 max rel err %.2e above %.0e\n", what, e,
+                MAX_REL_ERR_FP32);
+        return;
+    }
+    r->dot_us = bench_time_us(B->stream, B->warmup, B->reps, [&]() {
+        bench_spk(B->ctx, be->spmv_dot32(B->ctx, state, x32, y32, &sink), what);
+    });
+}
+
 /* fp32: the format's fp32 twin (spk_spmv_backend.fp32) instead of its fp64 row. */
 static void run_spk(bench *B, mrun *R, const char *mname, spk_format fmt, int fp32, row *r)
 {
@@ -225,12 +272,15 @@ static void run_spk(bench *B, mrun *R, const char *mname, spk_format fmt, int fp
             snprintf(err, sizeof err, "spmv: %s: %s", spk_status_str(s), spk_last_error(B->ctx));
         return s == SPK_OK;
     };
+    r->dot_us = NAN;
     if (check_result(B, R, r, what, err, call, fp32 ? MAX_REL_ERR_FP32 : MAX_REL_ERR)) {
         r->us = bench_time_us(B->stream, B->warmup, B->reps, [&]() {
             if (!call())
                 bench_die(BENCH_EXIT_SYSTEM, "%s: %s", what, err);
         });
         r->state = ROW_OK;
+        if (B->fp32 && R->A->nrows == R->A->ncols)
+            time_fused(B, R, be, state, fp32, what, r);
     }
     be->destroy(state);
 }
@@ -609,6 +659,21 @@ static void run_matrix(bench *B, const char *spec, mresult *out)
     bench_spk(B->ctx, B->ops->alloc(B->ctx, A->ncols, &R.d_x), "device x");
     bench_spk(B->ctx, B->ops->alloc(B->ctx, A->nrows, &R.d_y), "device y");
     bench_spk(B->ctx, B->ops->upload(B->ctx, A->ncols, R.x, R.d_x), "upload of x");
+    if (B->fp32) {
+        const int64_t nd = A->ncols / 2 + 1;           /* doubles that hold ncols floats */
+        float *x32 = (float *)bench_malloc((size_t)(2 * nd), sizeof *x32);
+        for (int64_t j = 0; j < A->ncols; j++)
+            x32[j] = (float)R.x[j];
+        x32[2 * nd - 1] = x32[2 * nd - 2] = 0.0f;
+        bench_spk(B->ctx, B->ops->alloc(B->ctx, nd, &R.d_x32), "device x32");
+        bench_spk(B->ctx, B->ops->alloc(B->ctx, A->nrows / 2 + 1, &R.d_y32), "device y32");
+        bench_spk(B->ctx, B->ops->alloc(B->ctx, 1, &R.d_out), "device dot");
+        bench_spk(B->ctx, B->ops->alloc(B->ctx, 1, &R.d_count), "device counter");
+        bench_spk(B->ctx, B->ops->alloc(B->ctx, SPK_MAX_BLOCKS, &R.d_part), "device partials");
+        bench_spk(B->ctx, B->ops->upload(B->ctx, nd, (const double *)(void *)x32, R.d_x32),
+                  "upload of x32");
+        free(x32);
+    }
 
     int k = 0;
     for (size_t f = 0; f < N_SPK; f++) {
@@ -648,6 +713,11 @@ static void run_matrix(bench *B, const char *spec, mresult *out)
 
     B->ops->free(B->ctx, R.d_x);
     B->ops->free(B->ctx, R.d_y);
+    B->ops->free(B->ctx, R.d_x32);
+    B->ops->free(B->ctx, R.d_y32);
+    B->ops->free(B->ctx, R.d_out);
+    B->ops->free(B->ctx, R.d_count);
+    B->ops->free(B->ctx, R.d_part);
     free(R.x);
     free(R.yref);
     free(R.y);
@@ -695,6 +765,11 @@ static void print_matrix(const bench *B, const mresult *m)
             t->state == ROW_OK)
             printf("fp32 %-5s %8.1f us against fp64 %8.1f us: %.2fx\n", a->fmt, t->us, a->us,
                    a->us / t->us);
+        if (!strcmp(a->impl, "spk") && !strcmp(t->impl, "spk-fp32") && isfinite(a->dot_us) &&
+            isfinite(t->dot_us))
+            printf("fp32 %-5s CG's q = A p, p'q: fp32 values and vectors (spmv_dot32) %8.1f us "
+                   "against fp64 (spmv_dot) %8.1f us: %.2fx\n", a->fmt, t->dot_us, a->dot_us,
+                   a->dot_us / t->dot_us);
     }
     if (!isfinite(m->auto_us)) {
         printf("auto: %s (%s): that format did not run here\n", spk_format_str(m->auto_fmt),
