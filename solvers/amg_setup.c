@@ -13,6 +13,30 @@
 #define AMG_POWER_STEPS 30
 #define AMG_QR_DROP 1e-10          /* PyAMG's fit_candidates tolerance                     */
 #define AMG_DENSE_MAX 6000         /* the coarsest level's dense inverse: 288 MB at most   */
+#define AMG_MAX_BS 64              /* block_size and nullspace_cols (check_options); a
+                                      coarse level's block is the near-null space's k     */
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static int max_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static int thread_id(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
 
 void spk_amg_options_resolve(const spk_amg_options *in, spk_amg_options *out)
 {
@@ -44,10 +68,10 @@ static spk_status check_options(spk_context *ctx, int64_t n, const spk_amg_optio
     if (o->degree > 10 || o->sweeps > 100)
         return spk_fail(ctx, SPK_ERR_ARG, "AMG: degree = %d (at most 10) or sweeps = %d (at most "
                         "100) out of range", o->degree, o->sweeps);
-    if (o->block_size > 64 || n % o->block_size != 0)
+    if (o->block_size > AMG_MAX_BS || n % o->block_size != 0)
         return spk_fail(ctx, SPK_ERR_ARG, "AMG: block_size = %d must divide the %lld unknowns "
                         "(and be at most 64)", o->block_size, (long long)n);
-    if (o->nullspace && (o->nullspace_cols < 1 || o->nullspace_cols > 64))
+    if (o->nullspace && (o->nullspace_cols < 1 || o->nullspace_cols > AMG_MAX_BS))
         return spk_fail(ctx, SPK_ERR_ARG, "AMG: nullspace_cols = %d must be in 1..64",
                         o->nullspace_cols);
     if (!o->nullspace && o->coords) {
@@ -225,6 +249,7 @@ double spk_amg_spectral_radius(const spk_csr *A, const double *dinv, int symmetr
 static void inv_diagonal(const spk_csr *A, double *dinv)
 {
     spk_csr_diagonal(A, dinv);
+#pragma omp parallel for schedule(static) if (A->nrows > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < A->nrows; i++)
         dinv[i] = dinv[i] != 0.0 ? 1.0 / dinv[i] : 0.0;
 }
@@ -233,23 +258,80 @@ static void inv_diagonal(const spk_csr *A, double *dinv)
 
 /* The graph of strong connections between nodes of bs unknowns (no self loops): node j is a
  * neighbour of i when the Frobenius norm c_ij of block (i, j) is >= theta sqrt(c_ii c_jj). */
+/* Node i's strong neighbours in increasing order into out (NULL: only counted). Its bs rows
+ * each list their nodes in increasing order; they are merged, ties taken from the lower row
+ * first, so that c_ij^2 is summed over the entries of block (i, j) row by row, in A's order.
+ * pj, pv: scratch of the bs rows' length. */
+static int64_t strong_of(const spk_csr *A, int bs, double theta, const double *cd, int64_t i,
+                         int32_t *pj, double *pv, int32_t *out)
+{
+    int64_t pos[AMG_MAX_BS], end[AMG_MAX_BS];
+    for (int c = 0; c < bs; c++) {
+        pos[c] = A->rowptr[i * bs + c];
+        end[c] = A->rowptr[i * bs + c + 1];
+    }
+    int64_t n = 0;                                   /* distinct neighbours so far          */
+    for (;;) {
+        int best = -1;
+        int64_t bj = 0;
+        for (int c = 0; c < bs; c++)
+            if (pos[c] < end[c]) {
+                const int64_t j = A->colind[pos[c]] / bs;
+                if (best < 0 || j < bj) {
+                    best = c;
+                    bj = j;
+                }
+            }
+        if (best < 0)
+            break;
+        const double a = A->val[pos[best]++];
+        if (bj == i)
+            continue;
+        if (n == 0 || pj[n - 1] != (int32_t)bj) {
+            pj[n] = (int32_t)bj;
+            pv[n++] = 0.0;
+        }
+        pv[n - 1] += a * a;
+    }
+    int64_t kept = 0;
+    for (int64_t q = 0; q < n; q++) {
+        const int32_t j = pj[q];
+        if (theta == 0.0 || sqrt(pv[q]) >= theta * sqrt(cd[i] * cd[j])) {
+            if (out)
+                out[kept] = j;
+            kept++;
+        }
+    }
+    return kept;
+}
+
 static spk_status strength_graph(spk_context *ctx, const spk_csr *A, int bs, double theta,
                                  int64_t **gptr_out, int32_t **gcol_out)
 {
     const int64_t nn = A->nrows / bs;
+    const int nt = max_threads();
+    *gptr_out = NULL;
+    *gcol_out = NULL;
+    /* the longest node row (its bs rows together): the merge's scratch */
+    int64_t width = 0;
+#pragma omp parallel for schedule(static) reduction(max : width) if (nn > SPK_OMP_MIN_N)
+    for (int64_t i = 0; i < nn; i++) {
+        const int64_t w = A->rowptr[(i + 1) * bs] - A->rowptr[i * bs];
+        width = w > width ? w : width;
+    }
     int64_t *gptr = spk_calloc(ctx, (size_t)nn + 1, sizeof *gptr);
-    int64_t *mark = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *mark);
-    double *acc = spk_calloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *acc);
     double *cd = spk_calloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *cd);
-    int32_t *list = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *list);
+    int32_t *sj = spk_malloc(ctx, (size_t)nt * (size_t)(width > 0 ? width : 1), sizeof *sj);
+    double *sv = spk_malloc(ctx, (size_t)nt * (size_t)(width > 0 ? width : 1), sizeof *sv);
     int32_t *gcol = NULL;
     spk_status st = SPK_OK;
-    if (!gptr || !mark || !acc || !cd || !list) {
+    if (!gptr || !cd || !sj || !sv) {
         st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG strength of %lld nodes: out of memory",
                       (long long)nn);
         goto done;
     }
     /* the block norms of the diagonal */
+#pragma omp parallel for schedule(static) if (nn > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < nn; i++) {
         double s = 0.0;
         for (int64_t r = i * bs; r < (i + 1) * bs; r++)
@@ -258,68 +340,37 @@ static spk_status strength_graph(spk_context *ctx, const spk_csr *A, int bs, dou
                     s += A->val[p] * A->val[p];
         cd[i] = sqrt(s);
     }
+    /* two passes over the node rows, each node on its own: count, then fill */
+#pragma omp parallel for schedule(dynamic, 1024) if (nn > SPK_OMP_MIN_N)
+    for (int64_t i = 0; i < nn; i++) {
+        const int64_t t = thread_id();
+        gptr[i + 1] = strong_of(A, bs, theta, cd, i, sj + t * width, sv + t * width, NULL);
+    }
     for (int64_t i = 0; i < nn; i++)
-        mark[i] = -1;
-    /* two passes over the node rows: count, then fill */
-    for (int pass = 0; pass < 2; pass++) {
-        int64_t total = 0;
-        for (int64_t i = 0; i < nn; i++) {
-            int64_t c = 0;
-            for (int64_t r = i * bs; r < (i + 1) * bs; r++)
-                for (int64_t p = A->rowptr[r]; p < A->rowptr[r + 1]; p++) {
-                    const int64_t j = A->colind[p] / bs;
-                    if (j == i)
-                        continue;
-                    if (mark[j] != i) {
-                        mark[j] = i;
-                        list[c++] = (int32_t)j;
-                        acc[j] = 0.0;
-                    }
-                    acc[j] += A->val[p] * A->val[p];
-                }
-            /* keep the strong ones, in increasing column order */
-            int64_t kept = 0;
-            for (int64_t q = 0; q < c; q++) {
-                const int32_t j = list[q];
-                if (theta == 0.0 || sqrt(acc[j]) >= theta * sqrt(cd[i] * cd[j]))
-                    list[kept++] = j;
-            }
-            if (pass == 0) {
-                gptr[i + 1] = kept;
-            } else {
-                int32_t *out = gcol + gptr[i];
-                memcpy(out, list, (size_t)kept * sizeof *out);
-                spk_sort_i32(out, kept);        /* visited in A's column order */
-            }
-            total += kept;
-        }
-        if (pass == 0) {
-            for (int64_t i = 0; i < nn; i++)
-                gptr[i + 1] += gptr[i];
-            gcol = spk_malloc(ctx, (size_t)(total > 0 ? total : 1), sizeof *gcol);
-            if (!gcol) {
-                st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG strength graph of %lld edges: out of "
-                              "memory", (long long)total);
-                goto done;
-            }
-            for (int64_t i = 0; i < nn; i++)
-                mark[i] = -1;
-        }
+        gptr[i + 1] += gptr[i];
+    gcol = spk_malloc(ctx, (size_t)(gptr[nn] > 0 ? gptr[nn] : 1), sizeof *gcol);
+    if (!gcol) {
+        st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG strength graph of %lld edges: out of memory",
+                      (long long)gptr[nn]);
+        goto done;
+    }
+#pragma omp parallel for schedule(dynamic, 1024) if (nn > SPK_OMP_MIN_N)
+    for (int64_t i = 0; i < nn; i++) {
+        const int64_t t = thread_id();
+        strong_of(A, bs, theta, cd, i, sj + t * width, sv + t * width, gcol + gptr[i]);
     }
 done:
-    spk_free(mark);
-    spk_free(acc);
     spk_free(cd);
-    spk_free(list);
+    spk_free(sj);
+    spk_free(sv);
     if (st) {
         spk_free(gptr);
         spk_free(gcol);
-        gptr = NULL;
-        gcol = NULL;
+        return st;
     }
     *gptr_out = gptr;
     *gcol_out = gcol;
-    return st;
+    return SPK_OK;
 }
 
 /* Standard aggregation (PyAMG's standard_aggregation): agg[i] the aggregate of node i, -1
@@ -383,6 +434,56 @@ static int64_t standard_aggregation(int64_t nn, const int64_t *gptr, const int32
 
 /* ---- the tentative prolongator ---------------------------------------------------------- */
 
+/* Aggregate a of `cnt` nodes (node numbers in `nodes`): its rows of B (n x k) into Q (column-
+ * major, rows in node order), QR by modified Gram-Schmidt, Q's columns into T's rows of its
+ * unknowns (columns a k .. a k + k - 1) and R into Bc's rows a k .. a k + k - 1 (Bc: nc x k,
+ * column-major). A column whose norm falls below AMG_QR_DROP of its original is dropped (zero
+ * in T and R). */
+static void qr_aggregate(int64_t n, int bs, int k, const double *B, const int64_t *nodes,
+                         int64_t cnt, int64_t a, int64_t nc, double *Q, double *Bc, spk_csr *T)
+{
+    const int64_t m = cnt * bs;
+    for (int64_t q = 0; q < cnt; q++)
+        for (int c = 0; c < bs; c++) {
+            const int64_t r = nodes[q] * bs + c;
+            for (int j = 0; j < k; j++)
+                Q[(int64_t)j * m + q * bs + c] = B[(int64_t)j * n + r];
+        }
+    double *Ra = Bc + a * k;                        /* row a k + i, column j: Bc[j nc + a k + i] */
+    for (int j = 0; j < k; j++) {
+        double *qj = Q + (int64_t)j * m;
+        double s = 0.0;
+        for (int64_t i = 0; i < m; i++)
+            s += qj[i] * qj[i];
+        const double threshold = AMG_QR_DROP * sqrt(s);
+        for (int i = 0; i < j; i++) {
+            const double *qi = Q + (int64_t)i * m;
+            double d = 0.0;
+            for (int64_t r = 0; r < m; r++)
+                d += qi[r] * qj[r];
+            for (int64_t r = 0; r < m; r++)
+                qj[r] -= d * qi[r];
+            Ra[(int64_t)j * nc + i] = d;
+        }
+        s = 0.0;
+        for (int64_t i = 0; i < m; i++)
+            s += qj[i] * qj[i];
+        const double nrm = sqrt(s);
+        const double scale = nrm > threshold && nrm > 0.0 ? 1.0 / nrm : 0.0;
+        for (int64_t i = 0; i < m; i++)
+            qj[i] *= scale;
+        Ra[(int64_t)j * nc + j] = scale > 0.0 ? nrm : 0.0;
+    }
+    for (int64_t q = 0; q < cnt; q++)
+        for (int c = 0; c < bs; c++) {
+            const int64_t r = nodes[q] * bs + c;
+            for (int j = 0; j < k; j++) {
+                T->colind[T->rowptr[r] + j] = (int32_t)(a * k + j);
+                T->val[T->rowptr[r] + j] = Q[(int64_t)j * m + q * bs + c];
+            }
+        }
+}
+
 /* T (n x naggs k) and the coarse B (naggs k x k) from B (n x k) and the aggregates of nodes
  * of bs unknowns. Pattern: an unknown of aggregate a has the k columns a k .. a k + k - 1. */
 static spk_status tentative(spk_context *ctx, int64_t n, int bs, int k, const double *B,
@@ -424,53 +525,17 @@ static spk_status tentative(spk_context *ctx, int64_t n, int bs, int k, const do
     for (int64_t a = 0; a < naggs; a++)
         maxm = start[a + 1] - start[a] > maxm ? start[a + 1] - start[a] : maxm;
     maxm *= bs;
-    double *Q = spk_malloc(ctx, (size_t)(maxm > 0 ? maxm : 1) * (size_t)k, sizeof *Q);
+    /* the aggregates one by one, each with a Q of its own thread's */
+    const int nt = max_threads();
+    double *Q = spk_malloc(ctx, (size_t)nt * (size_t)(maxm > 0 ? maxm : 1) * (size_t)k, sizeof *Q);
     if (!Q) {
         st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG tentative prolongator: out of memory");
         goto fail;
     }
+#pragma omp parallel for schedule(dynamic, 256) if (nn > SPK_OMP_MIN_N)
     for (int64_t a = 0; a < naggs; a++) {
-        const int64_t m = (start[a + 1] - start[a]) * bs;
-        /* Q = the aggregate's rows of B, column-major m x k, rows in node order */
-        for (int64_t q = 0; q < start[a + 1] - start[a]; q++)
-            for (int c = 0; c < bs; c++) {
-                const int64_t r = nodes[start[a] + q] * bs + c;
-                for (int j = 0; j < k; j++)
-                    Q[(int64_t)j * m + q * bs + c] = B[(int64_t)j * n + r];
-            }
-        double *Ra = Bc + a * k;                    /* row a k + i, column j: Bc[j nc + a k + i] */
-        for (int j = 0; j < k; j++) {
-            double *qj = Q + (int64_t)j * m;
-            double s = 0.0;
-            for (int64_t i = 0; i < m; i++)
-                s += qj[i] * qj[i];
-            const double threshold = AMG_QR_DROP * sqrt(s);
-            for (int i = 0; i < j; i++) {
-                const double *qi = Q + (int64_t)i * m;
-                double d = 0.0;
-                for (int64_t r = 0; r < m; r++)
-                    d += qi[r] * qj[r];
-                for (int64_t r = 0; r < m; r++)
-                    qj[r] -= d * qi[r];
-                Ra[(int64_t)j * nc + i] = d;
-            }
-            s = 0.0;
-            for (int64_t i = 0; i < m; i++)
-                s += qj[i] * qj[i];
-            const double nrm = sqrt(s);
-            const double scale = nrm > threshold && nrm > 0.0 ? 1.0 / nrm : 0.0;
-            for (int64_t i = 0; i < m; i++)
-                qj[i] *= scale;
-            Ra[(int64_t)j * nc + j] = scale > 0.0 ? nrm : 0.0;
-        }
-        for (int64_t q = 0; q < start[a + 1] - start[a]; q++)
-            for (int c = 0; c < bs; c++) {
-                const int64_t r = nodes[start[a] + q] * bs + c;
-                for (int j = 0; j < k; j++) {
-                    T->colind[T->rowptr[r] + j] = (int32_t)(a * k + j);
-                    T->val[T->rowptr[r] + j] = Q[(int64_t)j * m + q * bs + c];
-                }
-            }
+        double *Qa = Q + (int64_t)thread_id() * (maxm > 0 ? maxm : 1) * k;
+        qr_aggregate(n, bs, k, B, nodes + start[a], start[a + 1] - start[a], a, nc, Qa, Bc, T);
     }
     spk_free(Q);
     spk_free(start);
@@ -490,18 +555,34 @@ fail:
 static spk_status smoother_pattern(spk_context *ctx, const spk_csr *A, spk_csr *S)
 {
     const int64_t n = A->nrows;
-    int64_t missing = 0;
+    int64_t *len = spk_malloc(ctx, (size_t)n + 1, sizeof *len);
+    if (!len)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "AMG smoother pattern of %lld rows: out of memory",
+                        (long long)n);
+    /* row i of S: row i of A, with (i, i) put in its place where A has none */
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < n; i++) {
         int has = 0;
         for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1] && !has; p++)
             has = A->colind[p] == i;
-        missing += !has;
+        len[i] = (A->rowptr[i + 1] - A->rowptr[i]) + !has;
     }
-    spk_status st = spk_csr_alloc(ctx, n, A->ncols, A->nnz + missing, S);
+    int64_t nnz = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t c = len[i];
+        len[i] = nnz;
+        nnz += c;
+    }
+    len[n] = nnz;
+    spk_status st = spk_csr_alloc(ctx, n, A->ncols, nnz, S);
+    if (!st)
+        memcpy(S->rowptr, len, ((size_t)n + 1) * sizeof *len);
+    spk_free(len);
     if (st)
         return st;
-    int64_t q = 0;
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < n; i++) {
+        int64_t q = S->rowptr[i];
         int done = 0;
         for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
             if (!done && A->colind[p] > i) {
@@ -513,7 +594,6 @@ static spk_status smoother_pattern(spk_context *ctx, const spk_csr *A, spk_csr *
         }
         if (!done)
             S->colind[q++] = (int32_t)i;
-        S->rowptr[i + 1] = q;
     }
     return SPK_OK;
 }
@@ -681,8 +761,7 @@ static spk_status make_level_links(spk_context *ctx, spk_amg_hier *H, const spk_
         (st = spk_csr_spgemm_symbolic(ctx, &L->S, &L->T, &L->P)))
         return st;
     /* R's pattern and map from P's pattern (values come with level_values) */
-    for (int64_t q = 0; q < L->P.nnz; q++)
-        L->P.val[q] = 0.0;
+    memset(L->P.val, 0, (size_t)L->P.nnz * sizeof *L->P.val);
     if ((st = spk_csr_transpose(ctx, &L->P, &L->R, &L->rmap)) ||
         (st = spk_csr_spgemm_symbolic(ctx, A, &L->P, &L->AP)) ||
         (st = spk_csr_spgemm_symbolic(ctx, &L->R, &L->AP, &C->A)))

@@ -156,6 +156,11 @@ spk_status spk_csr_spgemm_numeric(spk_context *ctx, const spk_csr *A, const spk_
     return SPK_OK;
 }
 
+/* In parallel over chunks of A's rows: each chunk counts its columns, the counts give every
+ * chunk its own offset in each row of T, and each chunk fills its rows in order, so that T's
+ * rows receive their columns sorted, as one pass over A's rows in order would give them.
+ * The offsets take chunks x ncols int64s: at most as many chunks as threads, and no more than
+ * keeps them within A's own column indices' bytes (nnz / ncols chunks, at least one). */
 spk_status spk_csr_transpose(spk_context *ctx, const spk_csr *A, spk_csr *T, int64_t **map)
 {
     memset(T, 0, sizeof *T);
@@ -164,30 +169,58 @@ spk_status spk_csr_transpose(spk_context *ctx, const spk_csr *A, spk_csr *T, int
     spk_status st = spk_csr_alloc(ctx, A->ncols, A->nrows, A->nnz, T);
     if (st)
         return st;
+    const int64_t m = A->nrows, w = A->ncols;
+    int64_t nch = max_threads();
+    if (w > 0 && nch > A->nnz / w)
+        nch = A->nnz / w > 1 ? A->nnz / w : 1;
+    if (A->nnz <= SPK_OMP_MIN_N)
+        nch = 1;
     int64_t *src = map ? spk_malloc(ctx, (size_t)(A->nnz > 0 ? A->nnz : 1), sizeof *src) : NULL;
-    int64_t *next = spk_malloc(ctx, (size_t)A->ncols + 1, sizeof *next);
-    if ((map && !src) || !next) {
+    int64_t *off = spk_calloc(ctx, (size_t)nch * (size_t)(w > 0 ? w : 1), sizeof *off);
+    if ((map && !src) || !off) {
         spk_free(src);
-        spk_free(next);
+        spk_free(off);
         spk_csr_free(T);
         return spk_fail(ctx, SPK_ERR_NOMEM, "transpose of %lld x %lld: out of memory",
                         (long long)A->nrows, (long long)A->ncols);
     }
-    for (int64_t p = 0; p < A->nnz; p++)
-        T->rowptr[A->colind[p] + 1]++;
-    for (int64_t j = 0; j < A->ncols; j++)
+    /* off[c w + j]: chunk c's entries in column j, then where they start in T's row j */
+#pragma omp parallel for schedule(static) num_threads(nch > 0 ? (int)nch : 1)
+    for (int64_t c = 0; c < nch; c++) {
+        int64_t *oc = off + c * w;
+        for (int64_t p = A->rowptr[c * m / nch]; p < A->rowptr[(c + 1) * m / nch]; p++)
+            oc[A->colind[p]]++;
+    }
+    for (int64_t j = 0; j < w; j++) {
+        int64_t sum = 0;
+        for (int64_t c = 0; c < nch; c++)
+            sum += off[c * w + j];
+        T->rowptr[j + 1] = sum;
+    }
+    for (int64_t j = 0; j < w; j++)
         T->rowptr[j + 1] += T->rowptr[j];
-    memcpy(next, T->rowptr, (size_t)A->ncols * sizeof *next);
-    /* rows of A in order: each row of T receives its columns sorted */
-    for (int64_t i = 0; i < A->nrows; i++)
-        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
-            const int64_t q = next[A->colind[p]]++;
-            T->colind[q] = (int32_t)i;
-            T->val[q] = A->val[p];
-            if (src)
-                src[q] = p;
+#pragma omp parallel for schedule(static) if (w > SPK_OMP_MIN_N)
+    for (int64_t j = 0; j < w; j++) {
+        int64_t at = T->rowptr[j];
+        for (int64_t c = 0; c < nch; c++) {
+            const int64_t cnt = off[c * w + j];
+            off[c * w + j] = at;
+            at += cnt;
         }
-    spk_free(next);
+    }
+#pragma omp parallel for schedule(static) num_threads(nch > 0 ? (int)nch : 1)
+    for (int64_t c = 0; c < nch; c++) {
+        int64_t *next = off + c * w;
+        for (int64_t i = c * m / nch; i < (c + 1) * m / nch; i++)
+            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+                const int64_t q = next[A->colind[p]]++;
+                T->colind[q] = (int32_t)i;
+                T->val[q] = A->val[p];
+                if (src)
+                    src[q] = p;
+            }
+    }
+    spk_free(off);
     if (map)
         *map = src;
     return SPK_OK;

@@ -4,6 +4,10 @@
  * refinement, the near-null space, refresh after a value update without allocation, the
  * option checks. */
 #include "util.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "../solvers/amg.h"
 #include "../solvers/precond.h"
 
@@ -613,6 +617,70 @@ static void test_nonsymmetric(void)
     spk_matrix_destroy(A);
 }
 
+/* ---- the setup's threads ----------------------------------------------------------------
+ * Every step of the setup splits its work by rows, nodes, aggregates or chunks of rows, each
+ * computed as alone (strength, aggregation's input, T's QR, S's pattern, the products, R =
+ * P^T): the hierarchy has the same bits on 1 thread as on 3. Matrices above the threads'
+ * threshold, blocked and scalar, with rigid-body modes and without, a theta above 0. */
+static int csr_same(const spk_csr *a, const spk_csr *b)
+{
+    if (a->nrows != b->nrows || a->ncols != b->ncols || a->nnz != b->nnz)
+        return 0;
+    if (!a->rowptr || !b->rowptr)
+        return a->rowptr == b->rowptr;
+    return memcmp(a->rowptr, b->rowptr, ((size_t)a->nrows + 1) * sizeof *a->rowptr) == 0 &&
+           memcmp(a->colind, b->colind, (size_t)a->nnz * sizeof *a->colind) == 0 &&
+           memcmp(a->val, b->val, (size_t)a->nnz * sizeof *a->val) == 0;
+}
+
+static void test_threads(void)
+{
+#ifdef _OPENMP
+    const int saved = omp_get_max_threads();
+    static const char *const specs[] = {"poisson3d:32", "lame3d:12", "elasticity3d:14",
+                                        "jump3d:24"};
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
+        spk_csr A;
+        gen(specs[s], &A);
+        spk_amg_options o;
+        memset(&o, 0, sizeof o);
+        double *xyz = NULL;
+        int64_t nodes = 0;
+        int dim = 0;
+        if (s == 1) {
+            T_CHECK(spk_generate_coords(ctx, specs[s], &xyz, &nodes, &dim) == SPK_OK, "coords");
+            o.coords = xyz;
+            o.coord_dim = dim;
+        } else if (s == 2) {
+            o.block_size = 3;
+        } else if (s == 3) {
+            o.theta = 0.25;
+        }
+        spk_amg_hier H[2];
+        for (int t = 0; t < 2; t++) {
+            omp_set_num_threads(t ? 3 : 1);
+            T_CHECK(spk_amg_build(ctx, &A, 1, &o, &H[t]) == SPK_OK, "%s: %s", specs[s],
+                    spk_last_error(ctx));
+        }
+        omp_set_num_threads(saved);
+        int same = H[0].nlevels == H[1].nlevels && H[0].nlevels >= 2;
+        for (int l = 0; same && l < H[0].nlevels; l++) {
+            const spk_amg_level *a = &H[0].lev[l], *b = &H[1].lev[l];
+            same = a->n == b->n && a->naggs == b->naggs && csr_same(&a->A, &b->A) &&
+                   csr_same(&a->P, &b->P) && csr_same(&a->R, &b->R) && csr_same(&a->T, &b->T) &&
+                   memcmp(&a->rho, &b->rho, sizeof a->rho) == 0 &&
+                   (!a->agg || memcmp(a->agg, b->agg, (size_t)(a->n / a->bs) * sizeof *a->agg) == 0);
+        }
+        T_CHECK(same, "%s: the hierarchy on 3 threads is not the one on 1 (%d and %d levels)",
+                specs[s], H[0].nlevels, H[1].nlevels);
+        spk_amg_free(&H[0]);
+        spk_amg_free(&H[1]);
+        free(xyz);
+        spk_csr_free(&A);
+    }
+#endif
+}
+
 int main(int argc, char **argv)
 {
     dev = t_device_from_args(argc, argv);
@@ -622,6 +690,7 @@ int main(int argc, char **argv)
         test_hierarchy();
         test_isolated();
         test_rigid_modes();
+        test_threads();
     }
     test_counts();
     test_symmetric();
