@@ -22,7 +22,7 @@ extern "C" {
 
 /* Raised whenever the table or a structure it passes changes (4: select, and the context's
  * tuning.mpi_composed; 5: the rows' fp32 twins, spk_spmv_backend.fp32; 6: the BSR row; 7: the
- * twins' spmv_dot32, CG's fp32-vector steps and tuning.mixed_vec64): a libspk_cuda.so of
+ * twins' spmv_dot32, CG's fp32-vector steps and tuning.mixed_vectors): a libspk_cuda.so of
  * another layout is refused. */
 #define SPK_CUDA_PLUGIN_ABI 7
 

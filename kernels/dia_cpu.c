@@ -416,6 +416,115 @@ double spk_dia_spmv_dot_host(const spk_dia_fmt *f, int plain, const double *x, d
     return spk_chunks_sum(part, nc);
 }
 
+/* ---- fp32 vectors (the twin's spmv_dot32, mixed precision's inner CG) --------------------
+ * dia_rows_body and dia_chunk on float x into float y: each row summed in double over
+ * (double)a * (double)x_j in the same order, then rounded once, so y is the fp64-vector
+ * product on the same x, rounded (tests/test_fp32.c). */
+static inline __attribute__((always_inline)) SPK_DIA_NO_JAM void
+dia32v_rows_body(const spk_dia_fmt *f, int64_t a, int64_t b, const float *x, float *y)
+{
+    const int64_t n = f->nrows, nd = f->ndiag, m = b - a;
+    const int64_t *const off = f->off;
+    double s[SPK_DIA_ROW_BLOCK];
+    for (int64_t r = 0; r < m; r++)
+        s[r] = 0.0;
+    for (int64_t d = 0; d < nd; d++) {
+        const int64_t r0 = -off[d] - a > 0 ? -off[d] - a : 0;
+        const int64_t r1 = f->ncols - off[d] - a < m ? f->ncols - off[d] - a : m;
+        if (r0 >= r1)
+            continue;
+        const float *vd = f->val32 + (d * n + a + r0);
+        const float *xd = x + (a + r0 + off[d]);
+        double *sd = s + r0;
+#pragma GCC ivdep
+        for (int64_t r = 0; r < r1 - r0; r++)
+            sd[r] += (double)vd[r] * (double)xd[r];
+    }
+    for (int64_t r = 0; r < m; r++)
+        y[a + r] = (float)s[r];
+}
+
+typedef void (*dia32v_rows_fn)(const spk_dia_fmt *, int64_t, int64_t, const float *, float *);
+
+static SPK_DIA_NO_JAM void dia32v_rows_plain(const spk_dia_fmt *f, int64_t a, int64_t b,
+                                             const float *x, float *y)
+{
+    dia32v_rows_body(f, a, b, x, y);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx2"))) static SPK_DIA_NO_JAM void
+dia32v_rows_avx2(const spk_dia_fmt *f, int64_t a, int64_t b, const float *x, float *y)
+{
+    dia32v_rows_body(f, a, b, x, y);
+}
+
+static dia32v_rows_fn dia32v_rows_pick(void)
+{
+    return dia_have_avx2() ? dia32v_rows_avx2 : dia32v_rows_plain;
+}
+#else
+static dia32v_rows_fn dia32v_rows_pick(void) { return dia32v_rows_plain; }
+#endif
+
+/* dia_chunk's y = A x on float vectors (alpha 1, beta 0), and its chunk of x'y in double. */
+static double dia32v_chunk(const spk_dia_fmt *f, dia32v_rows_fn rows, int c, int nc, int finite,
+                           const float *x, float *y)
+{
+    const int64_t n = f->nrows, nd = f->ndiag;
+    const int64_t c0 = spk_chunk_lo(n, nc, c), c1 = spk_chunk_lo(n, nc, c + 1);
+    int64_t k = f->fix_ptr[c];
+    for (int64_t i0 = c0; i0 < c1; i0 += SPK_DIA_ROW_BLOCK) {
+        const int64_t i1 = i0 + SPK_DIA_ROW_BLOCK < c1 ? i0 + SPK_DIA_ROW_BLOCK : c1;
+        rows(f, i0, i1, x, y);
+        if (finite)
+            continue;
+        for (; k < f->fix_ptr[c + 1] && f->fix_row[k] < i1; k++) {
+            const int64_t i = f->fix_row[k];
+            const uint64_t *mask = f->fix_mask + k * f->words;
+            double s = 0.0;
+            for (int64_t d = 0; d < nd; d++)
+                if ((mask[d / 64] >> (d % 64)) & 1)
+                    s += (double)f->val32[d * n + i] * (double)x[i + f->off[d]];
+            y[i] = (float)s;
+        }
+    }
+    double dot = 0.0;
+#pragma omp simd reduction(+ : dot) if (nc > 1)
+    for (int64_t i = c0; i < c1; i++)
+        dot += (double)x[i] * (double)y[i];
+    return dot;
+}
+
+static spk_status dia_spmv_dot32(spk_context *ctx, const void *state, const float *x, float *y,
+                                 const spk_dot_sink *sink)
+{
+    const spk_dia_fmt *f = state;
+    if (!f || f->nrows != f->ncols || (!f->val32 && f->nrows * f->ndiag > 0))
+        return spk_fail(ctx, SPK_ERR_ARG, "dia32-cpu spmv_dot32: %s",
+                        !f ? "NULL state (not prepared)" : f->nrows != f->ncols
+                                                            ? "the matrix is not square"
+                                                            : "the layout holds fp64 values");
+    if (sink->skip && *sink->skip)
+        return SPK_OK;
+    const dia32v_rows_fn rows = dia32v_rows_pick();
+    const int nc = spk_chunks(f->nrows);
+    double part[SPK_CHUNKS];
+    double finite_sum = 0.0;
+#pragma omp parallel if(nc > 1)
+    {
+#pragma omp for schedule(static) reduction(+ : finite_sum)
+        for (int64_t j = 0; j < f->ncols; j++)
+            finite_sum += (double)x[j] * 0.0;
+        const int finite = finite_sum == 0.0;
+#pragma omp for schedule(static)
+        for (int c = 0; c < nc; c++)
+            part[c] = dia32v_chunk(f, rows, c, nc, finite, x, y);
+    }
+    *sink->out = spk_chunks_sum(part, nc);
+    return SPK_OK;
+}
+
 /* The row a layout belongs to, for messages: the fp32 twin's values are in val32. */
 static const char *dia_row(const spk_dia_fmt *f) { return f->val32 ? "dia32-cpu" : "dia-cpu"; }
 
@@ -505,6 +614,7 @@ const spk_spmv_backend spk_backend_dia32_cpu = {
     .destroy = dia_destroy,
     .update = dia_update,
     .spmv_dot = dia_spmv_dot,
+    .spmv_dot32 = dia_spmv_dot32,
 };
 
 const spk_spmv_backend spk_backend_dia_cpu = {

@@ -248,7 +248,7 @@ int spk_cg32_ok(const spk_krylov *k)
 {
     const spk_cg_ops *co = spk_cg_ops_for(k->ops->device);
     return !k->ops->distributed && co && co->r32 && k->be->spmv_dot32 && k->a_scale == 1.0 &&
-           spk_krylov_pc_path(k) != SPK_PC_GENERAL && !k->ctx->tune.mixed_vec64;
+           spk_krylov_pc_path(k) != SPK_PC_GENERAL;
 }
 
 /* The workspace's float vectors, each of n rounded up to 64 floats (256 bytes: every one

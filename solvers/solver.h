@@ -81,8 +81,9 @@ void spk_krylov_free(spk_krylov *k);
  * res->reason, res->iterations and res->rnorm are set. The status is for failures only. */
 spk_status spk_cg(spk_krylov *k, const double *b, double *x);
 /* CG with its vectors stored in fp32 (solvers/cg.c), from x = 0, for the inner solves of a
- * mixed solve: where spk_cg32_ok says so (an operator with spmv_dot32, M = I or diagonal, one
- * device, no scaling, not SPK_MIXED_VECTORS=fp64). x (fp64) receives the iterate reached. */
+ * mixed solve: where spk_cg32_ok says it can run (an operator with spmv_dot32, M = I or
+ * diagonal, one device, no scaling; src/mixed.c decides whether it pays). x (fp64) receives
+ * the iterate reached. */
 spk_status spk_cg32(spk_krylov *k, const double *b, double *x);
 int spk_cg32_ok(const spk_krylov *k);
 spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x);

@@ -5,9 +5,10 @@
  * 4 bytes a DIA slot in place of 8, 8 an ELL slot or a CSR entry in place of 12); the
  * reductions and the preconditioner (built from the fp64 A) stay fp64. The inner vectors are
  * fp64, except for CG with no or a diagonal M on a twin with spmv_dot32 (ELL and BSR on a
- * GPU, csr32-cpu): there the inner solve is spk_cg32, its vectors stored in float (each
- * product and sum still formed in fp64), which halves the bytes of the iteration's vector
- * steps and of the SpMV's x and y. Around it, with the fp64 A:
+ * GPU, csr32-cpu, dia32-cpu) where mixed_vectors32 says it pays: there the inner solve is
+ * spk_cg32, its vectors stored in float (each product and sum still formed in fp64), which
+ * halves the bytes of the iteration's vector steps and of the SpMV's x and y. Around it,
+ * with the fp64 A:
  *
  *     r = b - A x;  until ||r|| <= max(rtol ||b||, atol):
  *         solve A32 d = r from d = 0 to max(1e-6, 0.5 thr / ||r||) relative;  x += d;
@@ -242,6 +243,24 @@ static int mixed_verdict(spk_reason r)
     return MIX_TO_DOUBLE;                            /* a breakdown, NaN, indefinite in fp32 */
 }
 
+/* Whether CG's inner vectors go to fp32 (spk_cg32), where it can run: SPK_MIXED_VECTORS=fp64
+ * or fp32 says; by default on a GPU where its five fp64 vectors (x, r, p, q, D^-1: 40 bytes
+ * a row) would pass the cache, so that halving them halves traffic to memory; below that they
+ * stay in the L2 and fp32 vectors only cost iterations. Measured on the H200 (CG + Jacobi in
+ * mixed, docs/benchmarks.md): poisson3d:150 (135 MB of vectors) 50.9 ms with fp32 vectors
+ * against 64.1 with fp64 ones, poisson3d:200 128.5 against 177.6; lame3d:48 (14 MB, inside
+ * the 50 MB L2) 45.7 against 43.8. On the CPU the default is fp64: on the 2-vCPU VM fp32
+ * vectors made poisson3d:100's iteration only 5% faster (2.76 against 2.90 ms, DIA) for 8%
+ * more iterations (409 against 379), and on the ill-conditioned nos6 they took 184
+ * iterations against 123. */
+static int mixed_vectors32(const spk_krylov *k)
+{
+    const int knob = k->ctx->tune.mixed_vectors;
+    if (knob)
+        return knob == 2;
+    return k->ctx->device != SPK_DEVICE_CPU && 40.0 * (double)k->n > SPK_CACHE_BYTES_GPU;
+}
+
 spk_status spk_mixed_solve(spk_krylov *k, const spk_mixed *m, spk_method_fn fn, const double *b,
                            double *x)
 {
@@ -254,7 +273,7 @@ spk_status spk_mixed_solve(spk_krylov *k, const spk_mixed *m, spk_method_fn fn, 
     const double thr = spk_stop_threshold(k->opt, res->bnorm);
     if (fn == spk_cg) {                              /* spk_cg32_ok reads the operator */
         k->be = m->be;
-        w.vec32 = spk_cg32_ok(k);
+        w.vec32 = spk_cg32_ok(k) && mixed_vectors32(k);
         k->be = w.be;
     }
     const double inner_floor = w.vec32 ? MIXED_INNER_RTOL32 : MIXED_INNER_RTOL;

@@ -196,15 +196,16 @@ static spk_status solver_create(spk_context *ctx, spk_matrix *A, const spk_optio
 
 /* precision AUTO (docs/solvers.md, "Mixed precision"): MIXED where the measurements found it
  * faster for the same answer. Measured (bench_amg @mixed on the H200, bench_mixed on the
- * 2-vCPU VM, 2026-12-02; docs/benchmarks.md): CG + Jacobi in mixed took 0.84 (lame3d:48) to
- * 0.95-0.97 (poisson3d:100-200) of double's solve on the GPU, 1.2x on poisson3d:50 (9 MB,
- * inside the 50 MB L2); on the CPU 0.53-0.93 on poisson3d:64/100 (15-56 MB of DIA slots),
+ * 2-vCPU VM, 2026-12-02; docs/benchmarks.md): CG + Jacobi in mixed took 0.87 (lame3d:48) and,
+ * with fp32 inner vectors, 0.77 and 0.69 (poisson3d:150, :200) of double's solve on the GPU
+ * (0.95-0.97 on poisson3d:100-200 with fp64 vectors), 1.2x on poisson3d:50 (9 MB, inside the
+ * 50 MB L2); on the CPU 0.53-0.93 on poisson3d:64/100 (15-56 MB of DIA slots),
  * 1.2-1.4x on bcsstk13 (1 MB, in cache). AMG-CG in mixed was slower on every GPU case (its
  * inner restarts add iterations; the cycle's fp32 values gain more inside a double solve,
  * spk_amg_options.fp32). CG + block-Jacobi(3), one solve each: 0.81 on elasticity3d:60, 1.05x
  * on lame3d:48. The other methods and preconditioners were not timed in mixed. */
-#define AUTO_MIXED_MIN_BYTES_GPU (64.0 * 1048576.0)   /* above the H200's 50 MB L2      */
-#define AUTO_MIXED_MIN_BYTES_CPU (8.0 * 1048576.0)
+#define AUTO_MIXED_MIN_BYTES_GPU SPK_CACHE_BYTES_GPU   /* above the H200's 50 MB L2      */
+#define AUTO_MIXED_MIN_BYTES_CPU SPK_CACHE_BYTES_CPU
 
 static spk_precision choose_precision(spk_context *ctx, spk_matrix *M, const spk_options *o,
                                       char *why, size_t len)

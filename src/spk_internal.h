@@ -39,8 +39,9 @@ typedef struct spk_tuning {
                             buffers, staged); 2 (direct): and those buffers handed to MPI
                             itself, as a CUDA-aware MPI gets a GPU rank's                     */
     double host_memory;  /* SPK_HOST_MEMORY: bytes the process may commit, 0: the machine's   */
-    int    mixed_vec64;  /* SPK_MIXED_VECTORS=fp64: a mixed solve's inner CG keeps its vectors
-                            in fp64 even where its operator has fp32 vectors (spmv_dot32)      */
+    int    mixed_vectors; /* SPK_MIXED_VECTORS: a mixed solve's inner CG vectors: 0 (auto) by
+                            their size (src/mixed.c), 1 fp64 always, 2 fp32 wherever the
+                            operator has spmv_dot32                                            */
 } spk_tuning;
 /* The knobs from the environment; SPK_ERR_ARG (message on ctx) for a value a knob does not
  * take. spk_context_create calls it; a test that changes a variable calls it again. */
@@ -274,6 +275,12 @@ void spk_stats_values(const spk_csr *A, spk_matrix_info *info);
  * the fastest format on 14 of 15 of them, while the rules below picked 1.2-2.2x slower formats
  * on 6. 2^20 nonzeros in CSR are ~12 MB, ~3 us at the measured 4.27 TB/s: under one launch. */
 #define SPK_SEL_SMALL_NNZ (1 << 20)
+
+/* Bytes from which data no longer stays in the device's last-level cache, as the mixed-
+ * precision rules measure sizes against it (src/solve.c's precision AUTO, src/mixed.c's fp32
+ * vectors): the H200's L2 holds 50 MB; the CPU's figure is an L3 share of a few cores. */
+#define SPK_CACHE_BYTES_GPU (64.0 * 1048576.0)
+#define SPK_CACHE_BYTES_CPU (8.0 * 1048576.0)
 /* The GPU rule by the shape of the row lengths alone (docs/selection.md), which
  * spk_select_format applies to matrices of SPK_SEL_SMALL_NNZ nonzeros and more. */
 spk_format spk_select_shape(const spk_matrix_info *info, char *why, size_t len);

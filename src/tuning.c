@@ -74,7 +74,7 @@ spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t)
     static const char *const bsr[] = {"auto", "branch", "flat", "split"};
     static const char *const gs_kernel[] = {"auto", "rows"};
     static const char *const mpi_steps[] = {"auto", "host", "composed", "direct"};
-    static const char *const mixed_vec[] = {"auto", "fp64"};
+    static const char *const mixed_vec[] = {"auto", "fp64", "fp32"};
     int w;
     spk_status st = knob_batch(ctx, &t->batch_s);
     if (!st && !(st = knob_word(ctx, "SPK_CUDA_GRAPH", on_off, 2, &w)))
@@ -95,8 +95,8 @@ spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t)
         t->hugepages = w != 0;
     if (!st && !(st = knob_word(ctx, "SPK_MPI_STEPS", mpi_steps, 4, &w)))
         t->mpi_composed = w >= 2 ? w - 1 : 0;             /* auto, host: by the device */
-    if (!st && !(st = knob_word(ctx, "SPK_MIXED_VECTORS", mixed_vec, 2, &w)))
-        t->mixed_vec64 = w == 1;
+    if (!st && !(st = knob_word(ctx, "SPK_MIXED_VECTORS", mixed_vec, 3, &w)))
+        t->mixed_vectors = w <= 0 ? 0 : w;
     if (!st) {
         const char *e = getenv("SPK_HOST_MEMORY");
         t->host_memory = host_memory_of(e);
@@ -120,5 +120,5 @@ void spk_tuning_default(spk_tuning *t)
     t->hugepages = 1;
     t->mpi_composed = 0;
     t->host_memory = 0.0;
-    t->mixed_vec64 = 0;
+    t->mixed_vectors = 0;
 }

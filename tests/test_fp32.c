@@ -437,45 +437,55 @@ static void check_spmv_dot32(const spk_spmv_backend *tw, const void *s32, const 
     if (!tw->spmv_dot32 || n != A->ncols)
         return;
     float *x32 = calloc((size_t)n + 1, sizeof *x32), *y32 = calloc((size_t)n + 1, sizeof *y32);
-    double *x = host_random(n, 41), *zero = calloc((size_t)n + 1, sizeof *zero),
-           *ref = malloc(((size_t)n + 1) * sizeof *ref);
-    for (int64_t i = 0; i < n; i++) {
-        x32[i] = (float)(x[i] - 0.5);
-        x[i] = (double)x32[i];
-        y32[i] = NAN;
-    }
-    const double poison = -12345.0;
-    double out[2] = {NAN, NAN}, out_skip = NAN;
-    spk_status st = product(tw, s32, A, 1.0, x, 0.0, zero, ref);
-    if (!st)
-        st = t_spmv_dot32(ctx, tw, s32, n, x32, y32, out, poison, &out_skip);
-    T_CHECK(st == SPK_OK, "%s spmv_dot32 on %s: %s", tw->name, mname, spk_last_error(ctx));
-    if (!st) {
+    double *x0 = host_random(n, 41), *x = malloc(((size_t)n + 1) * sizeof *x),
+           *zero = calloc((size_t)n + 1, sizeof *zero), *ref = malloc(((size_t)n + 1) * sizeof *ref);
+    for (int special = 0; special < 2; special++) {
+        for (int64_t i = 0; i < n; i++) {
+            x32[i] = (float)(x0[i] - 0.5);
+            if (special)                          /* every 11th NaN, every 5th infinite */
+                x32[i] = i % 11 == 3 ? NAN : i % 5 == 1 ? (i % 2 ? INFINITY : -INFINITY) : x32[i];
+            x[i] = (double)x32[i];
+            y32[i] = NAN;
+        }
+        const double poison = -12345.0;
+        double out[2] = {NAN, NAN}, out_skip = NAN;
+        spk_status st = product(tw, s32, A, 1.0, x, 0.0, zero, ref);
+        if (!st)
+            st = t_spmv_dot32(ctx, tw, s32, n, x32, y32, out, poison, &out_skip);
+        T_CHECK(st == SPK_OK, "%s spmv_dot32 on %s: %s", tw->name, mname, spk_last_error(ctx));
+        if (st)
+            continue;
         double want = 0.0, scale = 0.0, yscale = 0.0;
         int bad = 0;
         for (int64_t i = 0; i < n; i++)
-            yscale = fabs(ref[i]) > yscale ? fabs(ref[i]) : yscale;
+            yscale = isfinite(ref[i]) && fabs(ref[i]) > yscale ? fabs(ref[i]) : yscale;
         for (int64_t i = 0; i < n && !bad; i++) {
             const float r32 = (float)ref[i];
-            if (dev == SPK_DEVICE_CPU)
+            if (isnan(ref[i]) || isnan(y32[i]))
+                bad = !(isnan(ref[i]) && isnan(y32[i]));
+            else if (dev == SPK_DEVICE_CPU || isinf(ref[i]))
                 bad = memcmp(&y32[i], &r32, sizeof r32) != 0;
             else
                 bad = !(fabs((double)y32[i] - ref[i]) <= 0x1p-23 * fabs(ref[i]) + GPU_TOL * yscale);
             if (bad)
-                T_CHECK(0, "%s spmv_dot32 on %s: y[%lld] = %.9g, the fp64-vector product %.17g",
-                        tw->name, mname, (long long)i, (double)y32[i], ref[i]);
+                T_CHECK(0, "%s spmv_dot32 on %s (x %s): y[%lld] = %.9g, the fp64-vector product "
+                        "%.17g", tw->name, mname, special ? "with inf and nan" : "finite",
+                        (long long)i, (double)y32[i], ref[i]);
             want += (double)x32[i] * (double)y32[i];
             scale += fabs((double)x32[i] * (double)y32[i]);
         }
+        T_CHECK(out_skip == poison, "%s spmv_dot32 on %s: wrote out with skip set", tw->name,
+                mname);
+        if (special)
+            continue;
         T_CHECK(fabs(out[0] - want) <= 1e-12 * (scale > 0.0 ? scale : 1.0),
                 "%s spmv_dot32 on %s: x'y = %.17g, from y %.17g", tw->name, mname, out[0], want);
         T_CHECK(memcmp(&out[0], &out[1], sizeof out[0]) == 0, "%s spmv_dot32 on %s: two calls "
                 "gave %.17g and %.17g", tw->name, mname, out[0], out[1]);
-        T_CHECK(out_skip == poison, "%s spmv_dot32 on %s: wrote out with skip set", tw->name,
-                mname);
     }
     free(x32);
     free(y32);
+    free(x0);
     free(x);
     free(zero);
     free(ref);

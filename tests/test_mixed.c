@@ -707,12 +707,13 @@ static void test_relayout(void)
     free(val);
 }
 
-/* CG's inner solves with fp32 vectors (spk_cg32): where the operator has spmv_dot32 (csr32-cpu;
- * ell32-cuda and bsr32-cuda) and M is none or Jacobi, precision_reason says "and vectors",
- * the answer meets rtol against the fp64 A, the iterations stay within 1.3x (+ 10) of the
- * fp64-vector loop's (SPK_MIXED_VECTORS=fp64, here ctx->tune.mixed_vec64), and a second solve
- * allocates nothing. A general M (Chebyshev) keeps fp64 vectors. */
-static void vec32_case(const char *what, spk_format fmt, spk_precond pc)
+/* CG's inner solves with fp32 vectors (spk_cg32): where the operator has spmv_dot32 (csr32-cpu,
+ * dia32-cpu; ell32-cuda and bsr32-cuda) and M is none or Jacobi, SPK_MIXED_VECTORS=fp32
+ * (ctx->tune.mixed_vectors 2) makes precision_reason say "and vectors", the answer meets rtol
+ * against the fp64 A, the iterations stay within 1.3x (+ 10) of the fp64-vector loop's
+ * (mixed_vectors 1) where `bounded`, and a second solve allocates nothing. A general M
+ * (Chebyshev) keeps fp64 vectors. */
+static void vec32_case(const char *what, spk_format fmt, spk_precond pc, int bounded)
 {
     spk_matrix *A = t_matrix(ctx, what);
     const int64_t n = A->csr.nrows;
@@ -723,7 +724,7 @@ static void vec32_case(const char *what, spk_format fmt, spk_precond pc)
     spk_result r32, r64;
     int64_t its[2] = {0, 0};
     for (int v = 0; v < 2; v++) {
-        ctx->tune.mixed_vec64 = v;
+        ctx->tune.mixed_vectors = v ? 1 : 2;
         spk_solver *S = NULL;
         spk_result *r = v ? &r64 : &r32;
         T_CHECK(spk_solver_create(ctx, A, &o, &S) == SPK_OK, "%s: %s", what, spk_last_error(ctx));
@@ -746,10 +747,10 @@ static void vec32_case(const char *what, spk_format fmt, spk_precond pc)
                 what, (unsigned long long)(spk_context_alloc_count(ctx) - before));
         spk_solver_destroy(S);
     }
-    ctx->tune.mixed_vec64 = 0;
-    T_CHECK(its[0] <= 1.3 * its[1] + 10 && its[1] <= 1.3 * its[0] + 10, "%s %s: %lld iterations "
-            "with fp32 vectors, %lld with fp64 ones", what, spk_format_str(fmt),
-            (long long)its[0], (long long)its[1]);
+    ctx->tune.mixed_vectors = 0;
+    T_CHECK(!bounded || (its[0] <= 1.3 * its[1] + 10 && its[1] <= 1.3 * its[0] + 10),
+            "%s %s: %lld iterations with fp32 vectors, %lld with fp64 ones", what,
+            spk_format_str(fmt), (long long)its[0], (long long)its[1]);
     printf("  %-14s %-4s %-7s fp32 vectors %4lld its (%s), fp64 vectors %4lld its\n", what,
            spk_format_str(fmt), spk_precond_str(pc), (long long)its[0], r32.precision_reason,
            (long long)its[1]);
@@ -758,19 +759,47 @@ static void vec32_case(const char *what, spk_format fmt, spk_precond pc)
     free(x);
 }
 
+/* By default (SPK_MIXED_VECTORS unset) fp32 vectors on a GPU where the five fp64 ones would
+ * pass its cache (src/mixed.c): not on a small system, on one of 40 n > 64 MiB; fp64 ones on
+ * the CPU. */
+static void vec32_auto(const char *what, spk_format fmt, int want32)
+{
+    spk_matrix *A = t_matrix(ctx, what);
+    const int64_t n = A->csr.nrows;
+    double *b = t_rand_vec(n, 8), *x = calloc((size_t)n, sizeof *x);
+    spk_options o;
+    set_opt(&o, SPK_METHOD_CG, SPK_PRECOND_JACOBI, 1e-8, SPK_PRECISION_MIXED);
+    o.format = fmt;
+    spk_result r;
+    T_CHECK(spk_solve(ctx, A, b, x, &o, &r) == SPK_OK && r.reason > 0 && t_true_rel(A, b, x) <= 1e-8,
+            "%s: %s %s", what, spk_reason_str(r.reason), spk_last_error(ctx));
+    T_CHECK((strstr(r.precision_reason, "and vectors") != NULL) == want32, "%s (%lld rows): %s",
+            what, (long long)n, r.precision_reason);
+    spk_matrix_destroy(A);
+    free(b);
+    free(x);
+}
+
 static void test_vectors32(void)
 {
     if (dev == SPK_DEVICE_CPU) {
-        vec32_case("poisson3d:20", SPK_FMT_CSR, SPK_PRECOND_JACOBI);
-        vec32_case("poisson3d:20", SPK_FMT_CSR, SPK_PRECOND_NONE);
-        vec32_case("bcsstk09.mtx", SPK_FMT_CSR, SPK_PRECOND_JACOBI);
-        vec32_case("poisson3d:20", SPK_FMT_CSR, SPK_PRECOND_CHEBYSHEV);
+        vec32_case("poisson3d:20", SPK_FMT_CSR, SPK_PRECOND_JACOBI, 1);
+        vec32_case("poisson3d:20", SPK_FMT_CSR, SPK_PRECOND_NONE, 1);
+        vec32_case("poisson3d:20", SPK_FMT_DIA, SPK_PRECOND_JACOBI, 1);
+        vec32_case("bcsstk09.mtx", SPK_FMT_CSR, SPK_PRECOND_JACOBI, 1);
+        /* cond ~ 8e6: fp32 vectors cost iterations (184 against 123), the answer holds */
+        vec32_case("nos6.mtx", SPK_FMT_DIA, SPK_PRECOND_JACOBI, 0);
+        vec32_case("poisson3d:20", SPK_FMT_CSR, SPK_PRECOND_CHEBYSHEV, 1);
+        vec32_auto("poisson3d:20", SPK_FMT_DIA, 0);
+        vec32_auto("poisson3d:60", SPK_FMT_DIA, 0);   /* the CPU's default: fp64 vectors */
     } else {
-        vec32_case("poisson3d:21", SPK_FMT_ELL, SPK_PRECOND_JACOBI);
-        vec32_case("poisson3d:21", SPK_FMT_ELL, SPK_PRECOND_NONE);
-        vec32_case("bcsstk09.mtx", SPK_FMT_ELL, SPK_PRECOND_JACOBI);
-        vec32_case("lame3d:7", SPK_FMT_BSR, SPK_PRECOND_JACOBI);
-        vec32_case("poisson3d:20", SPK_FMT_ELL, SPK_PRECOND_CHEBYSHEV);
+        vec32_case("poisson3d:21", SPK_FMT_ELL, SPK_PRECOND_JACOBI, 1);
+        vec32_case("poisson3d:21", SPK_FMT_ELL, SPK_PRECOND_NONE, 1);
+        vec32_case("bcsstk09.mtx", SPK_FMT_ELL, SPK_PRECOND_JACOBI, 1);
+        vec32_case("lame3d:7", SPK_FMT_BSR, SPK_PRECOND_JACOBI, 1);
+        vec32_case("poisson3d:20", SPK_FMT_ELL, SPK_PRECOND_CHEBYSHEV, 1);
+        vec32_auto("poisson3d:21", SPK_FMT_ELL, 0);
+        vec32_auto("poisson3d:120", SPK_FMT_ELL, 1);  /* 1,728,000 x 40 bytes > 64 MiB */
     }
 }
 
