@@ -109,11 +109,12 @@ typedef enum spk_precond {
 /* The precision of the Krylov method's matrix (docs/solvers.md, "Mixed precision"). MIXED:
  * the SpMV inside the method reads A's values rounded to fp32, in the layout of A's format
  * (its fp32 twin: 8 bytes a CSR nonzero in place of 12, 4 a DIA slot in place of 8);
- * vectors, reductions and the preconditioner stay fp64 (AMG's cycle takes fp32 values too,
- * spk_amg_options.fp32), and an outer defect-correction loop with the fp64 A makes the
- * answer meet rtol against the fp64 matrix. Both devices. AUTO: MIXED where the measurements
- * found it faster for the same answer, DOUBLE elsewhere; spk_result.precision_choice says
- * which and why. */
+ * reductions and the preconditioner stay fp64 (AMG's cycle takes fp32 values too,
+ * spk_amg_options.fp32), the vectors too but for CG with none or Jacobi on a large system
+ * on a GPU, which stores its inner vectors in fp32, and an outer defect-correction loop
+ * with the fp64 A makes the answer meet rtol against the fp64 matrix. Both devices. AUTO:
+ * MIXED where the measurements found it faster for the same answer, DOUBLE elsewhere (AMG-CG:
+ * DOUBLE with the V-cycle on fp32 values); spk_result.precision_choice says which and why. */
 typedef enum spk_precision {
     SPK_PRECISION_DOUBLE = 0,
     SPK_PRECISION_MIXED,
@@ -423,8 +424,8 @@ typedef struct spk_amg_options {
     /* the V-cycle's matrix values (every level's A, P and R, and the coarsest level's dense
      * inverse): 1 fp32 (half the bytes of each value; products and sums stay fp64, and the
      * cycle stays a fixed symmetric operator, so CG keeps its fp64 answer and about its
-     * iteration count), -1 fp64, 0 (default) fp32 when spk_options.precision is MIXED, fp64
-     * otherwise. A matrix whose values leave fp32's range, or whose format has no fp32
+     * iteration count), -1 fp64, 0 (default) fp32 when spk_options.precision is MIXED or
+     * AUTO, fp64 with DOUBLE. A matrix whose values leave fp32's range, or whose format has no fp32
      * kernel on the device, keeps fp64 (spk_solver_precond_describe says so) */
     int           fp32;
 } spk_amg_options;
@@ -499,7 +500,8 @@ typedef struct spk_options {
      * in fp64; runs in double instead (spk_result.precision_reason says why) when a value
      * does not fit fp32 (|a| > FLT_MAX, or a nonzero |a| < FLT_MIN) or the system runs
      * scaled. AUTO: MIXED for CG without a preconditioner or with Jacobi on a matrix larger
-     * than the device's cache (the rule of docs/solvers.md), DOUBLE otherwise. A distributed
+     * than the device's cache (the rule of docs/solvers.md), DOUBLE otherwise (AMG's cycle
+     * then on fp32 values unless amg.fp32 says otherwise). A distributed
      * solve takes DOUBLE or AUTO (which is DOUBLE there). */
     spk_precision precision;
 } spk_options;

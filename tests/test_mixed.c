@@ -588,6 +588,25 @@ static void test_auto(void)
     check_auto("poisson3d:20", SPK_METHOD_CG, SPK_PRECOND_JACOBI, 0, "auto: double: the matrix "
                "is below the size");
     check_auto(big, SPK_METHOD_CG, SPK_PRECOND_AMG, 0, "auto: double: AMG-CG in mixed was slower");
+    check_auto(big, SPK_METHOD_CG, SPK_PRECOND_AMG, 0, "; V-cycle on fp32 values (measured faster)");
+    {   /* AUTO's double AMG-CG runs the cycle in fp32; amg.fp32 = -1 keeps it fp64 */
+        spk_matrix *A = t_matrix(ctx, "poisson3d:20");
+        char text[4096];
+        for (int k = 0; k < 2; k++) {
+            spk_options o;
+            set_opt(&o, SPK_METHOD_CG, SPK_PRECOND_AMG, 1e-8, SPK_PRECISION_AUTO);
+            o.amg.fp32 = k ? -1 : 0;
+            spk_solver *S = NULL;
+            T_CHECK(spk_solver_create(ctx, A, &o, &S) == SPK_OK, "%s", spk_last_error(ctx));
+            if (!S)
+                continue;
+            spk_solver_precond_describe(S, text, sizeof text);
+            T_CHECK((strstr(text, "values: fp32 in the cycle") != NULL) == !k, "AUTO AMG-CG, "
+                    "amg.fp32 = %d: %s", o.amg.fp32, text);
+            spk_solver_destroy(S);
+        }
+        spk_matrix_destroy(A);
+    }
     check_auto(big, SPK_METHOD_BICGSTAB, SPK_PRECOND_JACOBI, 0, "auto: double: mixed was measured "
                "faster for CG");
     T_CHECK(!strcmp(spk_precision_str(SPK_PRECISION_AUTO), "auto"), "the name of AUTO");

@@ -132,7 +132,7 @@ static const char usage_text[] =
     "  --amg-max-levels L  levels at most (default 10)\n"
     "  --amg-values V      fp32|fp64|auto: the V-cycle's matrix values; fp32 halves their\n"
     "                      bytes (products in fp64, the answer still fp64); auto (default):\n"
-    "                      fp32 with --precision mixed, fp64 otherwise\n"
+    "                      fp32 with --precision mixed or auto, fp64 otherwise\n"
     "  --ilu-trisolve T    ilu0, ic0, ilut: exact|jacobi|auto: the triangular solves exactly\n"
     "                      (the CPU's row loops, cuSPARSE SpSV on the GPU) or by a fixed\n"
     "                      number of Jacobi sweeps (SpMVs only); auto (default): exact, but\n"
