@@ -201,8 +201,10 @@ SPK_API spk_status spk_matrix_read_mtx(spk_context *ctx, const char *path, spk_m
  * "elasticity3d:N" (a synthetic 3x3-block stencil, not elasticity), "lame3d:N[:NU]" (Q1 linear
  * elasticity on N^3 cells, clamped at x = 0, Poisson ratio NU default 0.3), "jump3d:N[:CONTRAST]"
  * (7-point diffusion with a coefficient jumping between 1 and CONTRAST, default 1e4, on 4^3
- * sub-cubes), "powerlaw:N:AVG[:SEED]", "band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]"; src/generate.c
- * describes each. SPK_ERR_ARG for an unknown or bad spec or one too large for 32-bit indices,
+ * sub-cubes), "powerlaw:N:AVG[:SEED]", "band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]",
+ * "rmat:SCALE[:EF[:SEED]]" (Graph500's R-MAT graph, 2^SCALE vertices, EF 2^SCALE edges, default
+ * EF 16), "mesh2d:N[:SEED]" (an N x N point triangle mesh numbered at random); the graphs'
+ * matrices are symmetric and strictly diagonally dominant; src/generate.c describes each. SPK_ERR_ARG for an unknown or bad spec or one too large for 32-bit indices,
  * SPK_ERR_NOMEM (before any work when the matrix cannot fit). */
 SPK_API spk_status spk_matrix_generate(spk_context *ctx, const char *spec, spk_matrix **A);
 /* 1 if `s` looks like a generator spec (a known name followed by ':'), else 0. */

@@ -81,6 +81,20 @@
  *    cut to [0, N), and a row never longer than its window (the first and last HALF rows of
  *    a narrow band can come out shorter than MIN).
  *
+ *  - rmat: Graph500's R-MAT (Chakrabarti, Zhan & Faloutsos, SDM 2004): 2^SCALE vertices and
+ *    EF 2^SCALE edges, each edge SCALE quadrant draws with probabilities 0.57, 0.19, 0.19,
+ *    0.05, the vertices relabelled by a random permutation (Graph500's kernel input; without
+ *    it the hubs would sit at the low numbers). Degrees follow a heavy tail (rmat:20: mean 31,
+ *    longest row 64,671); repeated edges and self loops are dropped. The stand-in for social
+ *    and collaboration graphs (bench/matrices/README.md).
+ *  - mesh2d: the N^2 points of a grid, each cell cut into two triangles by a diagonal drawn at
+ *    random, the points numbered in a random order: a triangle mesh of degree 3-8 (mean 6, a
+ *    Delaunay triangulation's) whose numbering keeps no locality, as DIMACS10's delaunay_n*
+ *    matrices (random points in generation order) and census-tract graphs such as ct2010.
+ *  - rmat and mesh2d, the matrix of the graph: the diagonal and one entry per neighbour, the
+ *    off-diagonal value of edge {i, j} uniform in [-1, 1) keyed on (seed, i, j), the same from
+ *    both ends (symmetric), the diagonal 1 + the sum of the row's magnitudes (SPD).
+ *
  * Row and column counts are limited to 2^31 - 1 by the 32-bit column indices. */
 #include "spk_internal.h"
 
@@ -100,7 +114,7 @@
 
 #define KNOWN_GENERATORS \
     "poisson2d:N, poisson3d:N, poisson3d27:N, elasticity3d:N, powerlaw:N:AVG[:SEED], " \
-    "band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]"
+    "band:N:MIN:MAX[:HALF[:SKEW[:SEED]]], rmat:SCALE[:EF[:SEED]], mesh2d:N[:SEED]"
 #define KNOWN_MULTIGRID_GENERATORS "lame3d:N[:NU], jump3d:N[:CONTRAST]"
 #define COORD_GENERATORS "poisson2d, poisson3d, poisson3d27, elasticity3d, lame3d, jump3d"
 /* lame3d's default Poisson ratio: a generic metal, far enough from 1/2 not to lock. */
@@ -113,10 +127,17 @@
 /* Pareto shape of the power-law row lengths (tail P(L > x) ~ x^-2). */
 #define POWERLAW_SHAPE 2.0
 #define POWERLAW_BISECTION_STEPS 60
+/* rmat: Graph500's quadrant probabilities (a, b, c; d = 1 - a - b - c) and its default edge
+ * factor. */
+#define RMAT_A 0.57
+#define RMAT_B 0.19
+#define RMAT_C 0.19
+#define RMAT_EF 16
+#define RMAT_MAX_SCALE 30
 
 typedef enum {
     GEN_POISSON2D, GEN_POISSON3D, GEN_POISSON3D27, GEN_ELASTICITY3D, GEN_LAME3D, GEN_JUMP3D,
-    GEN_POWERLAW, GEN_BAND
+    GEN_POWERLAW, GEN_BAND, GEN_RMAT, GEN_MESH2D
 } gen_kind;
 
 static const struct {
@@ -132,6 +153,8 @@ static const struct {
     {"jump3d", GEN_JUMP3D, "jump3d:N[:CONTRAST]"},
     {"powerlaw", GEN_POWERLAW, "powerlaw:N:AVG[:SEED]"},
     {"band", GEN_BAND, "band:N:MIN:MAX[:HALF[:SKEW[:SEED]]]"},
+    {"rmat", GEN_RMAT, "rmat:SCALE[:EF[:SEED]]"},
+    {"mesh2d", GEN_MESH2D, "mesh2d:N[:SEED]"},
 };
 #define N_GENERATORS (sizeof generators / sizeof generators[0])
 
@@ -738,6 +761,195 @@ static spk_status gen_jump(spk_context *ctx, const char *spec, int64_t N, double
     return SPK_OK;
 }
 
+/* ---- graphs: rmat, mesh2d ---------------------------------------------------------------- */
+
+/* The value of edge {i, j}, the same from either end: uniform in [-1, 1), keyed on the seed
+ * and the pair. */
+static double edge_value(uint64_t seed, int64_t i, int64_t j)
+{
+    const int64_t lo = i < j ? i : j, hi = i < j ? j : i;
+    uint64_t s = row_stream(seed ^ 0xed9eu, lo) ^ ((uint64_t)hi * 0x9e3779b97f4a7c15ull);
+    return (double)(splitmix(&s) >> 11) * 0x1p-52 - 1.0;
+}
+
+/* The symmetric matrix of an undirected graph on n vertices from its m edges (eu[k], ev[k]),
+ * repeats and self loops allowed and dropped: row i holds its diagonal and one entry per
+ * distinct neighbour, columns sorted, off-diagonal values edge_value, the diagonal 1 + the
+ * sum of their magnitudes (strictly diagonally dominant: SPD). The rows are filled in any
+ * order, then sorted and deduplicated, so the matrix does not depend on the thread count. */
+static spk_status graph_matrix(spk_context *ctx, const char *spec, int64_t n, int64_t m,
+                               const int32_t *eu, const int32_t *ev, uint64_t seed, spk_csr *out)
+{
+    spk_status st = spk_check_memory(ctx, spk_csr_bytes(n, 0) + 12.0 * (2.0 * (double)m + n) +
+                                     16.0 * (double)n, "%s: a graph of %lld vertices and %lld "
+                                     "edges", spec, (long long)n, (long long)m);
+    if (st)
+        return st;
+    int64_t *ptr = spk_calloc(ctx, (size_t)n + 1, sizeof *ptr);
+    int64_t *next = spk_malloc(ctx, (size_t)n + 1, sizeof *next);
+    int32_t *adj = NULL;
+    if (!ptr || !next)
+        goto nomem;
+    for (int64_t k = 0; k < m; k++)
+        if (eu[k] != ev[k]) {
+            ptr[eu[k] + 1]++;
+            ptr[ev[k] + 1]++;
+        }
+    for (int64_t i = 0; i < n; i++)
+        ptr[i + 1] += ptr[i];
+    adj = spk_malloc(ctx, (size_t)(ptr[n] > 0 ? ptr[n] : 1), sizeof *adj);
+    if (!adj)
+        goto nomem;
+    memcpy(next, ptr, (size_t)n * sizeof *next);
+    for (int64_t k = 0; k < m; k++)
+        if (eu[k] != ev[k]) {
+            adj[next[eu[k]]++] = ev[k];
+            adj[next[ev[k]]++] = eu[k];
+        }
+    /* each row sorted and deduplicated: next[i] its distinct neighbours */
+#pragma omp parallel for schedule(dynamic, 1024) if(n > OMP_MIN_WORK)
+    for (int64_t i = 0; i < n; i++)
+        next[i] = sort_unique(adj + ptr[i], ptr[i + 1] - ptr[i]);
+    int64_t nnz = 0;
+    for (int64_t i = 0; i < n; i++)
+        nnz += next[i] + 1;
+    if ((st = spk_csr_alloc(ctx, n, n, nnz, out)))
+        goto done;
+    for (int64_t i = 0; i < n; i++)
+        out->rowptr[i + 1] = out->rowptr[i] + next[i] + 1;
+#pragma omp parallel for schedule(dynamic, 1024) if(n > OMP_MIN_WORK)
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t *nb = adj + ptr[i];
+        int64_t q = out->rowptr[i], dpos = -1;
+        double offsum = 0.0;
+        for (int64_t k = 0; k <= next[i]; k++) {
+            if (dpos < 0 && (k == next[i] || nb[k] > i)) {
+                dpos = q;
+                out->colind[q++] = (int32_t)i;
+            }
+            if (k == next[i])
+                break;
+            const double v = edge_value(seed, i, nb[k]);
+            out->colind[q] = nb[k];
+            out->val[q++] = v;
+            offsum += fabs(v);
+        }
+        out->val[dpos] = 1.0 + offsum;
+    }
+    goto done;
+nomem:
+    st = spk_fail(ctx, SPK_ERR_NOMEM, "%s: out of memory (a graph of %lld edges)", spec,
+                  (long long)m);
+done:
+    spk_free(ptr);
+    spk_free(next);
+    spk_free(adj);
+    return st;
+}
+
+/* A permutation of [0, n) from the seed: Fisher-Yates, one stream. */
+static void random_labels(uint64_t seed, int64_t n, int32_t *perm)
+{
+    for (int64_t i = 0; i < n; i++)
+        perm[i] = (int32_t)i;
+    uint64_t s = row_stream(seed ^ 0x9e7au, -1);
+    for (int64_t i = n - 1; i > 0; i--) {
+        const int64_t j = (int64_t)(splitmix(&s) % (uint64_t)(i + 1));
+        const int32_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+/* rmat: 2^SCALE vertices, EF 2^SCALE edges of Graph500's R-MAT (each edge SCALE quadrant
+ * draws with probabilities a, b, c, d), the vertices relabelled by a random permutation as
+ * Graph500 does; the edges' own streams keyed on (seed, edge), so the graph does not depend
+ * on the thread count. */
+static spk_status gen_rmat(spk_context *ctx, const char *spec, int scale, int64_t ef,
+                           uint64_t seed, spk_csr *out)
+{
+    const int64_t n = (int64_t)1 << scale, m = ef * n;
+    spk_status st = spk_check_memory(ctx, 8.0 * (double)m + 4.0 * (double)n, "%s: %lld edges",
+                                     spec, (long long)m);
+    if (st)
+        return st;
+    int32_t *eu = spk_malloc(ctx, (size_t)m, sizeof *eu), *ev = spk_malloc(ctx, (size_t)m, sizeof *ev);
+    int32_t *perm = spk_malloc(ctx, (size_t)n, sizeof *perm);
+    if (!eu || !ev || !perm) {
+        spk_free(eu);
+        spk_free(ev);
+        spk_free(perm);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "%s: out of memory (%lld edges)", spec, (long long)m);
+    }
+    random_labels(seed, n, perm);
+#pragma omp parallel for schedule(static) if(m > OMP_MIN_WORK)
+    for (int64_t k = 0; k < m; k++) {
+        uint64_t s = row_stream(seed, k);
+        int64_t u = 0, v = 0;
+        for (int b = 0; b < scale; b++) {
+            const double r = (double)(splitmix(&s) >> 11) * 0x1p-53;
+            const int down = r >= RMAT_A + RMAT_B, right = r >= RMAT_A && (r < RMAT_A + RMAT_B ||
+                                                                            r >= RMAT_A + RMAT_B + RMAT_C);
+            u = 2 * u + down;
+            v = 2 * v + right;
+        }
+        eu[k] = perm[u];
+        ev[k] = perm[v];
+    }
+    spk_free(perm);
+    st = graph_matrix(ctx, spec, n, m, eu, ev, seed, out);
+    spk_free(eu);
+    spk_free(ev);
+    return st;
+}
+
+/* mesh2d: the N x N points of a grid, each cell cut into two triangles by one of its
+ * diagonals, chosen at random: every vertex joined to its 4 grid neighbours and to 0-4
+ * diagonal ones (degree 4-8, mean 6, as a Delaunay triangulation's), the vertices numbered in
+ * a random order, as points drawn at random come (DIMACS10's delaunay_n* matrices). */
+static spk_status gen_mesh2d(spk_context *ctx, const char *spec, int64_t N, uint64_t seed,
+                             spk_csr *out)
+{
+    const int64_t n = N * N, m = 3 * (N - 1) * (N - 1) + 2 * (N - 1);
+    spk_status st = spk_check_memory(ctx, 8.0 * (double)m + 4.0 * (double)n, "%s: %lld edges",
+                                     spec, (long long)m);
+    if (st)
+        return st;
+    int32_t *eu = spk_malloc(ctx, (size_t)(m > 0 ? m : 1), sizeof *eu);
+    int32_t *ev = spk_malloc(ctx, (size_t)(m > 0 ? m : 1), sizeof *ev);
+    int32_t *perm = spk_malloc(ctx, (size_t)n, sizeof *perm);
+    if (!eu || !ev || !perm) {
+        spk_free(eu);
+        spk_free(ev);
+        spk_free(perm);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "%s: out of memory (%lld edges)", spec, (long long)m);
+    }
+    random_labels(seed, n, perm);
+    int64_t k = 0;
+    for (int64_t y = 0; y < N; y++)
+        for (int64_t x = 0; x < N; x++) {
+            const int64_t p = y * N + x;
+            if (x + 1 < N) {
+                eu[k] = perm[p];
+                ev[k++] = perm[p + 1];
+            }
+            if (y + 1 < N) {
+                eu[k] = perm[p];
+                ev[k++] = perm[p + N];
+            }
+            if (x + 1 < N && y + 1 < N) {           /* the cell's diagonal */
+                const int flip = (int)(row_stream(seed ^ 0xd1a9u, p) & 1);
+                eu[k] = perm[flip ? p + 1 : p];
+                ev[k++] = perm[flip ? p + N : p + N + 1];
+            }
+        }
+    spk_free(perm);
+    st = graph_matrix(ctx, spec, n, k, eu, ev, seed, out);
+    spk_free(eu);
+    spk_free(ev);
+    return st;
+}
+
 /* ---- the spec ----------------------------------------------------------------------------- */
 
 /* A spec parsed and checked: the generator and its parameters. */
@@ -798,6 +1010,45 @@ static spk_status parse_powerlaw(spk_context *ctx, const char *spec, const char 
     P->N = P->rows = n;
     P->real = avg;
     P->seed = seed;
+    return SPK_OK;
+}
+
+/* rmat:SCALE[:EF[:SEED]] and mesh2d:N[:SEED]: the integer fields in order. */
+static spk_status parse_graph(spk_context *ctx, const char *spec, const char *p, gen_params *P)
+{
+    const int rmat = P->kind == GEN_RMAT;
+    int64_t v[3] = {0, RMAT_EF, 1};                  /* SCALE or N, EF, SEED */
+    static const int field[2][3] = {{0, 2, -1}, {0, 1, 2}};   /* mesh2d's, rmat's */
+    int got = 0;
+    for (;;) {
+        const char *e = field_end(p);
+        const int f = got < 3 ? field[rmat][got] : -1;
+        if (f < 0 || !parse_digits(p, e, &v[f]))
+            return spk_fail(ctx, SPK_ERR_ARG, "%s expects %s, got '%s'", P->usage,
+                            rmat ? "integers SCALE >= 1, EF >= 1 and SEED >= 0"
+                                 : "integers N >= 2 and SEED >= 0", spec);
+        got++;
+        if (!*e)
+            break;
+        p = e + 1;
+    }
+    if (rmat) {
+        if (v[0] < 1 || v[0] > RMAT_MAX_SCALE || v[1] < 1 || (double)v[1] * 2.0 * ldexp(1.0, (int)v[0]) > 1e12)
+            return spk_fail(ctx, SPK_ERR_ARG, "rmat: SCALE = %lld, EF = %lld: expects 1 <= SCALE "
+                            "<= %d (2^SCALE rows) and EF >= 1 with 2 EF 2^SCALE entries at most "
+                            "1e12", (long long)v[0], (long long)v[1], RMAT_MAX_SCALE);
+        P->N = v[0];
+        P->rows = (int64_t)1 << v[0];
+        P->lo = v[1];
+        P->seed = (uint64_t)v[2];
+        return SPK_OK;
+    }
+    if (v[0] < 2 || (double)v[0] * (double)v[0] > (double)INT32_MAX)
+        return spk_fail(ctx, SPK_ERR_ARG, "mesh2d: N = %lld: expects 2 <= N with N^2 rows at most "
+                        "%d", (long long)v[0], INT32_MAX);
+    P->N = v[0];
+    P->rows = v[0] * v[0];
+    P->seed = (uint64_t)v[2];
     return SPK_OK;
 }
 
@@ -922,6 +1173,8 @@ static spk_status parse_spec(spk_context *ctx, const char *spec, gen_params *P)
         return parse_powerlaw(ctx, spec, p, P);
     if (P->kind == GEN_BAND)
         return parse_band(ctx, spec, p, P);
+    if (P->kind == GEN_RMAT || P->kind == GEN_MESH2D)
+        return parse_graph(ctx, spec, p, P);
     return parse_grid(ctx, spec, p, P);
 }
 
@@ -939,6 +1192,8 @@ spk_status spk_generate_csr(spk_context *ctx, const char *spec, spk_csr *out)
     switch (P.kind) {
     case GEN_POWERLAW: return gen_powerlaw(ctx, spec, P.N, P.real, P.seed, out);
     case GEN_BAND: return gen_band(ctx, spec, P.N, P.lo, P.hi, P.half, P.skew, P.seed, out);
+    case GEN_RMAT: return gen_rmat(ctx, spec, (int)P.N, P.lo, P.seed, out);
+    case GEN_MESH2D: return gen_mesh2d(ctx, spec, P.N, P.seed, out);
     case GEN_LAME3D: return gen_lame(ctx, spec, P.N, P.real, P.rows, out);
     case GEN_JUMP3D: return gen_jump(ctx, spec, P.N, P.real, P.rows, out);
     case GEN_POISSON2D: S.dim = 2; S.diag = 4.0; break;
@@ -966,7 +1221,8 @@ spk_status spk_generate_coords(spk_context *ctx, const char *spec, double **xyz,
     spk_status st = parse_spec(ctx, spec, &P);
     if (st)
         return st;
-    if (P.kind == GEN_POWERLAW || P.kind == GEN_BAND)
+    if (P.kind == GEN_POWERLAW || P.kind == GEN_BAND || P.kind == GEN_RMAT ||
+        P.kind == GEN_MESH2D)
         return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "%s: %s matrices have no node coordinates "
                         "(the grid generators have: " COORD_GENERATORS ")", spec, P.name);
     const int64_t N = P.N, d = P.kind == GEN_POISSON2D ? 2 : 3;

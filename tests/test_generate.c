@@ -11,6 +11,10 @@
  * three distinct off-diagonal values, and exactly poisson3d at CONTRAST 1. */
 #include "util.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -473,6 +477,15 @@ static void expect_error(const char *spec, spk_status want, const char *msg)
 
 static void test_errors(void)
 {
+    expect_error("rmat:0", SPK_ERR_ARG, "expects 1 <= SCALE <= 30");
+    expect_error("rmat:31", SPK_ERR_ARG, "expects 1 <= SCALE <= 30");
+    expect_error("rmat:10:0", SPK_ERR_ARG, "EF >= 1");
+    expect_error("rmat:10:2:3:4", SPK_ERR_ARG, "rmat:SCALE[:EF[:SEED]] expects integers");
+    expect_error("rmat:x", SPK_ERR_ARG, "rmat:SCALE[:EF[:SEED]] expects integers");
+    expect_error("mesh2d:1", SPK_ERR_ARG, "expects 2 <= N");
+    expect_error("mesh2d:46341", SPK_ERR_ARG, "expects 2 <= N");
+    expect_error("mesh2d:10:x", SPK_ERR_ARG, "mesh2d:N[:SEED] expects integers");
+    expect_error("mesh2d:", SPK_ERR_ARG, "mesh2d:N[:SEED] expects integers");
     expect_error("lame3d:", SPK_ERR_ARG, "lame3d:N[:NU] expects an integer N in [1, 2^63), got ''");
     expect_error("lame3d:4:0.5", SPK_ERR_ARG, "NU = 0.5: a Poisson ratio in (-1, 0.5)");
     expect_error("lame3d:4:-1", SPK_ERR_ARG, "NU = -1");
@@ -520,6 +533,119 @@ static void test_errors(void)
             spk_status_str(st));
 }
 
+/* ---- rmat and mesh2d: graphs ---------------------------------------------------------------
+ * Each row sorted and unique with its diagonal, the matrix symmetric bit for bit, the diagonal
+ * 1 + the sum of the off-diagonal magnitudes (exactly, summed in row order), the same bits on
+ * 1 thread as on 3 and from the same seed, another pattern from another seed; mesh2d's
+ * degrees 3..9 with its nonzero count exact; rmat's 2^SCALE rows and a heavy tail. */
+static int graph_checks(const char *spec, const spk_csr *A)
+{
+    int ok = canonical_spd_pattern(A) && A->nrows == A->ncols;
+    for (int64_t i = 0; ok && i < A->nrows; i++) {
+        double off = 0.0, diag = 0.0;
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            const int32_t j = A->colind[p];
+            if (j == i) {
+                diag = A->val[p];
+                continue;
+            }
+            off += fabs(A->val[p]);
+            /* (j, i) holds the same value */
+            int64_t lo = A->rowptr[j], hi = A->rowptr[j + 1] - 1, found = -1;
+            while (lo <= hi) {
+                const int64_t mid = (lo + hi) / 2;
+                if (A->colind[mid] == i) {
+                    found = mid;
+                    break;
+                }
+                if (A->colind[mid] < i)
+                    lo = mid + 1;
+                else
+                    hi = mid - 1;
+            }
+            ok = found >= 0 && memcmp(&A->val[found], &A->val[p], sizeof A->val[p]) == 0;
+            if (!ok)
+                break;
+        }
+        ok = ok && diag == 1.0 + off;
+    }
+    T_CHECK(ok, "%s: not a symmetric, sorted, strictly diagonally dominant matrix", spec);
+    return ok;
+}
+
+static int csr_equal(const spk_csr *a, const spk_csr *b)
+{
+    return a->nrows == b->nrows && a->nnz == b->nnz &&
+           memcmp(a->rowptr, b->rowptr, ((size_t)a->nrows + 1) * sizeof *a->rowptr) == 0 &&
+           memcmp(a->colind, b->colind, (size_t)a->nnz * sizeof *a->colind) == 0 &&
+           memcmp(a->val, b->val, (size_t)a->nnz * sizeof *a->val) == 0;
+}
+
+static void test_graphs(void)
+{
+    static const char *const specs[] = {"rmat:12", "rmat:11:4:9", "mesh2d:40", "mesh2d:33:5"};
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        spk_csr A, B;
+#ifdef _OPENMP
+        const int saved = omp_get_max_threads();
+        omp_set_num_threads(1);
+#endif
+        const int got = generate(specs[k], &A);
+#ifdef _OPENMP
+        omp_set_num_threads(3);
+#endif
+        const int got2 = generate(specs[k], &B);
+#ifdef _OPENMP
+        omp_set_num_threads(saved);
+#endif
+        if (!got || !got2)
+            continue;
+        graph_checks(specs[k], &A);
+        T_CHECK(csr_equal(&A, &B), "%s: another matrix on 3 threads than on 1", specs[k]);
+        spk_csr_free(&B);
+        int64_t maxlen = 0, minlen = A.nrows;
+        for (int64_t i = 0; i < A.nrows; i++) {
+            const int64_t l = A.rowptr[i + 1] - A.rowptr[i];
+            maxlen = l > maxlen ? l : maxlen;
+            minlen = l < minlen ? l : minlen;
+        }
+        if (specs[k][0] == 'm') {                     /* mesh2d:N */
+            const int64_t N = atoll(specs[k] + 7);
+            T_CHECK(A.nrows == N * N && A.nnz == N * N + 6 * (N - 1) * (N - 1) + 4 * (N - 1) &&
+                    minlen == 3 && maxlen <= 9, "%s: %lld rows, %lld entries, rows of %lld..%lld",
+                    specs[k], (long long)A.nrows, (long long)A.nnz, (long long)minlen,
+                    (long long)maxlen);
+        } else {                                      /* rmat:SCALE[:EF] */
+            const int scale = atoi(specs[k] + 5);
+            const char *ef_s = strchr(specs[k] + 5, ':');
+            const int64_t ef = ef_s ? atoll(ef_s + 1) : 16;
+            const double mean = (double)A.nnz / (double)A.nrows;
+            T_CHECK(A.nrows == (int64_t)1 << scale && A.nnz <= A.nrows * (1 + 2 * ef) &&
+                    (double)maxlen > 10.0 * mean, "%s: %lld rows, %lld entries, longest row "
+                    "%lld against a mean of %.1f", specs[k], (long long)A.nrows,
+                    (long long)A.nnz, (long long)maxlen, mean);
+        }
+        /* another seed, another pattern */
+        char other[64];
+        snprintf(other, sizeof other, "%s:%s", specs[k][0] == 'm' ? "mesh2d:40" : "rmat:12",
+                 specs[k][0] == 'm' ? "2" : "16:2");
+        if (k == 0 || k == 2) {
+            spk_csr C;
+            if (generate(other, &C)) {
+                T_CHECK(C.nnz != A.nnz || memcmp(C.colind, A.colind, (size_t)A.nnz *
+                        sizeof *A.colind) != 0, "%s and %s: the same pattern", specs[k], other);
+                spk_csr_free(&C);
+            }
+        }
+        spk_csr_free(&A);
+    }
+    double *xyz = NULL;
+    int64_t nodes = 0;
+    int dim = 0;
+    T_CHECK(spk_generate_coords(ctx, "mesh2d:10", &xyz, &nodes, &dim) == SPK_ERR_UNSUPPORTED &&
+            !xyz, "mesh2d has no coordinates to give");
+}
+
 int main(void)
 {
     ctx = t_context(SPK_DEVICE_CPU);
@@ -529,6 +655,7 @@ int main(void)
     test_jump();
     test_coords();
     test_errors();
+    test_graphs();
     spk_context_destroy(ctx);
     return t_done("test_generate");
 }
