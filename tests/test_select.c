@@ -672,7 +672,8 @@ static void test_generator_errors(void)
     expect_error("poisson3d:99999999999999999999", "expects an integer N in [1, 2^63)");
     expect_error("poisson4d:3", "unknown generator 'poisson4d' (known: poisson2d:N, poisson3d:N, "
                                 "poisson3d27:N, elasticity3d:N, powerlaw:N:AVG[:SEED], "
-                                "band:N:MIN:MAX[:HALF[:SKEW[:SEED]]])");
+                                "band:N:MIN:MAX[:HALF[:SKEW[:SEED]]], rmat:SCALE[:EF[:SEED]], "
+                                "mesh2d:N[:SEED])");
     expect_error("band:100", "needs MIN and MAX");
     expect_error("band:100:5", "needs MIN and MAX");
     expect_error("band:0:1:1", "N = 0");
