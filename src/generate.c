@@ -790,9 +790,13 @@ static spk_status graph_matrix(spk_context *ctx, const char *spec, int64_t n, in
     int32_t *adj = NULL;
     if (!ptr || !next)
         goto nomem;
+    /* the ends counted, then placed, in any order (atomics): each row is sorted below */
+#pragma omp parallel for schedule(static) if(m > OMP_MIN_WORK)
     for (int64_t k = 0; k < m; k++)
         if (eu[k] != ev[k]) {
+#pragma omp atomic
             ptr[eu[k] + 1]++;
+#pragma omp atomic
             ptr[ev[k] + 1]++;
         }
     for (int64_t i = 0; i < n; i++)
@@ -801,10 +805,16 @@ static spk_status graph_matrix(spk_context *ctx, const char *spec, int64_t n, in
     if (!adj)
         goto nomem;
     memcpy(next, ptr, (size_t)n * sizeof *next);
+#pragma omp parallel for schedule(static) if(m > OMP_MIN_WORK)
     for (int64_t k = 0; k < m; k++)
         if (eu[k] != ev[k]) {
-            adj[next[eu[k]]++] = ev[k];
-            adj[next[ev[k]]++] = eu[k];
+            int64_t a, b;
+#pragma omp atomic capture
+            a = next[eu[k]]++;
+#pragma omp atomic capture
+            b = next[ev[k]]++;
+            adj[a] = ev[k];
+            adj[b] = eu[k];
         }
     /* each row sorted and deduplicated: next[i] its distinct neighbours */
 #pragma omp parallel for schedule(dynamic, 1024) if(n > OMP_MIN_WORK)
