@@ -244,10 +244,12 @@ static inline double dia_out(double s, double alpha, double beta, const double *
  * [0, ncols), a contiguous run of values and of x, so only two streams are open at a time;
  * each row adds its diagonals in order. A slot without an entry adds its 0 * x: exact for a
  * finite x (dia_chunk), and a fix row is recomputed otherwise. The values are v64 (dia-cpu)
- * or v32 (dia32-cpu), the other one a constant NULL where the body is inlined. */
+ * or v32 (dia32-cpu), x and y fp64 (x, y) or, for the twin's spmv_dot32, float (x32, y32:
+ * each sum rounded once into y32), the others constant NULLs where the body is inlined. */
 static inline __attribute__((always_inline)) SPK_DIA_NO_JAM void
 dia_rows_body(const spk_dia_fmt *f, const double *v64, const float *v32, int64_t a, int64_t b,
-              double alpha, const double *x, double beta, double *y)
+              double alpha, const double *x, const float *x32, double beta, double *y,
+              float *y32)
 {
     const int64_t n = f->nrows, nd = f->ndiag, m = b - a;
     const int64_t *const off = f->off;
@@ -260,16 +262,19 @@ dia_rows_body(const spk_dia_fmt *f, const double *v64, const float *v32, int64_t
         if (r0 >= r1)
             continue;
         /* pointers formed only inside the arrays: rows [a + r0, a + r1) of diagonal d, its
-         * slots from q on */
-        const int64_t q = d * n + a + r0;
-        const double *xd = x + (a + r0 + off[d]);
+         * slots from q on, x from column a + r0 + off[d] */
+        const int64_t q = d * n + a + r0, j = a + r0 + off[d];
         double *sd = s + r0;
 #pragma GCC ivdep
         for (int64_t r = 0; r < r1 - r0; r++)
-            sd[r] += spk_val(v64, v32, q + r) * xd[r];
+            sd[r] += spk_val(v64, v32, q + r) * (x32 ? (double)x32[j + r] : x[j + r]);
     }
-    for (int64_t r = 0; r < m; r++)
-        y[a + r] = dia_out(s[r], alpha, beta, y, a + r);
+    for (int64_t r = 0; r < m; r++) {
+        if (y32)
+            y32[a + r] = (float)s[r];
+        else
+            y[a + r] = dia_out(s[r], alpha, beta, y, a + r);
+    }
 }
 
 typedef void (*dia_rows_fn)(const spk_dia_fmt *, int64_t, int64_t, double, const double *,
@@ -278,13 +283,13 @@ typedef void (*dia_rows_fn)(const spk_dia_fmt *, int64_t, int64_t, double, const
 static SPK_DIA_NO_JAM void dia_rows_plain(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha,
                            const double *x, double beta, double *y)
 {
-    dia_rows_body(f, f->val, NULL, a, b, alpha, x, beta, y);
+    dia_rows_body(f, f->val, NULL, a, b, alpha, x, NULL, beta, y, NULL);
 }
 
 static SPK_DIA_NO_JAM void dia32_rows_plain(const spk_dia_fmt *f, int64_t a, int64_t b,
                                             double alpha, const double *x, double beta, double *y)
 {
-    dia_rows_body(f, NULL, f->val32, a, b, alpha, x, beta, y);
+    dia_rows_body(f, NULL, f->val32, a, b, alpha, x, NULL, beta, y, NULL);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -293,7 +298,7 @@ __attribute__((target("avx2"))) static SPK_DIA_NO_JAM void
 dia_rows_avx2(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha, const double *x,
               double beta, double *y)
 {
-    dia_rows_body(f, f->val, NULL, a, b, alpha, x, beta, y);
+    dia_rows_body(f, f->val, NULL, a, b, alpha, x, NULL, beta, y, NULL);
 }
 
 /* Four floats widened (vcvtps2pd, exact) where dia_rows_avx2 loads four doubles. */
@@ -301,7 +306,7 @@ __attribute__((target("avx2"))) static SPK_DIA_NO_JAM void
 dia32_rows_avx2(const spk_dia_fmt *f, int64_t a, int64_t b, double alpha, const double *x,
                 double beta, double *y)
 {
-    dia_rows_body(f, NULL, f->val32, a, b, alpha, x, beta, y);
+    dia_rows_body(f, NULL, f->val32, a, b, alpha, x, NULL, beta, y, NULL);
 }
 
 static int dia_have_avx2(void)
@@ -417,46 +422,22 @@ double spk_dia_spmv_dot_host(const spk_dia_fmt *f, int plain, const double *x, d
 }
 
 /* ---- fp32 vectors (the twin's spmv_dot32, mixed precision's inner CG) --------------------
- * dia_rows_body and dia_chunk on float x into float y: each row summed in double over
- * (double)a * (double)x_j in the same order, then rounded once, so y is the fp64-vector
- * product on the same x, rounded (tests/test_fp32.c). */
-static inline __attribute__((always_inline)) SPK_DIA_NO_JAM void
-dia32v_rows_body(const spk_dia_fmt *f, int64_t a, int64_t b, const float *x, float *y)
-{
-    const int64_t n = f->nrows, nd = f->ndiag, m = b - a;
-    const int64_t *const off = f->off;
-    double s[SPK_DIA_ROW_BLOCK];
-    for (int64_t r = 0; r < m; r++)
-        s[r] = 0.0;
-    for (int64_t d = 0; d < nd; d++) {
-        const int64_t r0 = -off[d] - a > 0 ? -off[d] - a : 0;
-        const int64_t r1 = f->ncols - off[d] - a < m ? f->ncols - off[d] - a : m;
-        if (r0 >= r1)
-            continue;
-        const float *vd = f->val32 + (d * n + a + r0);
-        const float *xd = x + (a + r0 + off[d]);
-        double *sd = s + r0;
-#pragma GCC ivdep
-        for (int64_t r = 0; r < r1 - r0; r++)
-            sd[r] += (double)vd[r] * (double)xd[r];
-    }
-    for (int64_t r = 0; r < m; r++)
-        y[a + r] = (float)s[r];
-}
-
+ * dia_rows_body on float x into float y (each row summed in double over (double)a *
+ * (double)x_j in the same order, then rounded once, so y is the fp64-vector product on the
+ * same x, rounded: tests/test_fp32.c), and dia_chunk's fix rows the same way. */
 typedef void (*dia32v_rows_fn)(const spk_dia_fmt *, int64_t, int64_t, const float *, float *);
 
 static SPK_DIA_NO_JAM void dia32v_rows_plain(const spk_dia_fmt *f, int64_t a, int64_t b,
                                              const float *x, float *y)
 {
-    dia32v_rows_body(f, a, b, x, y);
+    dia_rows_body(f, NULL, f->val32, a, b, 1.0, NULL, x, 0.0, NULL, y);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 __attribute__((target("avx2"))) static SPK_DIA_NO_JAM void
 dia32v_rows_avx2(const spk_dia_fmt *f, int64_t a, int64_t b, const float *x, float *y)
 {
-    dia32v_rows_body(f, a, b, x, y);
+    dia_rows_body(f, NULL, f->val32, a, b, 1.0, NULL, x, 0.0, NULL, y);
 }
 
 static dia32v_rows_fn dia32v_rows_pick(void)

@@ -16,28 +16,6 @@
 #define AMG_MAX_BS 64              /* block_size and nullspace_cols (check_options); a
                                       coarse level's block is the near-null space's k     */
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
-static int max_threads(void)
-{
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
-static int thread_id(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
 void spk_amg_options_resolve(const spk_amg_options *in, spk_amg_options *out)
 {
     *out = *in;
@@ -309,7 +287,7 @@ static spk_status strength_graph(spk_context *ctx, const spk_csr *A, int bs, dou
                                  int64_t **gptr_out, int32_t **gcol_out)
 {
     const int64_t nn = A->nrows / bs;
-    const int nt = max_threads();
+    const int nt = spk_omp_threads();
     *gptr_out = NULL;
     *gcol_out = NULL;
     /* the longest node row (its bs rows together): the merge's scratch */
@@ -343,7 +321,7 @@ static spk_status strength_graph(spk_context *ctx, const spk_csr *A, int bs, dou
     /* two passes over the node rows, each node on its own: count, then fill */
 #pragma omp parallel for schedule(dynamic, 1024) if (nn > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < nn; i++) {
-        const int64_t t = thread_id();
+        const int64_t t = spk_omp_thread();
         gptr[i + 1] = strong_of(A, bs, theta, cd, i, sj + t * width, sv + t * width, NULL);
     }
     for (int64_t i = 0; i < nn; i++)
@@ -356,7 +334,7 @@ static spk_status strength_graph(spk_context *ctx, const spk_csr *A, int bs, dou
     }
 #pragma omp parallel for schedule(dynamic, 1024) if (nn > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < nn; i++) {
-        const int64_t t = thread_id();
+        const int64_t t = spk_omp_thread();
         strong_of(A, bs, theta, cd, i, sj + t * width, sv + t * width, gcol + gptr[i]);
     }
 done:
@@ -526,7 +504,7 @@ static spk_status tentative(spk_context *ctx, int64_t n, int bs, int k, const do
         maxm = start[a + 1] - start[a] > maxm ? start[a + 1] - start[a] : maxm;
     maxm *= bs;
     /* the aggregates one by one, each with a Q of its own thread's */
-    const int nt = max_threads();
+    const int nt = spk_omp_threads();
     double *Q = spk_malloc(ctx, (size_t)nt * (size_t)(maxm > 0 ? maxm : 1) * (size_t)k, sizeof *Q);
     if (!Q) {
         st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG tentative prolongator: out of memory");
@@ -534,7 +512,7 @@ static spk_status tentative(spk_context *ctx, int64_t n, int bs, int k, const do
     }
 #pragma omp parallel for schedule(dynamic, 256) if (nn > SPK_OMP_MIN_N)
     for (int64_t a = 0; a < naggs; a++) {
-        double *Qa = Q + (int64_t)thread_id() * (maxm > 0 ? maxm : 1) * k;
+        double *Qa = Q + (int64_t)spk_omp_thread() * (maxm > 0 ? maxm : 1) * k;
         qr_aggregate(n, bs, k, B, nodes + start[a], start[a + 1] - start[a], a, nc, Qa, Bc, T);
     }
     spk_free(Q);

@@ -12,28 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
-static int max_threads(void)
-{
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
-static int thread_id(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
 static int cmp_i32(const void *a, const void *b)
 {
     const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
@@ -85,7 +63,7 @@ spk_status spk_csr_spgemm_symbolic(spk_context *ctx, const spk_csr *A, const spk
                         (long long)A->nrows, (long long)A->ncols, (long long)B->nrows,
                         (long long)B->ncols);
     const int64_t m = A->nrows, w = B->ncols;
-    const int nt = max_threads();
+    const int nt = spk_omp_threads();
     int64_t *len = spk_malloc(ctx, (size_t)m + 1, sizeof *len);
     int32_t *mark = spk_malloc(ctx, (size_t)nt * (size_t)(w > 0 ? w : 1), sizeof *mark);
     spk_status st = SPK_OK;
@@ -99,7 +77,7 @@ spk_status spk_csr_spgemm_symbolic(spk_context *ctx, const spk_csr *A, const spk
         mark[j] = 0;
 #pragma omp parallel for schedule(dynamic, 256)
     for (int64_t i = 0; i < m; i++)
-        len[i] = row_columns(A, B, i, mark + (int64_t)thread_id() * w, NULL);
+        len[i] = row_columns(A, B, i, mark + (int64_t)spk_omp_thread() * w, NULL);
     int64_t nnz = 0;
     for (int64_t i = 0; i < m; i++) {
         const int64_t c = len[i];
@@ -116,7 +94,7 @@ spk_status spk_csr_spgemm_symbolic(spk_context *ctx, const spk_csr *A, const spk
 #pragma omp parallel for schedule(dynamic, 256)
     for (int64_t i = 0; i < m; i++) {
         int32_t *out = C->colind + C->rowptr[i];
-        spk_sort_i32(out, row_columns(A, B, i, mark + (int64_t)thread_id() * w, out));
+        spk_sort_i32(out, row_columns(A, B, i, mark + (int64_t)spk_omp_thread() * w, out));
     }
 done:
     spk_free(len);
@@ -124,7 +102,7 @@ done:
     return st;
 }
 
-int spk_csr_spgemm_threads(void) { return max_threads(); }
+int spk_csr_spgemm_threads(void) { return spk_omp_threads(); }
 
 spk_status spk_csr_spgemm_numeric(spk_context *ctx, const spk_csr *A, const spk_csr *B,
                                   spk_csr *C, double *acc, int nacc)
@@ -132,7 +110,7 @@ spk_status spk_csr_spgemm_numeric(spk_context *ctx, const spk_csr *A, const spk_
     const int64_t m = A->nrows, w = B->ncols;
     double *own = NULL;
     if (!acc) {
-        nacc = max_threads();
+        nacc = spk_omp_threads();
         acc = own = spk_calloc(ctx, (size_t)nacc * (size_t)(w > 0 ? w : 1), sizeof *acc);
         if (!acc)
             return spk_fail(ctx, SPK_ERR_NOMEM, "spgemm accumulator of %lld doubles: out of "
@@ -140,7 +118,7 @@ spk_status spk_csr_spgemm_numeric(spk_context *ctx, const spk_csr *A, const spk_
     }
 #pragma omp parallel for schedule(dynamic, 256) num_threads(nacc)
     for (int64_t i = 0; i < m; i++) {
-        double *ac = acc + (int64_t)thread_id() * w;
+        double *ac = acc + (int64_t)spk_omp_thread() * w;
         for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
             const double a = A->val[p];
             const int64_t k = A->colind[p];
@@ -170,7 +148,7 @@ spk_status spk_csr_transpose(spk_context *ctx, const spk_csr *A, spk_csr *T, int
     if (st)
         return st;
     const int64_t m = A->nrows, w = A->ncols;
-    int64_t nch = max_threads();
+    int64_t nch = spk_omp_threads();
     if (w > 0 && nch > A->nnz / w)
         nch = A->nnz / w > 1 ? A->nnz / w : 1;
     if (A->nnz <= SPK_OMP_MIN_N)

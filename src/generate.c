@@ -871,6 +871,29 @@ static void random_labels(uint64_t seed, int64_t n, int32_t *perm)
     }
 }
 
+/* The edge arrays of m edges and the random labels of n vertices (random_labels). */
+static spk_status graph_arrays(spk_context *ctx, const char *spec, int64_t n, int64_t m,
+                               uint64_t seed, int32_t **eu, int32_t **ev, int32_t **perm)
+{
+    *eu = *ev = *perm = NULL;
+    spk_status st = spk_check_memory(ctx, 8.0 * (double)m + 4.0 * (double)n, "%s: %lld edges",
+                                     spec, (long long)m);
+    if (st)
+        return st;
+    *eu = spk_malloc(ctx, (size_t)(m > 0 ? m : 1), sizeof **eu);
+    *ev = spk_malloc(ctx, (size_t)(m > 0 ? m : 1), sizeof **ev);
+    *perm = spk_malloc(ctx, (size_t)n, sizeof **perm);
+    if (!*eu || !*ev || !*perm) {
+        spk_free(*eu);
+        spk_free(*ev);
+        spk_free(*perm);
+        *eu = *ev = *perm = NULL;
+        return spk_fail(ctx, SPK_ERR_NOMEM, "%s: out of memory (%lld edges)", spec, (long long)m);
+    }
+    random_labels(seed, n, *perm);
+    return SPK_OK;
+}
+
 /* rmat: 2^SCALE vertices, EF 2^SCALE edges of Graph500's R-MAT (each edge SCALE quadrant
  * draws with probabilities a, b, c, d), the vertices relabelled by a random permutation as
  * Graph500 does; the edges' own streams keyed on (seed, edge), so the graph does not depend
@@ -879,19 +902,10 @@ static spk_status gen_rmat(spk_context *ctx, const char *spec, int scale, int64_
                            uint64_t seed, spk_csr *out)
 {
     const int64_t n = (int64_t)1 << scale, m = ef * n;
-    spk_status st = spk_check_memory(ctx, 8.0 * (double)m + 4.0 * (double)n, "%s: %lld edges",
-                                     spec, (long long)m);
+    int32_t *eu, *ev, *perm;
+    spk_status st = graph_arrays(ctx, spec, n, m, seed, &eu, &ev, &perm);
     if (st)
         return st;
-    int32_t *eu = spk_malloc(ctx, (size_t)m, sizeof *eu), *ev = spk_malloc(ctx, (size_t)m, sizeof *ev);
-    int32_t *perm = spk_malloc(ctx, (size_t)n, sizeof *perm);
-    if (!eu || !ev || !perm) {
-        spk_free(eu);
-        spk_free(ev);
-        spk_free(perm);
-        return spk_fail(ctx, SPK_ERR_NOMEM, "%s: out of memory (%lld edges)", spec, (long long)m);
-    }
-    random_labels(seed, n, perm);
 #pragma omp parallel for schedule(static) if(m > OMP_MIN_WORK)
     for (int64_t k = 0; k < m; k++) {
         uint64_t s = row_stream(seed, k);
@@ -921,20 +935,10 @@ static spk_status gen_mesh2d(spk_context *ctx, const char *spec, int64_t N, uint
                              spk_csr *out)
 {
     const int64_t n = N * N, m = 3 * (N - 1) * (N - 1) + 2 * (N - 1);
-    spk_status st = spk_check_memory(ctx, 8.0 * (double)m + 4.0 * (double)n, "%s: %lld edges",
-                                     spec, (long long)m);
+    int32_t *eu, *ev, *perm;
+    spk_status st = graph_arrays(ctx, spec, n, m, seed, &eu, &ev, &perm);
     if (st)
         return st;
-    int32_t *eu = spk_malloc(ctx, (size_t)(m > 0 ? m : 1), sizeof *eu);
-    int32_t *ev = spk_malloc(ctx, (size_t)(m > 0 ? m : 1), sizeof *ev);
-    int32_t *perm = spk_malloc(ctx, (size_t)n, sizeof *perm);
-    if (!eu || !ev || !perm) {
-        spk_free(eu);
-        spk_free(ev);
-        spk_free(perm);
-        return spk_fail(ctx, SPK_ERR_NOMEM, "%s: out of memory (%lld edges)", spec, (long long)m);
-    }
-    random_labels(seed, n, perm);
     int64_t k = 0;
     for (int64_t y = 0; y < N; y++)
         for (int64_t x = 0; x < N; x++) {

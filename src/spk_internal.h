@@ -573,6 +573,10 @@ void spk_threads_begin(spk_threads *t, spk_device dev, int64_t n, int64_t window
 void spk_threads_tick(spk_threads *t, int64_t it, double now);
 void spk_threads_end(spk_threads *t);
 int  spk_threads_now(const spk_threads *t);       /* the count the solve runs on now   */
+/* OpenMP's thread count for the next parallel region, and the calling thread's number in the
+ * current one (1 and 0 in a build without OpenMP): for per-thread scratch. */
+int spk_omp_threads(void);
+int spk_omp_thread(void);
 
 /* Below this length a parallel region costs more than the loop (a fork/join is ~1-5 us, a
  * 8k-element axpy ~2 us on one core), so short vectors run on one thread, as one chunk. */

@@ -124,3 +124,21 @@ int spk_threads_now(const spk_threads *t)
     return 1;
 #endif
 }
+
+int spk_omp_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+int spk_omp_thread(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
