@@ -5,12 +5,8 @@
  * bits whatever the thread count. */
 #include "cg_scalar.h"
 
-/* The r step on fp64 vectors (q, r, dinv) or, the others constant NULLs where it is inlined,
- * on float ones (q32, r32, d32: each value widened on its load, r rounded once on its store,
- * the sums in fp64 over the stored values): the same loop, the same order of the sums. */
-static inline __attribute__((always_inline)) spk_status
-r_step(int64_t n, spk_cg_scalars *S, const double *q, double *r, const double *dinv,
-       const float *q32, float *r32, const float *d32)
+static spk_status h_r(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *q,
+                      double *r, const double *dinv)
 {
     if (S->state != SPK_CG_RUN)
         return SPK_OK;
@@ -20,38 +16,25 @@ r_step(int64_t n, spk_cg_scalars *S, const double *q, double *r, const double *d
         spk_cg_after_r(S, ok, alpha, 0.0, 0.0);
         return SPK_OK;
     }
-    const int diag = dinv || d32;
     double part[2][SPK_CHUNKS];
     const int nc = spk_chunks(n);
 #pragma omp parallel for schedule(static) if (nc > 1)
     for (int c = 0; c < nc; c++) {
         const int64_t lo = spk_chunk_lo(n, nc, c), hi = spk_chunk_lo(n, nc, c + 1);
         double s_rr = 0.0, s_rz = 0.0;
-        if (diag) {
+        if (dinv) {
 #pragma omp simd reduction(+ : s_rr, s_rz) if (nc > 1)
             for (int64_t i = lo; i < hi; i++) {
-                double ri;                               /* r = r - alpha A p        */
-                if (r32) {
-                    ri = (double)(float)((double)r32[i] - alpha * (double)q32[i]);
-                    r32[i] = (float)ri;
-                } else {
-                    ri = r[i] - alpha * q[i];
-                    r[i] = ri;
-                }
+                double ri = r[i] - alpha * q[i];        /* r = r - alpha A p        */
+                r[i] = ri;
                 s_rr += ri * ri;
-                s_rz += ri * ((d32 ? (double)d32[i] : dinv[i]) * ri);   /* r'D^-1 r */
+                s_rz += ri * (dinv[i] * ri);             /* r'z with z = D^-1 r      */
             }
         } else {
 #pragma omp simd reduction(+ : s_rr) if (nc > 1)
             for (int64_t i = lo; i < hi; i++) {
-                double ri;
-                if (r32) {
-                    ri = (double)(float)((double)r32[i] - alpha * (double)q32[i]);
-                    r32[i] = (float)ri;
-                } else {
-                    ri = r[i] - alpha * q[i];
-                    r[i] = ri;
-                }
+                double ri = r[i] - alpha * q[i];
+                r[i] = ri;
                 s_rr += ri * ri;
             }
         }
@@ -59,15 +42,8 @@ r_step(int64_t n, spk_cg_scalars *S, const double *q, double *r, const double *d
         part[1][c] = s_rz;
     }
     const double rr = spk_chunks_sum(part[0], nc);
-    spk_cg_after_r(S, ok, alpha, rr, diag ? spk_chunks_sum(part[1], nc) : rr);
+    spk_cg_after_r(S, ok, alpha, rr, dinv ? spk_chunks_sum(part[1], nc) : rr);
     return SPK_OK;
-}
-
-static spk_status h_r(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *q,
-                      double *r, const double *dinv)
-{
-    (void)ctx;
-    return r_step(n, S, q, r, dinv, NULL, NULL, NULL);
 }
 
 static spk_status h_rz(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *r,
@@ -84,10 +60,8 @@ static spk_status h_rz(spk_context *ctx, int64_t n, spk_cg_scalars *S, const dou
     return SPK_OK;
 }
 
-/* The xp step on fp64 vectors or (x32, p32, z32, d32) on float ones, as r_step. */
-static inline __attribute__((always_inline)) spk_status
-xp_step(int64_t n, spk_cg_scalars *S, double *x, double *p, const double *z, const double *dinv,
-        float *x32, float *p32, const float *z32, const float *d32)
+static spk_status h_xp(spk_context *ctx, int64_t n, spk_cg_scalars *S, double *x, double *p,
+                       const double *z, const double *dinv)
 {
     if (S->state == SPK_CG_DONE)
         return SPK_OK;
@@ -95,39 +69,23 @@ xp_step(int64_t n, spk_cg_scalars *S, double *x, double *p, const double *z, con
     const int last = S->state == SPK_CG_LAST;
     if (last) {
 #pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N)
-        for (int64_t i = 0; i < n; i++) {
-            if (x32)
-                x32[i] = (float)((double)x32[i] + alpha * (double)p32[i]);
-            else
-                x[i] += alpha * p[i];
-        }
+        for (int64_t i = 0; i < n; i++)
+            x[i] += alpha * p[i];
     } else {
         const double beta = spk_cg_beta(S);
 #pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N)
         for (int64_t i = 0; i < n; i++) {
-            if (x32) {
-                const double pi = (double)p32[i];
-                x32[i] = (float)((double)x32[i] + alpha * pi);
-                p32[i] = (float)((d32 ? (double)d32[i] : 1.0) * (double)z32[i] + beta * pi);
-            } else {
-                const double pi = p[i];
-                x[i] += alpha * pi;                      /* x = x + alpha p          */
-                p[i] = (dinv ? dinv[i] * z[i] : z[i]) + beta * pi;   /* p = z + beta p */
-            }
+            const double pi = p[i];
+            x[i] += alpha * pi;                          /* x = x + alpha p          */
+            p[i] = (dinv ? dinv[i] * z[i] : z[i]) + beta * pi;   /* p = z + beta p    */
         }
     }
     spk_cg_after_xp(S, last);
     return SPK_OK;
 }
 
-static spk_status h_xp(spk_context *ctx, int64_t n, spk_cg_scalars *S, double *x, double *p,
-                       const double *z, const double *dinv)
-{
-    (void)ctx;
-    return xp_step(n, S, x, p, z, dinv, NULL, NULL, NULL, NULL);
-}
-
-/* ---- fp32 vectors (spk_cg32): r_step and xp_step on float storage, and the start. */
+/* ---- fp32 vectors (spk_cg32): the loops above on float storage, each value widened on its
+ * load and rounded on its store, the sums in fp64 over the stored values. */
 
 static spk_status h_begin32(spk_context *ctx, int64_t n, spk_cg_scalars *S, const double *b,
                             const double *dinv, float *x, float *r, float *p, float *dinv32)
@@ -166,14 +124,53 @@ static spk_status h_r32(spk_context *ctx, int64_t n, spk_cg_scalars *S, const fl
                         float *r, const float *dinv)
 {
     (void)ctx;
-    return r_step(n, S, NULL, NULL, NULL, q, r, dinv);
+    if (S->state != SPK_CG_RUN)
+        return SPK_OK;
+    double alpha;
+    const int ok = spk_cg_alpha(S, &alpha);
+    if (!ok) {
+        spk_cg_after_r(S, ok, alpha, 0.0, 0.0);
+        return SPK_OK;
+    }
+    double part[2][SPK_CHUNKS];
+    const int nc = spk_chunks(n);
+#pragma omp parallel for schedule(static) if (nc > 1)
+    for (int c = 0; c < nc; c++) {
+        const int64_t lo = spk_chunk_lo(n, nc, c), hi = spk_chunk_lo(n, nc, c + 1);
+        double s_rr = 0.0, s_rz = 0.0;
+#pragma omp simd reduction(+ : s_rr, s_rz) if (nc > 1)
+        for (int64_t i = lo; i < hi; i++) {
+            const double ri = (double)(float)((double)r[i] - alpha * (double)q[i]);
+            r[i] = (float)ri;
+            s_rr += ri * ri;
+            s_rz += ri * ((dinv ? (double)dinv[i] : 1.0) * ri);
+        }
+        part[0][c] = s_rr;
+        part[1][c] = s_rz;
+    }
+    const double rr = spk_chunks_sum(part[0], nc);
+    spk_cg_after_r(S, ok, alpha, rr, dinv ? spk_chunks_sum(part[1], nc) : rr);
+    return SPK_OK;
 }
 
 static spk_status h_xp32(spk_context *ctx, int64_t n, spk_cg_scalars *S, float *x, float *p,
                          const float *r, const float *dinv)
 {
     (void)ctx;
-    return xp_step(n, S, NULL, NULL, NULL, NULL, x, p, r, dinv);
+    if (S->state == SPK_CG_DONE)
+        return SPK_OK;
+    const double alpha = S->alpha;
+    const int last = S->state == SPK_CG_LAST;
+    const double beta = last ? 0.0 : spk_cg_beta(S);
+#pragma omp parallel for simd schedule(static) if (n > SPK_OMP_MIN_N)
+    for (int64_t i = 0; i < n; i++) {
+        const double pi = (double)p[i];
+        x[i] = (float)((double)x[i] + alpha * pi);
+        if (!last)
+            p[i] = (float)((dinv ? (double)dinv[i] : 1.0) * (double)r[i] + beta * pi);
+    }
+    spk_cg_after_xp(S, last);
+    return SPK_OK;
 }
 
 static spk_status h_widen(spk_context *ctx, int64_t n, const float *x, double *y)
