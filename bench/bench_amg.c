@@ -5,7 +5,7 @@
  * (warm: the second of two solves, so that no first-use cost is in it), the iterations and
  * the time to solution (setup + solve).
  *
- *   bench_amg [--device cpu|gpu|auto] [--rtol X] [--json FILE]
+ *   bench_amg [--device cpu|gpu|auto] [--rtol X] [--json FILE] [--resident]
  *             SPEC[@rbm][@bN][@chebK][@fp32][@mixed]...
  *
  * SPEC is a generator spec or a Matrix Market file; SPEC@rbm gives AMG the generator's node
@@ -16,6 +16,8 @@
  * with and without a suffix, in one run, measures what it changes.
  * b = A x with x uniform in [0, 1) (seeded): a right-hand side with every frequency, unlike
  * A * ones, which lies in smoothed aggregation's coarse space (one V-cycle solves it).
+ * --resident: b and x in device memory (spk_solver_solve_device), so that the solve's time
+ * holds no transfer of b or x (bench/bench_case.h).
  * A table on stdout, and one JSON object per case in FILE. Exit 0, or 1 when a solve failed
  * or did not converge. */
 #include "bench_case.h"
@@ -25,7 +27,7 @@ int main(int argc, char **argv)
     spk_device dev = SPK_DEVICE_AUTO;
     double rtol = 1e-8;
     const char *json_path = NULL;
-    int first = 1;
+    int first = 1, resident = 0;
     for (; first < argc && argv[first][0] == '-'; first++) {
         const char *a = argv[first], *v = first + 1 < argc ? argv[first + 1] : NULL;
         if (!strcmp(a, "--device") && v && spk_device_parse(v, &dev) == SPK_OK)
@@ -34,9 +36,11 @@ int main(int argc, char **argv)
             rtol = strtod(argv[++first], NULL);
         else if (!strcmp(a, "--json") && v)
             json_path = argv[++first];
+        else if (!strcmp(a, "--resident"))
+            resident = 1;
         else {
             fprintf(stderr, "usage: bench_amg [--device cpu|gpu|auto] [--rtol X] [--json FILE] "
-                            "SPEC[@rbm][@bN][@chebK][@fp32][@mixed]...\n");
+                            "[--resident] SPEC[@rbm][@bN][@chebK][@fp32][@mixed]...\n");
             return 2;
         }
     }
@@ -46,8 +50,9 @@ int main(int argc, char **argv)
         return code;
     spk_status st;
     FILE *js = json_path ? fopen(json_path, "w") : NULL;
-    printf("bench_amg on %s (%s), rtol %g, b = A x_rand; solve: the second of two, warm\n",
-           spk_device_str(spk_context_device(ctx)), spk_context_device_name(ctx), rtol);
+    printf("bench_amg on %s (%s), rtol %g, b = A x_rand; solve: the second of two, warm, %s\n",
+           spk_device_str(spk_context_device(ctx)), spk_context_device_name(ctx), rtol,
+           resident ? "b and x on the device" : "b and x host arrays");
     printf("%-16s %9s | %-6s %5s %9s %9s %9s %9s | %s\n", "matrix", "rows", "M", "its",
            "setup s", "refresh s", "solve s", "total s", "AMG solve / Jacobi solve");
     int status = 0;
@@ -106,7 +111,7 @@ int main(int argc, char **argv)
         const char *names[2] = {"jacobi", "amg"};
         for (int k = 0; k < 2; k++) {
             opt.precond = k ? SPK_PRECOND_AMG : SPK_PRECOND_JACOBI;
-            status |= bc_run("bench_amg", ctx, A, b, n, &opt, &o[k]);
+            status |= bc_run("bench_amg", ctx, A, b, n, &opt, resident, &o[k]);
             printf("%-16s %9lld | %-6s %5lld %9.4f %9.4f %9.4f %9.4f |", argv[c], (long long)n,
                    names[k], (long long)o[k].its, o[k].setup_s, o[k].refresh_s, o[k].solve_s,
                    o[k].setup_s + o[k].solve_s);

@@ -3,7 +3,13 @@
  * setup (the solver's creation), a warm solve (the second of two, so that no first-use cost
  * is in it) and a refresh after a value update of the same pattern; the matrix from a
  * generator spec or a Matrix Market file; b = A x for x uniform in [0, 1) (seeded), a
- * right-hand side with every frequency; the context; one JSON object per case. */
+ * right-hand side with every frequency; the context; one JSON object per case.
+ *
+ * A solve takes host arrays (spk_solver_solve: its time includes the download of x, which on
+ * the GPU crosses PCIe from pageable memory: some 3.4 ms for poisson3d:150's 27 MB on the
+ * H200's host), or with `resident` b and x in the context's device memory
+ * (spk_solver_solve_device), as a finite-element loop that keeps its vectors on the GPU runs
+ * it: the solver's own time. */
 #ifndef SPK_BENCH_CASE_H
 #define SPK_BENCH_CASE_H
 
@@ -13,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef SPK_BENCH_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 static double bc_now(void)
 {
@@ -29,13 +38,60 @@ typedef struct bc_outcome {
     char info[2048];                                 /* spk_solver_precond_describe        */
 } bc_outcome;
 
+/* b and x in device memory for a resident solve: copies of b and of x (zero) on a CUDA
+ * context, the host arrays themselves on a CPU one. 0, or 1 with the message on stderr. */
+static int bc_resident(const char *prog, spk_context *ctx, const double *b, double *x,
+                       int64_t n, double **d_b, double **d_x)
+{
+    *d_b = (double *)b;
+    *d_x = x;
+    if (spk_context_device(ctx) != SPK_DEVICE_CUDA)
+        return 0;
+#ifdef SPK_BENCH_CUDA
+    const size_t bytes = ((size_t)n + 1) * sizeof(double);
+    *d_b = *d_x = NULL;
+    if (cudaMalloc((void **)d_b, bytes) == cudaSuccess &&
+        cudaMalloc((void **)d_x, bytes) == cudaSuccess &&
+        cudaMemcpy(*d_b, b, (size_t)n * sizeof(double), cudaMemcpyHostToDevice) == cudaSuccess &&
+        cudaMemset(*d_x, 0, bytes) == cudaSuccess)
+        return 0;
+    cudaFree(*d_b);
+    cudaFree(*d_x);
+    *d_b = *d_x = NULL;
+    fprintf(stderr, "%s: --resident: device vectors of %lld doubles: cudaMalloc failed\n", prog,
+            (long long)n);
+#else
+    fprintf(stderr, "%s: --resident: built without CUDA\n", prog);
+#endif
+    return 1;
+}
+
+static void bc_resident_free(spk_context *ctx, double *d_b, double *d_x)
+{
+#ifdef SPK_BENCH_CUDA
+    if (spk_context_device(ctx) == SPK_DEVICE_CUDA) {
+        cudaFree(d_b);
+        cudaFree(d_x);
+    }
+#else
+    (void)ctx;
+    (void)d_b;
+    (void)d_x;
+#endif
+}
+
 /* Run one case; 0, or 1 when the setup or a solve failed (the message on stderr, after
- * `prog`) or the solve did not converge. */
+ * `prog`) or the solve did not converge. resident: b and x on the device (above). */
 static int bc_run(const char *prog, spk_context *ctx, spk_matrix *A, const double *b, int64_t n,
-                  const spk_options *opt, bc_outcome *o)
+                  const spk_options *opt, int resident, bc_outcome *o)
 {
     memset(o, 0, sizeof *o);
     double *x = calloc((size_t)n + 1, sizeof *x);
+    double *d_b = NULL, *d_x = NULL;
+    if (resident && bc_resident(prog, ctx, b, x, n, &d_b, &d_x)) {
+        free(x);
+        return 1;
+    }
     spk_solver *S = NULL;
     spk_result res;
     const double t0 = bc_now();
@@ -44,7 +100,7 @@ static int bc_run(const char *prog, spk_context *ctx, spk_matrix *A, const doubl
     if (!st)
         spk_solver_precond_describe(S, o->info, sizeof o->info);
     for (int k = 0; k < 2 && !st; k++) {
-        st = spk_solver_solve(S, b, x, &res);
+        st = resident ? spk_solver_solve_device(S, d_b, d_x, &res) : spk_solver_solve(S, b, x, &res);
         if (!st && k == 0) {
             o->precond_s = res.precond_setup_s;
             spk_result_free(&res);
@@ -70,6 +126,8 @@ static int bc_run(const char *prog, spk_context *ctx, spk_matrix *A, const doubl
         free(v);
     }
     spk_solver_destroy(S);
+    if (resident)
+        bc_resident_free(ctx, d_b, d_x);
     free(x);
     if (st) {
         fprintf(stderr, "%s: %s: %s\n", prog, spk_status_str(st), spk_last_error(ctx));

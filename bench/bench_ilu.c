@@ -78,7 +78,7 @@ int main(int argc, char **argv)
             else
                 snprintf(name, sizeof name, "%s sweeps %d", spk_precond_str(ilu), k - 1);
             bc_outcome o;
-            status |= bc_run("bench_ilu", ctx, A, b, n, &opt, &o);
+            status |= bc_run("bench_ilu", ctx, A, b, n, &opt, 0, &o);
             const double per = o.its > 0 ? o.solve_s / (double)o.its : 0.0;
             printf("%-20s %9lld | %-14s %6lld %9.4f %9.4f %9.4f %10.2f %9.4f %s\n", argv[c],
                    (long long)n, name, (long long)o.its, o.setup_s, o.refresh_s, o.solve_s,

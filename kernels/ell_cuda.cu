@@ -356,7 +356,15 @@ spk_status spk_ell_dev_spmv_dot32(spk_context *ctx, const spk_ell_dev *A, const 
         return st;
     if (!A->val32 && A->nrows * A->width > 0)        /* an empty layout holds no values */
         return spk_fail(ctx, SPK_ERR_ARG, "ELL with fp32 vectors: the layout holds fp64 values");
-    ell_dot_dispatch(cs, A, A->val32, x, y, sink);
+    /* Four rows a thread on rows of at most SPK_ELL_PAIR_WIDTH slots, where the rule gives the
+     * layout two: with fp32 vectors a row moves 4 + 4 bytes of x and y, and the quad's 16-byte
+     * loads of values and indices carry the rest. Measured on the H200 (bench_spmv --fp32,
+     * SPK_ELL_ROWS = 2 / 4): poisson3d:150's q = A p, p'q 65.2 / 58.8 us
+     * (docs/benchmarks.md). The knob SPK_ELL_ROWS still forces its count. */
+    spk_ell_dev quad = *A;
+    if (!ctx->tune.ell_rows && A->width <= SPK_ELL_PAIR_WIDTH)
+        quad.rows = 4;
+    ell_dot_dispatch(cs, &quad, A->val32, x, y, sink);
     return spk_cuda_launched(ctx, "ell_dot_kernel");
 }
 
