@@ -730,21 +730,22 @@ static void level_diag(spk_amg_hier *H, const spk_csr *A0, int l)
     L->rho = spk_amg_spectral_radius(A, L->dinv, H->symmetric, H->work);
 }
 
-static spk_status make_level_links(spk_context *ctx, spk_amg_hier *H, const spk_csr *A0, int l)
+/* Level l's links and the next level's A, patterns and values together (the first setup):
+ * S, P = S T, R = P^T with its map, A P and R (A P), each product by spk_csr_spgemm, whose
+ * values have the bits level_values gives them at a refresh. */
+static spk_status level_build(spk_context *ctx, spk_amg_hier *H, const spk_csr *A0, int l)
 {
     spk_amg_level *L = &H->lev[l], *C = &H->lev[l + 1];
     const spk_csr *A = level_A(H, A0, l);
-    spk_status st;
-    if ((st = smoother_pattern(ctx, A, &L->S)) ||
-        (st = spk_csr_spgemm_symbolic(ctx, &L->S, &L->T, &L->P)))
+    spk_status st = smoother_pattern(ctx, A, &L->S);
+    if (st)
         return st;
-    /* R's pattern and map from P's pattern (values come with level_values) */
-    memset(L->P.val, 0, (size_t)L->P.nnz * sizeof *L->P.val);
-    if ((st = spk_csr_transpose(ctx, &L->P, &L->R, &L->rmap)) ||
-        (st = spk_csr_spgemm_symbolic(ctx, A, &L->P, &L->AP)) ||
-        (st = spk_csr_spgemm_symbolic(ctx, &L->R, &L->AP, &C->A)))
+    smoother_values(A, L->dinv, 4.0 / (3.0 * L->rho), &L->S);
+    if ((st = spk_csr_spgemm(ctx, &L->S, &L->T, &L->P, H->acc, H->nacc)) ||
+        (st = spk_csr_transpose(ctx, &L->P, &L->R, &L->rmap)) ||
+        (st = spk_csr_spgemm(ctx, A, &L->P, &L->AP, H->acc, H->nacc)))
         return st;
-    return SPK_OK;
+    return spk_csr_spgemm(ctx, &L->R, &L->AP, &C->A, H->acc, H->nacc);
 }
 
 /* The accumulator for the numeric products: as wide as the widest right-hand factor. */
@@ -916,16 +917,14 @@ spk_status spk_amg_build(spk_context *ctx, const spk_csr *A0, int symmetric,
             break;
         }
         spk_amg_level *C = &H->lev[l + 1];
+        /* the accumulator as wide as T: P = S T, A P and R (A P) all have its columns */
         if ((st = tentative(ctx, L->n, L->bs, L->k, L->B, L->agg, L->naggs, &L->T, &C->B)) ||
-            (st = make_level_links(ctx, H, A0, l)))
+            (st = ensure_acc(ctx, H, L->T.ncols)) || (st = level_build(ctx, H, A0, l)))
             goto fail;
         C->n = L->naggs * L->k;
         C->bs = L->k;
         C->k = L->k;
         H->nlevels = l + 2;
-        int64_t w = L->T.ncols > L->P.ncols ? L->T.ncols : L->P.ncols;
-        if ((st = ensure_acc(ctx, H, w)) || (st = level_values(ctx, H, A0, l)))
-            goto fail;
         H->setup_s[l] = spk_now() - t0;
     }
     {

@@ -54,8 +54,38 @@ static int64_t row_columns(const spk_csr *A, const spk_csr *B, int64_t i, int32_
     return c;
 }
 
-spk_status spk_csr_spgemm_symbolic(spk_context *ctx, const spk_csr *A, const spk_csr *B,
-                                   spk_csr *C)
+/* Row i of A B into out: its distinct columns, sorted, and their values, from the sums in
+ * ac (B's width, zero on entry and left zero), added in the order of A's entries and B's, as
+ * spk_csr_spgemm_numeric adds them. mk as row_columns'. Returns the row's length. */
+static int64_t row_product(const spk_csr *A, const spk_csr *B, int64_t i, int32_t *mk,
+                           double *ac, int32_t *out, double *val)
+{
+    int64_t c = 0;
+    for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+        const double a = A->val[p];
+        const int64_t k = A->colind[p];
+        for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q++) {
+            const int32_t j = B->colind[q];
+            ac[j] += a * B->val[q];
+            if (mk[j] != (int32_t)(i + 1)) {
+                mk[j] = (int32_t)(i + 1);
+                out[c++] = j;
+            }
+        }
+    }
+    spk_sort_i32(out, c);
+    for (int64_t p = 0; p < c; p++) {
+        val[p] = ac[out[p]];
+        ac[out[p]] = 0.0;
+    }
+    return c;
+}
+
+/* The product's pattern in two passes over its rows, the second by `fill` (row_columns and a
+ * sort, or row_product with the values); the product's rows, counted by the first, are
+ * allocated between them. */
+static spk_status spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, spk_csr *C,
+                         double *acc, int nacc)
 {
     memset(C, 0, sizeof *C);
     if (A->ncols != B->nrows)
@@ -63,7 +93,7 @@ spk_status spk_csr_spgemm_symbolic(spk_context *ctx, const spk_csr *A, const spk
                         (long long)A->nrows, (long long)A->ncols, (long long)B->nrows,
                         (long long)B->ncols);
     const int64_t m = A->nrows, w = B->ncols;
-    const int nt = spk_omp_threads();
+    const int nt = acc ? nacc : spk_omp_threads();
     int64_t *len = spk_malloc(ctx, (size_t)m + 1, sizeof *len);
     int32_t *mark = spk_malloc(ctx, (size_t)nt * (size_t)(w > 0 ? w : 1), sizeof *mark);
     spk_status st = SPK_OK;
@@ -75,7 +105,7 @@ spk_status spk_csr_spgemm_symbolic(spk_context *ctx, const spk_csr *A, const spk
     /* pass 1: row lengths. mark[j] = i + 1 once row i has met column j */
     for (int64_t j = 0; j < (int64_t)nt * w; j++)
         mark[j] = 0;
-#pragma omp parallel for schedule(dynamic, 256)
+#pragma omp parallel for schedule(dynamic, 256) num_threads(nt)
     for (int64_t i = 0; i < m; i++)
         len[i] = row_columns(A, B, i, mark + (int64_t)spk_omp_thread() * w, NULL);
     int64_t nnz = 0;
@@ -88,17 +118,47 @@ spk_status spk_csr_spgemm_symbolic(spk_context *ctx, const spk_csr *A, const spk
     if ((st = spk_csr_alloc(ctx, m, w, nnz, C)))
         goto done;
     memcpy(C->rowptr, len, ((size_t)m + 1) * sizeof *len);
-    /* pass 2: the columns, sorted */
+    /* pass 2: the columns, sorted (and with acc the values) */
     for (int64_t j = 0; j < (int64_t)nt * w; j++)
         mark[j] = 0;
-#pragma omp parallel for schedule(dynamic, 256)
+#pragma omp parallel for schedule(dynamic, 256) num_threads(nt)
     for (int64_t i = 0; i < m; i++) {
+        const int t = spk_omp_thread();
         int32_t *out = C->colind + C->rowptr[i];
-        spk_sort_i32(out, row_columns(A, B, i, mark + (int64_t)spk_omp_thread() * w, out));
+        if (acc)
+            (void)row_product(A, B, i, mark + (int64_t)t * w, acc + (int64_t)t * w, out,
+                              C->val + C->rowptr[i]);
+        else
+            spk_sort_i32(out, row_columns(A, B, i, mark + (int64_t)t * w, out));
     }
 done:
     spk_free(len);
     spk_free(mark);
+    if (st)
+        spk_csr_free(C);
+    return st;
+}
+
+spk_status spk_csr_spgemm_symbolic(spk_context *ctx, const spk_csr *A, const spk_csr *B,
+                                   spk_csr *C)
+{
+    return spgemm(ctx, A, B, C, NULL, 0);
+}
+
+spk_status spk_csr_spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, spk_csr *C,
+                          double *acc, int nacc)
+{
+    double *own = NULL;
+    if (!acc) {
+        nacc = spk_omp_threads();
+        acc = own = spk_calloc(ctx, (size_t)nacc * (size_t)(B->ncols > 0 ? B->ncols : 1),
+                               sizeof *acc);
+        if (!acc)
+            return spk_fail(ctx, SPK_ERR_NOMEM, "spgemm accumulator of %lld doubles: out of "
+                            "memory", (long long)nacc * (long long)B->ncols);
+    }
+    const spk_status st = spgemm(ctx, A, B, C, acc, nacc);
+    spk_free(own);
     return st;
 }
 

@@ -197,6 +197,12 @@ spk_status spk_csr_spgemm_symbolic(spk_context *ctx, const spk_csr *A, const spk
 spk_status spk_csr_spgemm_numeric(spk_context *ctx, const spk_csr *A, const spk_csr *B,
                                   spk_csr *C, double *acc, int nacc);
 int spk_csr_spgemm_threads(void);
+/* Both phases at once, for a first product: the pattern (C allocated) and its values, the
+ * same bits as spk_csr_spgemm_numeric gives on that pattern, in one pass fewer over the
+ * products (the values are summed while the second pass of the pattern meets them). acc and
+ * nacc as for the numeric phase. */
+spk_status spk_csr_spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, spk_csr *C,
+                          double *acc, int nacc);
 /* Sort ascending in place (insertion sort for short runs, qsort past 32). */
 void spk_sort_i32(int32_t *c, int64_t len);
 spk_status spk_csr_transpose(spk_context *ctx, const spk_csr *A, spk_csr *T, int64_t **map);

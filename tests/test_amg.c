@@ -67,6 +67,15 @@ static void test_products(void)
                 (long long)m, (long long)k, (long long)k, (long long)w, err);
         T_CHECK(C.nnz == ref_nz && canonical(&C), "pattern: %lld entries, expected %lld, sorted %d",
                 (long long)C.nnz, (long long)ref_nz, canonical(&C));
+        /* both phases at once: the same pattern and bits */
+        spk_csr E;
+        T_CHECK(spk_csr_spgemm(ctx, &A, &B, &E, NULL, 0) == SPK_OK, "%s", spk_last_error(ctx));
+        T_CHECK(E.nnz == C.nnz && E.nrows == C.nrows && E.ncols == C.ncols &&
+                    memcmp(E.rowptr, C.rowptr, ((size_t)m + 1) * sizeof *E.rowptr) == 0 &&
+                    memcmp(E.colind, C.colind, (size_t)C.nnz * sizeof *E.colind) == 0 &&
+                    memcmp(E.val, C.val, (size_t)C.nnz * sizeof *E.val) == 0,
+                "spk_csr_spgemm: the pattern and bits of symbolic + numeric");
+        spk_csr_free(&E);
         /* the numeric phase again, with a caller's accumulator, on new values */
         for (int64_t p = 0; p < A.nnz; p++)
             A.val[p] *= -2.0;
@@ -215,7 +224,8 @@ static void test_hierarchy(void)
         T_CHECK(H.nc == n && err < 1e-10, "coarsest %lld: A A^-1 - I off by %g", (long long)n, err);
         free(D);
     }
-    /* new values, same pattern: rebuild_values gives the hierarchy built from scratch */
+    /* new values, same pattern: rebuild_values (the numeric phases) gives the bits of the
+     * hierarchy built from scratch (spk_csr_spgemm's patterns and values in one) */
     for (int64_t i = 0; i < A.nrows; i++)        /* symmetric, and not a plain scale */
         for (int64_t p = A.rowptr[i]; p < A.rowptr[i + 1]; p++)
             A.val[p] *= (1.0 + 0.5 * (i % 7 == 0)) * (1.0 + 0.5 * (A.colind[p] % 7 == 0));
@@ -223,13 +233,15 @@ static void test_hierarchy(void)
     T_CHECK(spk_amg_rebuild_values(ctx, &A, &H) == SPK_OK, "%s", spk_last_error(ctx));
     T_CHECK(spk_amg_build(ctx, &A, 1, &o, &F) == SPK_OK, "%s", spk_last_error(ctx));
     int same = F.nlevels == H.nlevels;
-    for (int l = 1; same && l < H.nlevels; l++) {
-        same = F.lev[l].A.nnz == H.lev[l].A.nnz;
-        for (int64_t p = 0; same && p < H.lev[l].A.nnz; p++)
-            same = fabs(F.lev[l].A.val[p] - H.lev[l].A.val[p]) <=
-                   1e-9 * fabs(F.lev[l].A.val[p]) + 1e-14;
+    for (int l = 0; same && l < H.nlevels; l++) {
+        const spk_csr *f[3] = {&F.lev[l].A, &F.lev[l].P, &F.lev[l].R};
+        const spk_csr *h[3] = {&H.lev[l].A, &H.lev[l].P, &H.lev[l].R};
+        for (int k = l == 0 ? 1 : 0; same && k < (l + 1 < H.nlevels ? 3 : 1); k++)
+            same = f[k]->nnz == h[k]->nnz &&
+                   memcmp(f[k]->val, h[k]->val, (size_t)f[k]->nnz * sizeof *f[k]->val) == 0;
     }
-    T_CHECK(same, "rebuilt values match a fresh build (%d and %d levels)", H.nlevels, F.nlevels);
+    T_CHECK(same, "rebuilt values have a fresh build's bits (%d and %d levels)", H.nlevels,
+            F.nlevels);
     spk_amg_free(&F);
     spk_amg_free(&H);
     spk_csr_free(&A);
