@@ -81,9 +81,10 @@ static int64_t row_product(const spk_csr *A, const spk_csr *B, int64_t i, int32_
     return c;
 }
 
-/* The product's pattern in two passes over its rows, the second by `fill` (row_columns and a
- * sort, or row_product with the values); the product's rows, counted by the first, are
- * allocated between them. */
+/* The product's pattern in two passes over its rows: the first counts each row's columns
+ * (row_columns), C is allocated, the second writes them sorted (row_columns and a sort, or,
+ * given an accumulator, row_product with the values). spk_csr_spgemm_symbolic is the pattern
+ * alone (tests/test_amg.c's reference for the one-call product). */
 static spk_status spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, spk_csr *C,
                          double *acc, int nacc)
 {
