@@ -1,18 +1,20 @@
 /* bench/bench_amg.c -- AMG-CG against Jacobi-CG, side by side in one run, on the same matrix
  * and right-hand side: for each, the setup (the solver's creation: format, upload,
- * preconditioner; for AMG the hierarchy on the host and its levels on the device), a refresh
- * after a value update of the same pattern (AMG: the hierarchy's values again), the solve
+ * preconditioner; for AMG the hierarchy, on the host or with @dev on the GPU, and its levels
+ * on the device), a refresh after a value update of the same pattern (AMG: the hierarchy's
+ * values again), the solve
  * (warm: the second of two solves, so that no first-use cost is in it), the iterations and
  * the time to solution (setup + solve).
  *
  *   bench_amg [--device cpu|gpu|auto] [--rtol X] [--json FILE] [--resident]
- *             SPEC[@rbm][@bN][@chebK][@fp32][@mixed]...
+ *             SPEC[@rbm][@bN][@chebK][@fp32][@mixed][@dev]...
  *
  * SPEC is a generator spec or a Matrix Market file; SPEC@rbm gives AMG the generator's node
  * coordinates (spk_generate_coords: the rigid-body modes, lame3d), @bN a block size N, @chebK
  * Chebyshev smoothing of degree K instead of damped Jacobi, @fp32 the V-cycle's matrices in
  * fp32 values inside the fp64 solve (spk_amg_options.fp32), @mixed both solves in mixed
- * precision (spk_options.precision; AMG's cycle then takes fp32 values too). The same SPEC
+ * precision (spk_options.precision; AMG's cycle then takes fp32 values too), @dev the
+ * hierarchy built on the GPU (spk_amg_options.setup; MIS(2) aggregation). The same SPEC
  * with and without a suffix, in one run, measures what it changes.
  * b = A x with x uniform in [0, 1) (seeded): a right-hand side with every frequency, unlike
  * A * ones, which lies in smoothed aggregation's coarse space (one V-cycle solves it).
@@ -40,7 +42,7 @@ int main(int argc, char **argv)
             resident = 1;
         else {
             fprintf(stderr, "usage: bench_amg [--device cpu|gpu|auto] [--rtol X] [--json FILE] "
-                            "[--resident] SPEC[@rbm][@bN][@chebK][@fp32][@mixed]...\n");
+                            "[--resident] SPEC[@rbm][@bN][@chebK][@fp32][@mixed][@dev]...\n");
             return 2;
         }
     }
@@ -60,7 +62,7 @@ int main(int argc, char **argv)
         char spec[256];
         snprintf(spec, sizeof spec, "%s", argv[c]);
         /* SPEC@rbm, @bN (block size N), @chebK (Chebyshev smoothing of degree K), combinable */
-        int rbm = 0, bs = 0, cheb = 0, fp32 = 0, mixed = 0;
+        int rbm = 0, bs = 0, cheb = 0, fp32 = 0, mixed = 0, dev = 0;
         for (char *at = strchr(spec, '@'); at; at = strchr(at + 1, '@')) {
             *at = '\0';
             if (!strncmp(at + 1, "rbm", 3))
@@ -69,6 +71,8 @@ int main(int argc, char **argv)
                 fp32 = 1;
             else if (!strncmp(at + 1, "mixed", 5))
                 mixed = 1;
+            else if (!strncmp(at + 1, "dev", 3))
+                dev = 1;
             else if (!strncmp(at + 1, "cheb", 4))
                 cheb = atoi(at + 5);
             else if (at[1] == 'b')
@@ -101,6 +105,8 @@ int main(int argc, char **argv)
         }
         opt.amg.block_size = bs;
         opt.amg.fp32 = fp32;
+        if (dev)
+            opt.amg.setup = SPK_AMG_SETUP_DEVICE;
         if (mixed)
             opt.precision = SPK_PRECISION_MIXED;
         if (cheb > 0) {

@@ -391,8 +391,9 @@ typedef struct spk_precond_user {
  * (1996) as PyAMG's smoothed_aggregation_solver builds it: symmetric strength of connection,
  * standard aggregation, a tentative prolongator from the near-null space B (per-aggregate QR),
  * P = (I - 4/(3 rho) D^-1 A) T, R = P^T, A_c = R A P, a dense direct solve on the coarsest
- * level; one V-cycle per application. The setup runs on the host; the levels' matrices are
- * spk matrices in their own formats on the context's device, where the V-cycle runs. The
+ * level; one V-cycle per application. The setup runs on the host (or the GPU: setup); the
+ * levels' matrices are spk matrices in their own formats on the context's device, where the
+ * V-cycle runs. The
  * zeros of spk_options_default are the defaults written beside each field. */
 typedef enum spk_amg_smoother {
     SPK_AMG_JACOBI = 0,        /* damped Jacobi, omega = 4 / (3 rho(D^-1 A)) (default)          */
@@ -430,7 +431,17 @@ typedef struct spk_amg_options {
      * AUTO, fp64 with DOUBLE. A matrix whose values leave fp32's range, or whose format has no fp32
      * kernel on the device, keeps fp64 (spk_solver_precond_describe says so) */
     int           fp32;
+    /* where the hierarchy is built (docs/amg.md, "The setup on the GPU"): SPK_AMG_SETUP_AUTO
+     * (0, default) on the host, SPK_AMG_SETUP_HOST the same, SPK_AMG_SETUP_DEVICE on the
+     * context's GPU (every step there, with MIS(2) aggregation; on a CPU context the host's
+     * build with MIS(2) aggregation) */
+    int           setup;
+    /* SPK_AMG_AGG_AUTO (0, default): standard aggregation on the host, MIS(2) on the GPU;
+     * SPK_AMG_AGG_STANDARD; SPK_AMG_AGG_MIS2 (the GPU's, on either device) */
+    int           aggregation;
 } spk_amg_options;
+enum { SPK_AMG_SETUP_AUTO = 0, SPK_AMG_SETUP_HOST = 1, SPK_AMG_SETUP_DEVICE = 2 };
+enum { SPK_AMG_AGG_AUTO = 0, SPK_AMG_AGG_STANDARD = 1, SPK_AMG_AGG_MIS2 = 2 };
 
 /* The incomplete factorizations (SPK_PRECOND_ILU0, IC0, ILUT). Their triangular solves run
  * exactly (level-scheduled: the CPU's row loops, cuSPARSE's SpSV on the GPU) or approximately

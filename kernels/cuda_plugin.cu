@@ -37,6 +37,7 @@ __attribute__((visibility("default"))) const spk_cuda_plugin *spk_cuda_plugin_en
         spk_ilu_sv_bytes,
         spk_ilu_sv_free,
         spk_cuda_select,
+        spk_amg_build_device,
     };
     return &plugin;
 }

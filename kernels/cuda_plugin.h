@@ -14,6 +14,7 @@
 #define SPK_CUDA_PLUGIN_H
 
 #include "formats.h"
+#include "../solvers/amg.h"
 #include "../solvers/ilu.h"
 
 #ifdef __cplusplus
@@ -22,9 +23,9 @@ extern "C" {
 
 /* Raised whenever the table or a structure it passes changes (4: select, and the context's
  * tuning.mpi_composed; 5: the rows' fp32 twins, spk_spmv_backend.fp32; 6: the BSR row; 7: the
- * twins' spmv_dot32, CG's fp32-vector steps and tuning.mixed_vectors): a libspk_cuda.so of
- * another layout is refused. */
-#define SPK_CUDA_PLUGIN_ABI 7
+ * twins' spmv_dot32, CG's fp32-vector steps and tuning.mixed_vectors; 8: the AMG setup on
+ * the GPU, spk_amg_hier's new fields): a libspk_cuda.so of another layout is refused. */
+#define SPK_CUDA_PLUGIN_ABI 8
 
 struct spk_cg_ops;
 struct spk_bicg_ops;
@@ -62,6 +63,9 @@ typedef struct spk_cuda_plugin {
     void        (*ilu_sv_free)(spk_ilu_sv *sv);
     /* one GPU per node-local MPI rank (spk_cuda_select) */
     int         (*select)(int local_rank, int *ordinal, char *why, size_t why_len);
+    /* the AMG hierarchy built on the GPU (solvers/amg.h) */
+    spk_status  (*amg_build_device)(spk_context *ctx, const spk_csr *A, int symmetric,
+                                    const spk_amg_options *opt, spk_amg_hier *H);
 } spk_cuda_plugin;
 
 /* libspk_cuda.so's one exported symbol. */

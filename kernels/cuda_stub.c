@@ -6,9 +6,11 @@
  * loaded: it defines SPK_CUDA_STUB(name) to rename each entry point (stub_name, static) and
  * NO_CUDA to its own reason (what it looked for, where, and why it did not load). */
 #include "formats.h"
+#include "../solvers/amg.h"
 #include "../solvers/ilu.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #ifndef SPK_CUDA_STUB
 #define SPK_CUDA_STUB(name) name
@@ -305,3 +307,15 @@ SPK_CUDA_STUB_SCOPE size_t SPK_CUDA_STUB(spk_ilu_sv_bytes)(const spk_ilu_sv *sv)
 }
 
 SPK_CUDA_STUB_SCOPE void SPK_CUDA_STUB(spk_ilu_sv_free)(spk_ilu_sv *sv) { (void)sv; }
+
+/* ---- the AMG hierarchy built on the GPU (solvers/amg_setup_cuda.cu) ------------------------ */
+SPK_CUDA_STUB_SCOPE spk_status
+SPK_CUDA_STUB(spk_amg_build_device)(spk_context *ctx, const spk_csr *A, int symmetric,
+                                    const spk_amg_options *opt, spk_amg_hier *H)
+{
+    (void)A;
+    (void)symmetric;
+    (void)opt;
+    memset(H, 0, sizeof *H);
+    return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "AMG setup on the GPU: %s", NO_CUDA);
+}

@@ -36,6 +36,44 @@
 extern "C" {
 #endif
 
+#define AMG_LANCZOS_STEPS 20       /* the spectral estimate's steps (symmetric A)            */
+#define AMG_POWER_STEPS 30         /* and power steps (otherwise)                           */
+#define AMG_QR_DROP 1e-10          /* PyAMG's fit_candidates tolerance                      */
+#define AMG_MAX_BS 64              /* block_size and nullspace_cols (check_options); a
+                                      coarse level's block is the near-null space's k      */
+
+/* MIS(2) aggregation (Bell, Dalton & Olson, SIAM J. Sci. Comput. 34, 2012), the same steps on
+ * the host (spk_amg_mis2_aggregation) and the GPU (solvers/amg_setup_cuda.cu), so the two give
+ * the same aggregates for the same strength graph:
+ *   rounds   every node carries the key (state, hash(i), i), state 0 out, 1 undecided, 2 in;
+ *            m1 = the largest key of a node and its neighbours, m2 the same over m1, and an
+ *            undecided node whose m2 is its own key goes in, one that sees a node in (m2's
+ *            state 2) goes out; until none is undecided (a node without neighbours starts
+ *            out and stays in no aggregate);
+ *   roots    each node in is an aggregate, numbered in node order;
+ *   joins    a node next to roots joins the one of largest key; a node two steps away joins
+ *            the aggregate of its neighbour of largest key among those that joined first. */
+#if defined(__CUDACC__)
+#define SPK_AMG_HD __host__ __device__
+#else
+#define SPK_AMG_HD
+#endif
+static inline SPK_AMG_HD uint32_t spk_amg_hash(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+static inline SPK_AMG_HD uint64_t spk_amg_key(int state, int64_t i)
+{
+    return ((uint64_t)state << 62) | ((uint64_t)(spk_amg_hash((uint32_t)i) & 0x3fffffffu) << 32) |
+           (uint64_t)(uint32_t)i;
+}
+enum { SPK_AMG_MIS_OUT = 0, SPK_AMG_MIS_UNDECIDED = 1, SPK_AMG_MIS_IN = 2 };
+
 typedef struct spk_amg_level {
     spk_csr  A;             /* level >= 1: R A P of the level above (owned); level 0: unused  */
     int64_t  n;             /* unknowns                                                      */
@@ -71,6 +109,12 @@ typedef struct spk_amg_hier {
     double        *lu;             /* nc x nc, and its pivots                                */
     int64_t       *piv;
     double         setup_s[32];    /* seconds per level                                      */
+    int            device;         /* built on the GPU (spk_amg_build_device)                */
+    int            mis2;           /* the aggregates are MIS(2)'s                            */
+    double         spgemm_bytes;   /* the device products' largest working memory (bytes)    */
+    double         spgemm_bound;   /* the bound it was held to                               */
+    int            spgemm_chunked; /* products made in chunks to stay below it               */
+    int            mis_rounds[32]; /* MIS(2) rounds per level                                */
 } spk_amg_hier;
 
 /* Resolve the options' zeros to the defaults (spk.h, spk_amg_options). */
@@ -84,6 +128,32 @@ spk_status spk_amg_build(spk_context *ctx, const spk_csr *A, int symmetric,
  * same aggregates and T (the near-null space is kept), allocating nothing. */
 spk_status spk_amg_rebuild_values(spk_context *ctx, const spk_csr *A, spk_amg_hier *H);
 void spk_amg_free(spk_amg_hier *H);
+
+/* The build on the context's GPU (solvers/amg_setup_cuda.cu): every level's strength,
+ * MIS(2) aggregates, T, rho, S, P = S T, R = P^T and R (A P) made there (the products by
+ * cuSPARSE's SpGEMM), the hierarchy's A, P, R, aggregates, B and D^-1 then copied into H as
+ * spk_amg_build leaves them (S, A P and R's map are made on the host at the first refresh),
+ * the coarsest level's inverse on the host. The same hierarchy as spk_amg_build with
+ * aggregation = MIS(2) up to the products' rounding. SPK_ERR_UNSUPPORTED (nothing kept) for
+ * what it does not take: more than 2^31 - 1 rows or entries in a level. */
+spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A, int symmetric,
+                                const spk_amg_options *opt, spk_amg_hier *H);
+
+/* The pieces spk_amg_build and spk_amg_build_device share (solvers/amg_setup.c). begin:
+ * the options resolved and checked, the workspace, level 0's n, bs, k and B; finish: the
+ * coarsest level's dense inverse. */
+spk_status spk_amg_begin(spk_context *ctx, const spk_csr *A, int symmetric,
+                         const spk_amg_options *opt, spk_amg_hier *H);
+spk_status spk_amg_finish(spk_context *ctx, spk_amg_hier *H, const spk_csr *A);
+/* MIS(2) aggregation of the graph of nn nodes (gptr, gcol; no self loops): agg[i] the
+ * aggregate of node i or -1; returns the number of aggregates, or -1 out of memory (ctx has
+ * the message). rounds: the MIS rounds it took. */
+int64_t spk_amg_mis2_aggregation(spk_context *ctx, int64_t nn, const int64_t *gptr,
+                                 const int32_t *gcol, int32_t *agg, int *rounds);
+/* The spectral estimate's start vector (the same n values on every run), and the largest
+ * eigenvalue of the Lanczos tridiagonal (diagonal a, off-diagonal b, order m; bisection). */
+void spk_amg_start_vector(int64_t n, double *v);
+double spk_amg_tridiag_max(const double *a, const double *b, int m);
 
 /* What one V-cycle costs against its parts (bench/bench_vcycle.c), each timed on its own as
  * the mean of reps calls on the context's stream, without a CUDA graph: the whole apply, and

@@ -9,12 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define AMG_LANCZOS_STEPS 20
-#define AMG_POWER_STEPS 30
-#define AMG_QR_DROP 1e-10          /* PyAMG's fit_candidates tolerance                     */
 #define AMG_DENSE_MAX 6000         /* the coarsest level's dense inverse: 288 MB at most   */
-#define AMG_MAX_BS 64              /* block_size and nullspace_cols (check_options); a
-                                      coarse level's block is the near-null space's k     */
 
 void spk_amg_options_resolve(const spk_amg_options *in, spk_amg_options *out)
 {
@@ -52,6 +47,12 @@ static spk_status check_options(spk_context *ctx, int64_t n, const spk_amg_optio
     if (o->nullspace && (o->nullspace_cols < 1 || o->nullspace_cols > AMG_MAX_BS))
         return spk_fail(ctx, SPK_ERR_ARG, "AMG: nullspace_cols = %d must be in 1..64",
                         o->nullspace_cols);
+    if (o->setup < SPK_AMG_SETUP_AUTO || o->setup > SPK_AMG_SETUP_DEVICE)
+        return spk_fail(ctx, SPK_ERR_ARG, "AMG: setup = %d: 0 (auto), 1 (host) or 2 (device)",
+                        o->setup);
+    if (o->aggregation < SPK_AMG_AGG_AUTO || o->aggregation > SPK_AMG_AGG_MIS2)
+        return spk_fail(ctx, SPK_ERR_ARG, "AMG: aggregation = %d: 0 (auto), 1 (standard) or 2 "
+                        "(MIS(2))", o->aggregation);
     if (!o->nullspace && o->coords) {
         if (o->coord_dim != 2 && o->coord_dim != 3)
             return spk_fail(ctx, SPK_ERR_ARG, "AMG: coord_dim = %d, 2 or 3 coordinates a node",
@@ -116,7 +117,7 @@ static double dot_host(int64_t n, const double *x, const double *y)
 }
 
 /* A deterministic start vector in [0.5, 1.5): the same estimate on every run. */
-static void start_vector(int64_t n, double *v)
+void spk_amg_start_vector(int64_t n, double *v)
 {
     uint64_t s = 0x9e3779b97f4a7c15ull;
     for (int64_t i = 0; i < n; i++) {
@@ -143,7 +144,7 @@ static int sturm_count(const double *a, const double *b, int m, double x)
     return c;
 }
 
-static double tridiag_max_eig(const double *a, const double *b, int m)
+double spk_amg_tridiag_max(const double *a, const double *b, int m)
 {
     double lo = a[0], hi = a[0];
     for (int i = 0; i < m; i++) {
@@ -171,7 +172,7 @@ double spk_amg_spectral_radius(const spk_csr *A, const double *dinv, int symmetr
     int sym = symmetric;
     for (int64_t i = 0; sym && i < n; i++)
         sym = dinv[i] >= 0.0;
-    start_vector(n, v);
+    spk_amg_start_vector(n, v);
     double nv = sqrt(dot_host(n, v, v));
     for (int64_t i = 0; i < n; i++)
         v[i] /= nv;
@@ -220,7 +221,7 @@ double spk_amg_spectral_radius(const spk_csr *A, const double *dinv, int symmetr
     }
     if (m == 0)
         return 1.0;
-    const double rho = tridiag_max_eig(al, be, m);
+    const double rho = spk_amg_tridiag_max(al, be, m);
     return rho > 0.0 && isfinite(rho) ? rho : 1.0;
 }
 
@@ -408,6 +409,101 @@ static int64_t standard_aggregation(int64_t nn, const int64_t *gptr, const int32
         if (agg[i] == ISOLATED)
             agg[i] = -1;
     return next;
+}
+
+int64_t spk_amg_mis2_aggregation(spk_context *ctx, int64_t nn, const int64_t *gptr,
+                                 const int32_t *gcol, int32_t *agg, int *rounds)
+{
+    uint64_t *k0 = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *k0);
+    uint64_t *m1 = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *m1);
+    int8_t *state = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *state);
+    int32_t *first = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *first);
+    int64_t naggs = -1;
+    *rounds = 0;
+    if (!k0 || !m1 || !state || !first) {
+        spk_fail(ctx, SPK_ERR_NOMEM, "AMG MIS(2) aggregation of %lld nodes: out of memory",
+                 (long long)nn);
+        goto done;
+    }
+#pragma omp parallel for schedule(static) if (nn > SPK_OMP_MIN_N)
+    for (int64_t i = 0; i < nn; i++)
+        state[i] = gptr[i + 1] > gptr[i] ? SPK_AMG_MIS_UNDECIDED : SPK_AMG_MIS_OUT;
+    for (int64_t left = nn; left > 0;) {
+        (*rounds)++;
+#pragma omp parallel for schedule(static) if (nn > SPK_OMP_MIN_N)
+        for (int64_t i = 0; i < nn; i++)
+            k0[i] = spk_amg_key(state[i], i);
+#pragma omp parallel for schedule(static) if (nn > SPK_OMP_MIN_N)
+        for (int64_t i = 0; i < nn; i++) {
+            uint64_t m = k0[i];
+            for (int64_t p = gptr[i]; p < gptr[i + 1]; p++)
+                m = k0[gcol[p]] > m ? k0[gcol[p]] : m;
+            m1[i] = m;
+        }
+        left = 0;
+#pragma omp parallel for schedule(static) reduction(+ : left) if (nn > SPK_OMP_MIN_N)
+        for (int64_t i = 0; i < nn; i++) {
+            if (state[i] != SPK_AMG_MIS_UNDECIDED)
+                continue;
+            uint64_t m = m1[i];
+            for (int64_t p = gptr[i]; p < gptr[i + 1]; p++)
+                m = m1[gcol[p]] > m ? m1[gcol[p]] : m;
+            if (m == k0[i])
+                state[i] = SPK_AMG_MIS_IN;
+            else if ((m >> 62) == SPK_AMG_MIS_IN)
+                state[i] = SPK_AMG_MIS_OUT;
+            else
+                left++;
+        }
+    }
+    naggs = 0;
+    for (int64_t i = 0; i < nn; i++)                /* the roots, numbered in node order */
+        first[i] = state[i] == SPK_AMG_MIS_IN ? (int32_t)naggs++ : -1;
+#pragma omp parallel for schedule(static) if (nn > SPK_OMP_MIN_N)
+    for (int64_t i = 0; i < nn; i++) {              /* next to a root: the root of largest key */
+        if (state[i] == SPK_AMG_MIS_IN)
+            continue;
+        uint64_t best = 0;
+        int32_t a = -1;
+        for (int64_t p = gptr[i]; p < gptr[i + 1]; p++) {
+            const int32_t j = gcol[p];
+            if (state[j] == SPK_AMG_MIS_IN && spk_amg_key(SPK_AMG_MIS_IN, j) > best) {
+                best = spk_amg_key(SPK_AMG_MIS_IN, j);
+                a = first[j];
+            }
+        }
+        agg[i] = a;
+    }
+#pragma omp parallel for schedule(static) if (nn > SPK_OMP_MIN_N)
+    for (int64_t i = 0; i < nn; i++)
+        if (state[i] == SPK_AMG_MIS_IN)
+            agg[i] = first[i];
+    /* two steps away: the aggregate of the neighbour of largest key that joined above (read
+     * from `first`, a copy of the joins, so the order of this pass does not matter) */
+#pragma omp parallel for schedule(static) if (nn > SPK_OMP_MIN_N)
+    for (int64_t i = 0; i < nn; i++)
+        first[i] = agg[i];
+#pragma omp parallel for schedule(static) if (nn > SPK_OMP_MIN_N)
+    for (int64_t i = 0; i < nn; i++) {
+        if (first[i] >= 0)
+            continue;
+        uint64_t best = 0;
+        int32_t a = -1;
+        for (int64_t p = gptr[i]; p < gptr[i + 1]; p++) {
+            const int32_t j = gcol[p];
+            if (first[j] >= 0 && state[j] != SPK_AMG_MIS_IN && spk_amg_key(state[j], j) >= best) {
+                best = spk_amg_key(state[j], j);
+                a = first[j];
+            }
+        }
+        agg[i] = a;
+    }
+done:
+    spk_free(k0);
+    spk_free(m1);
+    spk_free(state);
+    spk_free(first);
+    return naggs;
 }
 
 /* ---- the tentative prolongator ---------------------------------------------------------- */
@@ -827,7 +923,7 @@ static spk_status coarse_values(spk_context *ctx, spk_amg_hier *H, const spk_csr
     return st;
 }
 
-spk_status spk_amg_build(spk_context *ctx, const spk_csr *A0, int symmetric,
+spk_status spk_amg_begin(spk_context *ctx, const spk_csr *A0, int symmetric,
                          const spk_amg_options *in, spk_amg_hier *H)
 {
     memset(H, 0, sizeof *H);
@@ -879,6 +975,31 @@ spk_status spk_amg_build(spk_context *ctx, const spk_csr *A0, int symmetric,
             L0->B[(int64_t)(i % L0->bs) * n + i] = 1.0;
     }
     H->nlevels = 1;
+    return SPK_OK;
+fail:
+    spk_amg_free(H);
+    return st;
+}
+
+spk_status spk_amg_finish(spk_context *ctx, spk_amg_hier *H, const spk_csr *A0)
+{
+    const double t0 = spk_now();
+    spk_status st;
+    if ((st = coarse_setup(ctx, H, A0)) || (st = coarse_values(ctx, H, A0)))
+        return st;
+    H->setup_s[H->nlevels - 1] += spk_now() - t0;
+    return SPK_OK;
+}
+
+spk_status spk_amg_build(spk_context *ctx, const spk_csr *A0, int symmetric,
+                         const spk_amg_options *in, spk_amg_hier *H)
+{
+    spk_status st = spk_amg_begin(ctx, A0, symmetric, in, H);
+    if (st)
+        return st;
+    const spk_amg_options *o = &H->opt;
+    H->mis2 = o->aggregation == SPK_AMG_AGG_MIS2 ||
+              (o->aggregation == SPK_AMG_AGG_AUTO && o->setup == SPK_AMG_SETUP_DEVICE);
     for (int l = 0;; l++) {
         const double t0 = spk_now();
         spk_amg_level *L = &H->lev[l];
@@ -906,9 +1027,15 @@ spk_status spk_amg_build(spk_context *ctx, const spk_csr *A0, int symmetric,
                           (long long)nn);
             goto fail;
         }
-        L->naggs = standard_aggregation(nn, gptr, gcol, L->agg);
+        L->naggs = H->mis2 ? spk_amg_mis2_aggregation(ctx, nn, gptr, gcol, L->agg,
+                                                      &H->mis_rounds[l])
+                           : standard_aggregation(nn, gptr, gcol, L->agg);
         spk_free(gptr);
         spk_free(gcol);
+        if (L->naggs < 0) {
+            st = SPK_ERR_NOMEM;
+            goto fail;
+        }
         if (L->naggs == 0 || L->naggs * L->k >= L->n) {  /* no coarsening: this is the last */
             spk_free(L->agg);
             L->agg = NULL;
@@ -927,15 +1054,32 @@ spk_status spk_amg_build(spk_context *ctx, const spk_csr *A0, int symmetric,
         H->nlevels = l + 2;
         H->setup_s[l] = spk_now() - t0;
     }
-    {
-        const double t0 = spk_now();
-        if ((st = coarse_setup(ctx, H, A0)) || (st = coarse_values(ctx, H, A0)))
-            goto fail;
-        H->setup_s[H->nlevels - 1] += spk_now() - t0;
-    }
+    if ((st = spk_amg_finish(ctx, H, A0)))
+        goto fail;
     return SPK_OK;
 fail:
     spk_amg_free(H);
+    return st;
+}
+
+/* A hierarchy built on the device holds no T, S, A P nor R's map (what only a refresh needs):
+ * they are made here at the first refresh, T as the host's setup makes it (the same bits as
+ * the device's), the patterns by the host's products. */
+static spk_status host_links(spk_context *ctx, spk_amg_hier *H, const spk_csr *A0, int l)
+{
+    spk_amg_level *L = &H->lev[l];
+    if (L->S.rowptr)
+        return SPK_OK;
+    const spk_csr *A = level_A(H, A0, l);
+    double *Bc = NULL;
+    spk_csr R = {0};
+    spk_status st = tentative(ctx, L->n, L->bs, L->k, L->B, L->agg, L->naggs, &L->T, &Bc);
+    spk_free(Bc);
+    if (!st && !(st = smoother_pattern(ctx, A, &L->S)) &&
+        !(st = spk_csr_transpose(ctx, &L->P, &R, &L->rmap)) &&
+        !(st = ensure_acc(ctx, H, L->T.ncols)))
+        st = spk_csr_spgemm_symbolic(ctx, A, &L->P, &L->AP);
+    spk_csr_free(&R);
     return st;
 }
 
@@ -944,7 +1088,7 @@ spk_status spk_amg_rebuild_values(spk_context *ctx, const spk_csr *A0, spk_amg_h
     spk_status st = SPK_OK;
     for (int l = 0; l < H->nlevels && !st; l++) {
         level_diag(H, A0, l);
-        if (l + 1 < H->nlevels)
+        if (l + 1 < H->nlevels && !(st = host_links(ctx, H, A0, l)))
             st = level_values(ctx, H, A0, l);
     }
     return st ? st : coarse_values(ctx, H, A0);

@@ -62,7 +62,8 @@ typedef struct pc_amg {
     int                n32, nmat;  /* matrices that have a twin, of the cycle's matrices    */
     double            *host;       /* n_0 doubles: staging of the diagonals                 */
     double             setup_s;    /* the whole setup: hierarchy, matrices, uploads         */
-    double             host_s;     /* its share on the host                                 */
+    double             host_s;     /* the hierarchy's build (on the host or the device)     */
+    char               where[320]; /* where it was built, and why there                     */
     const char        *b_source;   /* what the near-null space is, for describe            */
 } pc_amg;
 
@@ -222,6 +223,29 @@ static spk_status device_matrix(pc_amg *M, const spk_csr *c, spk_matrix **out)
                                         c->nrows < AMG_CSR_ROWS ? SPK_FMT_CSR : SPK_FMT_AUTO);
 }
 
+/* The hierarchy, on the GPU when the options ask for it there and it takes the matrix (else
+ * on the host with the same MIS(2) aggregation, M->where says why). */
+static spk_status build(pc_amg *M, spk_matrix *A, const spk_options *opt)
+{
+    spk_context *ctx = M->ctx;
+    const spk_matrix_info *info = spk_matrix_info_of(A);
+    if (opt->amg.setup != SPK_AMG_SETUP_DEVICE) {
+        snprintf(M->where, sizeof M->where, "on the host");
+        return spk_amg_build(ctx, &A->csr, info->symmetric, &opt->amg, &M->H);
+    }
+    if (ctx->device == SPK_DEVICE_CUDA) {
+        spk_status st = spk_amg_build_device(ctx, &A->csr, info->symmetric, &opt->amg, &M->H);
+        if (st != SPK_ERR_UNSUPPORTED) {
+            snprintf(M->where, sizeof M->where, "on the GPU");
+            return st;
+        }
+        snprintf(M->where, sizeof M->where, "on the host (%.250s)", ctx->msg);
+    } else {
+        snprintf(M->where, sizeof M->where, "on the host (a CPU context)");
+    }
+    return spk_amg_build(ctx, &A->csr, info->symmetric, &opt->amg, &M->H);
+}
+
 static spk_status amg_setup(spk_context *ctx, spk_matrix *A, const spk_options *opt,
                             void **state)
 {
@@ -237,10 +261,8 @@ static spk_status amg_setup(spk_context *ctx, spk_matrix *A, const spk_options *
                   : opt->amg.coords  ? "rigid-body modes from the coordinates"
                   : opt->amg.block_size > 1 ? "the block's translations" : "ones";
     spk_status st = spk_matrix_host_values(ctx, A);
-    if (!st) {
-        const spk_matrix_info *info = spk_matrix_info_of(A);
-        st = spk_amg_build(ctx, &A->csr, info->symmetric, &opt->amg, &M->H);
-    }
+    if (!st)
+        st = build(M, A, opt);
     M->host_s = spk_now() - t0;
     if (!st && !(M->host = spk_malloc(ctx, (size_t)(n > 0 ? n : 1), sizeof *M->host)))
         st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG: staging of %lld doubles: out of memory",
@@ -390,6 +412,19 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
     PUT("  strength: symmetric, theta %g; near-null space: %d vector%s (%s), %d unknown%s a "
         "node\n", o->theta, H->lev[0].k, H->lev[0].k == 1 ? "" : "s", M->b_source,
         o->block_size, o->block_size == 1 ? "" : "s");
+    if (H->mis2) {
+        PUT("  aggregation: MIS(2), rounds by level:");
+        for (int l = 0; l + 1 < H->nlevels; l++)
+            PUT(" %d", H->mis_rounds[l]);
+        PUT("\n");
+    } else {
+        PUT("  aggregation: standard (greedy, three passes)\n");
+    }
+    PUT("  built %s%s", M->where, H->device ? "" : "\n");
+    if (H->device)
+        PUT(", the products by cuSPARSE SpGEMM (working memory at most %.1f MB, bound "
+            "%.1f MB, %d product%s in chunks)\n", H->spgemm_bytes / 1e6, H->spgemm_bound / 1e6,
+            H->spgemm_chunked, H->spgemm_chunked == 1 ? "" : "s");
     PUT("  level       rows     nonzeros  per row  format  rho(D^-1 A)  setup s  device MB\n");
     double total = 0.0;
     for (int l = 0; l < H->nlevels; l++) {
@@ -433,7 +468,8 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
         M->n32 > 0 ? (M->ctx->device == SPK_DEVICE_CPU ? " (and the fp32 twins: a copy of each "
         "layout with 4-byte values)" : " (and the fp32 values: 4 bytes an entry, the indices "
         "shared)") : "");
-    PUT("  setup %.3f s (hierarchy on the host %.3f s)", M->setup_s, M->host_s);
+    PUT("  setup %.3f s (the hierarchy %.3f s, %s)", M->setup_s, M->host_s,
+        H->device ? "on the GPU" : "on the host");
 #undef PUT
     return used;
 }

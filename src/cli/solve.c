@@ -132,6 +132,12 @@ static const char usage_text[] =
     "  --amg-degree K      Chebyshev degree (default 2)\n"
     "  --amg-max-coarse N  rows of the coarsest level, solved directly (default 500)\n"
     "  --amg-max-levels L  levels at most (default 10)\n"
+    "  --amg-setup W       host|device|auto: where the hierarchy is built; device: every step\n"
+    "                      on the GPU (MIS(2) aggregation, cuSPARSE's SpGEMM), on the host\n"
+    "                      with the same aggregation where the GPU's build does not take the\n"
+    "                      matrix (--explain says why); auto (default): host\n"
+    "  --amg-aggregation G standard|mis2|auto: standard (PyAMG's greedy passes) or MIS(2)\n"
+    "                      (the GPU's); auto (default): as --amg-setup builds\n"
     "  --amg-values V      fp32|fp64|auto: the V-cycle's matrix values; fp32 halves their\n"
     "                      bytes (products in fp64, the answer still fp64); auto (default):\n"
     "                      fp32 with --precision mixed or auto, fp64 otherwise\n"
@@ -473,6 +479,26 @@ static void parse_args(int argc, char **argv, cli *c)
                 c->opt.amg.fp32 = 0;
             else
                 die_usage("--amg-values expects fp32|fp64|auto, got '%s'", v);
+        } else if (!strcmp(a, "--amg-setup")) {
+            const char *v = need_arg(argc, argv, &i);
+            if (!strcmp(v, "host"))
+                c->opt.amg.setup = SPK_AMG_SETUP_HOST;
+            else if (!strcmp(v, "device"))
+                c->opt.amg.setup = SPK_AMG_SETUP_DEVICE;
+            else if (!strcmp(v, "auto"))
+                c->opt.amg.setup = SPK_AMG_SETUP_AUTO;
+            else
+                die_usage("--amg-setup expects host|device|auto, got '%s'", v);
+        } else if (!strcmp(a, "--amg-aggregation")) {
+            const char *v = need_arg(argc, argv, &i);
+            if (!strcmp(v, "standard"))
+                c->opt.amg.aggregation = SPK_AMG_AGG_STANDARD;
+            else if (!strcmp(v, "mis2"))
+                c->opt.amg.aggregation = SPK_AMG_AGG_MIS2;
+            else if (!strcmp(v, "auto"))
+                c->opt.amg.aggregation = SPK_AMG_AGG_AUTO;
+            else
+                die_usage("--amg-aggregation expects standard|mis2|auto, got '%s'", v);
         } else if (!strcmp(a, "--amg-sweeps")) {
             c->opt.amg.sweeps = (int)parse_int(a, need_arg(argc, argv, &i), 1, 100);
         } else if (!strcmp(a, "--amg-degree")) {

@@ -1,0 +1,1154 @@
+/* solvers/amg_setup_cuda.cu -- the smoothed-aggregation hierarchy built on the GPU
+ * (spk_amg_build_device, solvers/amg.h): the steps of solvers/amg_setup.c, level by level, on
+ * the context's stream, with MIS(2) aggregation in place of the host's sequential standard
+ * aggregation:
+ *   strength     one thread a node merges its bs rows as the host does (the same sums in the
+ *                same order: this file is built without FMA contraction, so the graph and T
+ *                have the host's bits);
+ *   aggregates   the MIS(2) rounds and joins of solvers/amg.h, one kernel a step;
+ *   T            the nodes sorted by aggregate (CUB's stable radix sort keeps node order),
+ *                one thread an aggregate runs the host's modified Gram-Schmidt in T's values;
+ *   rho          20 Lanczos steps (30 power steps when A is not symmetric) from the host's
+ *                start vector, dots by cuBLAS;
+ *   S, P, R, Ac  S = I - omega D^-1 A on A's pattern with its diagonal; P = S T, A P and
+ *                R (A P) by cuSPARSE's SpGEMM (its default algorithm, deterministic), R = P^T
+ *                by cuSPARSE's csr2csc. Their rounding differs from the host's products; their
+ *                patterns are the same.
+ * Row offsets are 32-bit (cuSPARSE's SpGEMM takes one index type), so a level of 2^31 entries
+ * or more is refused with SPK_ERR_UNSUPPORTED and the caller builds on the host. What the
+ * V-cycle and a refresh need (each level's A, P, R, aggregates, B, D^-1 and rho) is copied
+ * into the host hierarchy, where the coarsest level's inverse is made. */
+#include "../kernels/cuda_common.h"
+#include "amg.h"
+
+#include <cub/cub.cuh>
+#include <cusparse.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AMG_DEV_MAX_BS 8           /* a node's rows merged in registers                     */
+
+typedef struct dcsr {
+    int64_t  m, n, nnz;
+    int32_t *rp, *ci;
+    double  *v;
+} dcsr;
+
+typedef struct dev_build {
+    spk_context      *ctx;
+    spk_cuda_state   *cs;
+    cudaStream_t      s;
+    cusparseHandle_t  h;
+    void             *tmp;         /* CUB's temporary storage (grows)                       */
+    size_t            tmp_bytes;
+    double            peak;        /* the largest SpGEMM working memory                      */
+    double            bound;       /* what a product's working memory may take (bytes)       */
+    int               chunked;     /* products made by the chunked algorithm                 */
+} dev_build;
+
+static spk_status cusp(spk_context *ctx, cusparseStatus_t s, const char *what)
+{
+    if (s == CUSPARSE_STATUS_SUCCESS)
+        return SPK_OK;
+    (void)cudaGetLastError();
+    return spk_fail(ctx, SPK_ERR_CUDA, "AMG setup on the GPU: %s: cuSPARSE: %s (status %d)",
+                    what, cusparseGetErrorString(s), (int)s);
+}
+
+static spk_status cu(dev_build *B, cudaError_t e, const char *what)
+{
+    return spk_cuda(B->ctx, e, "AMG setup on the GPU: %s", what);
+}
+
+static spk_status launched(dev_build *B, const char *k) { return spk_cuda_launched(B->ctx, k); }
+
+static unsigned blocks(int64_t n)
+{
+    const int64_t b = (n + SPK_CUDA_BLOCK - 1) / SPK_CUDA_BLOCK;
+    return (unsigned)(b > 0 ? b : 1);
+}
+
+template <class T> static spk_status dalloc(dev_build *B, T **p, int64_t count, const char *what)
+{
+    return spk_cuda_malloc(B->ctx, p, (size_t)(count > 0 ? count : 1) * sizeof(T), what);
+}
+
+static void dfree(void *p)
+{
+    if (p)
+        (void)cudaFree(p);
+}
+
+static void dcsr_free(dcsr *A)
+{
+    dfree(A->rp);
+    dfree(A->ci);
+    dfree(A->v);
+    memset(A, 0, sizeof *A);
+}
+
+static spk_status dcsr_alloc(dev_build *B, int64_t m, int64_t n, int64_t nnz, dcsr *A)
+{
+    memset(A, 0, sizeof *A);
+    A->m = m;
+    A->n = n;
+    A->nnz = nnz;
+    spk_status st;
+    if ((st = dalloc(B, &A->rp, m + 1, "AMG level row offsets")) ||
+        (st = dalloc(B, &A->ci, nnz, "AMG level columns")) ||
+        (st = dalloc(B, &A->v, nnz, "AMG level values")))
+        dcsr_free(A);
+    return st;
+}
+
+static spk_status wait(dev_build *B) { return cu(B, cudaStreamSynchronize(B->s), "stream"); }
+
+static spk_status get(dev_build *B, void *host, const void *dev, size_t bytes)
+{
+    spk_status st = cu(B, cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, B->s), "copy");
+    return st ? st : wait(B);
+}
+
+static spk_status put(dev_build *B, void *dev, const void *host, size_t bytes)
+{
+    spk_status st = cu(B, cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, B->s), "copy");
+    return st ? st : wait(B);
+}
+
+/* Host CSR (64-bit offsets) to the device (32-bit). */
+static spk_status dcsr_upload(dev_build *B, const spk_csr *h, dcsr *A)
+{
+    spk_status st = dcsr_alloc(B, h->nrows, h->ncols, h->nnz, A);
+    if (st)
+        return st;
+    int32_t *rp = (int32_t *)spk_malloc(B->ctx, (size_t)h->nrows + 1, sizeof *rp);
+    if (!rp) {
+        dcsr_free(A);
+        return spk_fail(B->ctx, SPK_ERR_NOMEM, "AMG setup on the GPU: row offsets: out of memory");
+    }
+    for (int64_t i = 0; i <= h->nrows; i++)
+        rp[i] = (int32_t)h->rowptr[i];
+    if (!(st = put(B, A->rp, rp, ((size_t)h->nrows + 1) * sizeof *rp)) &&
+        !(st = put(B, A->ci, h->colind, (size_t)h->nnz * sizeof *h->colind)))
+        st = put(B, A->v, h->val, (size_t)h->nnz * sizeof *h->val);
+    spk_free(rp);
+    if (st)
+        dcsr_free(A);
+    return st;
+}
+
+/* The device CSR into a new host CSR. */
+static spk_status dcsr_download(dev_build *B, const dcsr *A, spk_csr *h)
+{
+    spk_status st = spk_csr_alloc(B->ctx, A->m, A->n, A->nnz, h);
+    if (st)
+        return st;
+    int32_t *rp = (int32_t *)spk_malloc(B->ctx, (size_t)A->m + 1, sizeof *rp);
+    if (!rp) {
+        spk_csr_free(h);
+        return spk_fail(B->ctx, SPK_ERR_NOMEM, "AMG setup on the GPU: row offsets: out of memory");
+    }
+    if (!(st = get(B, rp, A->rp, ((size_t)A->m + 1) * sizeof *rp)) &&
+        !(st = get(B, h->colind, A->ci, (size_t)A->nnz * sizeof *h->colind)))
+        st = get(B, h->val, A->v, (size_t)A->nnz * sizeof *h->val);
+    for (int64_t i = 0; !st && i <= A->m; i++)
+        h->rowptr[i] = rp[i];
+    spk_free(rp);
+    if (st)
+        spk_csr_free(h);
+    return st;
+}
+
+/* CUB's temporary storage of `bytes` (kept, grown). */
+static spk_status tmp_for(dev_build *B, size_t bytes)
+{
+    if (bytes <= B->tmp_bytes && B->tmp)
+        return SPK_OK;
+    dfree(B->tmp);
+    B->tmp = NULL;
+    B->tmp_bytes = 0;
+    spk_status st = spk_cuda_malloc(B->ctx, &B->tmp, bytes > 0 ? bytes : 1, "AMG setup scratch");
+    if (!st)
+        B->tmp_bytes = bytes;
+    return st;
+}
+
+/* x[0 .. n] = exclusive prefix sums of x[0 .. n) (x[n] is overwritten); returns x[n]. */
+static spk_status scan(dev_build *B, int32_t *x, int64_t n, int64_t *total)
+{
+    size_t bytes = 0;
+    spk_status st = cu(B, cub::DeviceScan::ExclusiveSum(NULL, bytes, x, x, (int)(n + 1), B->s),
+                       "scan");
+    if (st || (st = tmp_for(B, bytes)))
+        return st;
+    if ((st = cu(B, cudaMemsetAsync(x + n, 0, sizeof *x, B->s), "scan")) ||
+        (st = cu(B, cub::DeviceScan::ExclusiveSum(B->tmp, bytes, x, x, (int)(n + 1), B->s),
+                 "scan")))
+        return st;
+    int32_t t = 0;
+    st = get(B, &t, x + n, sizeof t);
+    *total = t;
+    return st;
+}
+
+/* ---- strength of connection ------------------------------------------------------------- */
+
+__global__ void k_node_diag(int64_t nn, int bs, const int32_t *rp, const int32_t *ci,
+                            const double *v, double *cd)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nn;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        double s = 0.0;
+        for (int64_t r = i * bs; r < (i + 1) * bs; r++)
+            for (int32_t p = rp[r]; p < rp[r + 1]; p++)
+                if (ci[p] / bs == i)
+                    s += v[p] * v[p];
+        cd[i] = sqrt(s);
+    }
+}
+
+/* Node i's strong neighbours (the host's strong_of, on the fly: a node's sum is tested when
+ * the merge leaves it). out NULL: count only. */
+__device__ int32_t strong_node(const int32_t *rp, const int32_t *ci, const double *v, int bs,
+                               double theta, const double *cd, int64_t i, int32_t *out)
+{
+    int32_t pos[AMG_DEV_MAX_BS], end[AMG_DEV_MAX_BS];
+    for (int c = 0; c < bs; c++) {
+        pos[c] = rp[i * bs + c];
+        end[c] = rp[i * bs + c + 1];
+    }
+    int32_t kept = 0, cur = -1;
+    double sum = 0.0;
+    for (;;) {
+        int best = -1;
+        int32_t bj = 0;
+        for (int c = 0; c < bs; c++)
+            if (pos[c] < end[c]) {
+                const int32_t j = ci[pos[c]] / bs;
+                if (best < 0 || j < bj) {
+                    best = c;
+                    bj = j;
+                }
+            }
+        if (cur >= 0 && (best < 0 || bj != cur)) {
+            if (theta == 0.0 || sqrt(sum) >= theta * sqrt(cd[i] * cd[cur])) {
+                if (out)
+                    out[kept] = cur;
+                kept++;
+            }
+            cur = -1;
+        }
+        if (best < 0)
+            break;
+        const double a = v[pos[best]++];
+        if (bj == i)
+            continue;
+        if (cur < 0) {
+            cur = bj;
+            sum = 0.0;
+        }
+        sum += a * a;
+    }
+    return kept;
+}
+
+__global__ void k_strength(int64_t nn, int bs, double theta, const int32_t *rp,
+                           const int32_t *ci, const double *v, const double *cd,
+                           const int32_t *gptr, int32_t *cnt_or_gcol)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nn;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        if (gptr)
+            strong_node(rp, ci, v, bs, theta, cd, i, cnt_or_gcol + gptr[i]);
+        else
+            cnt_or_gcol[i] = strong_node(rp, ci, v, bs, theta, cd, i, NULL);
+    }
+}
+
+/* ---- MIS(2) aggregation ------------------------------------------------------------------ */
+
+__global__ void k_mis_init(int64_t nn, const int32_t *gptr, int8_t *state)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nn;
+         i += (int64_t)gridDim.x * blockDim.x)
+        state[i] = gptr[i + 1] > gptr[i] ? SPK_AMG_MIS_UNDECIDED : SPK_AMG_MIS_OUT;
+}
+
+__global__ void k_mis_m1(int64_t nn, const int32_t *gptr, const int32_t *gcol,
+                         const int8_t *state, uint64_t *m1)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nn;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        uint64_t m = spk_amg_key(state[i], i);
+        for (int32_t p = gptr[i]; p < gptr[i + 1]; p++) {
+            const uint64_t k = spk_amg_key(state[gcol[p]], gcol[p]);
+            m = k > m ? k : m;
+        }
+        m1[i] = m;
+    }
+}
+
+__global__ void k_mis_update(int64_t nn, const int32_t *gptr, const int32_t *gcol,
+                             const uint64_t *m1, int8_t *state, int32_t *left)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nn;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        if (state[i] != SPK_AMG_MIS_UNDECIDED)
+            continue;
+        uint64_t m = m1[i];
+        for (int32_t p = gptr[i]; p < gptr[i + 1]; p++)
+            m = m1[gcol[p]] > m ? m1[gcol[p]] : m;
+        if (m == spk_amg_key(SPK_AMG_MIS_UNDECIDED, i))
+            state[i] = SPK_AMG_MIS_IN;
+        else if ((m >> 62) == SPK_AMG_MIS_IN)
+            state[i] = SPK_AMG_MIS_OUT;
+        else
+            atomicAdd(left, 1);
+    }
+}
+
+__global__ void k_root_flags(int64_t nn, const int8_t *state, int32_t *flag)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nn;
+         i += (int64_t)gridDim.x * blockDim.x)
+        flag[i] = state[i] == SPK_AMG_MIS_IN;
+}
+
+/* first: the roots' numbers (the scan of the flags, read where state is in) */
+__global__ void k_join1(int64_t nn, const int32_t *gptr, const int32_t *gcol,
+                        const int8_t *state, const int32_t *ids, int32_t *agg)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nn;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        if (state[i] == SPK_AMG_MIS_IN) {
+            agg[i] = ids[i];
+            continue;
+        }
+        uint64_t best = 0;
+        int32_t a = -1;
+        for (int32_t p = gptr[i]; p < gptr[i + 1]; p++) {
+            const int32_t j = gcol[p];
+            if (state[j] == SPK_AMG_MIS_IN && spk_amg_key(SPK_AMG_MIS_IN, j) > best) {
+                best = spk_amg_key(SPK_AMG_MIS_IN, j);
+                a = ids[j];
+            }
+        }
+        agg[i] = a;
+    }
+}
+
+__global__ void k_join2(int64_t nn, const int32_t *gptr, const int32_t *gcol,
+                        const int8_t *state, const int32_t *first, int32_t *agg)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nn;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        if (first[i] >= 0)
+            continue;
+        uint64_t best = 0;
+        int32_t a = -1;
+        for (int32_t p = gptr[i]; p < gptr[i + 1]; p++) {
+            const int32_t j = gcol[p];
+            if (first[j] >= 0 && state[j] != SPK_AMG_MIS_IN && spk_amg_key(state[j], j) >= best) {
+                best = spk_amg_key(state[j], j);
+                a = first[j];
+            }
+        }
+        agg[i] = a;
+    }
+}
+
+/* ---- the tentative prolongator ----------------------------------------------------------- */
+
+__global__ void k_agg_keys(int64_t nn, const int32_t *agg, uint32_t *key, int32_t *node)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nn;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        key[i] = (uint32_t)(agg[i] + 1);
+        node[i] = (int32_t)i;
+    }
+}
+
+/* start[a] = the first sorted position of aggregate a; start[naggs] = nn */
+__global__ void k_agg_start(int64_t nn, int64_t naggs, const uint32_t *skey, int32_t *start)
+{
+    for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < nn;
+         p += (int64_t)gridDim.x * blockDim.x) {
+        const uint32_t k = skey[p];
+        if (k > 0 && (p == 0 || skey[p - 1] != k))
+            start[k - 1] = (int32_t)p;
+        if (p == 0)
+            start[naggs] = (int32_t)nn;
+    }
+}
+
+__global__ void k_t_rows(int64_t n, int bs, int k, const int32_t *agg, int32_t *len)
+{
+    for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < n;
+         r += (int64_t)gridDim.x * blockDim.x)
+        len[r] = agg[r / bs] >= 0 ? k : 0;
+}
+
+/* T's pattern and B's rows in its values (Q before the Gram-Schmidt) */
+__global__ void k_t_fill(int64_t n, int bs, int k, const int32_t *agg, const double *Bm,
+                         const int32_t *rp, int32_t *ci, double *v)
+{
+    for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < n;
+         r += (int64_t)gridDim.x * blockDim.x) {
+        const int32_t a = agg[r / bs];
+        if (a < 0)
+            continue;
+        for (int j = 0; j < k; j++) {
+            ci[rp[r] + j] = a * k + j;
+            v[rp[r] + j] = Bm[(int64_t)j * n + r];
+        }
+    }
+}
+
+/* The host's qr_aggregate on aggregate a's rows of T (row q bs + c of Q is unknown
+ * nodes[q] bs + c). */
+__global__ void k_qr(int64_t naggs, int64_t nc, int bs, int k, const int32_t *start,
+                     const int32_t *nodes, const int32_t *rp, double *v, double *Bc)
+{
+    for (int64_t a = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; a < naggs;
+         a += (int64_t)gridDim.x * blockDim.x) {
+        const int32_t q0 = start[a], cnt = start[a + 1] - start[a];
+#define QE(q, c, j) v[rp[(int64_t)nodes[q0 + (q)] * bs + (c)] + (j)]
+        double *Ra = Bc + a * k;
+        for (int j = 0; j < k; j++) {
+            double s = 0.0;
+            for (int32_t q = 0; q < cnt; q++)
+                for (int c = 0; c < bs; c++)
+                    s += QE(q, c, j) * QE(q, c, j);
+            const double threshold = AMG_QR_DROP * sqrt(s);
+            for (int i = 0; i < j; i++) {
+                double d = 0.0;
+                for (int32_t q = 0; q < cnt; q++)
+                    for (int c = 0; c < bs; c++)
+                        d += QE(q, c, i) * QE(q, c, j);
+                for (int32_t q = 0; q < cnt; q++)
+                    for (int c = 0; c < bs; c++)
+                        QE(q, c, j) -= d * QE(q, c, i);
+                Ra[(int64_t)j * nc + i] = d;
+            }
+            s = 0.0;
+            for (int32_t q = 0; q < cnt; q++)
+                for (int c = 0; c < bs; c++)
+                    s += QE(q, c, j) * QE(q, c, j);
+            const double nrm = sqrt(s);
+            const double scale = nrm > threshold && nrm > 0.0 ? 1.0 / nrm : 0.0;
+            for (int32_t q = 0; q < cnt; q++)
+                for (int c = 0; c < bs; c++)
+                    QE(q, c, j) *= scale;
+            Ra[(int64_t)j * nc + j] = scale > 0.0 ? nrm : 0.0;
+        }
+#undef QE
+    }
+}
+
+/* ---- the diagonal, the spectral estimate, S ---------------------------------------------- */
+
+__global__ void k_dinv(int64_t n, const int32_t *rp, const int32_t *ci, const double *v,
+                       double *dinv, int32_t *negative)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        double d = 0.0;
+        for (int32_t p = rp[i]; p < rp[i + 1]; p++)
+            if (ci[p] == i)
+                d = v[p];
+        const double di = d != 0.0 ? 1.0 / d : 0.0;
+        dinv[i] = di;
+        if (di < 0.0)
+            *negative = 1;
+    }
+}
+
+/* y = D^s A D^s x with s = 1/2 (scaled) or y = D A x (not): G lanes a row */
+template <int G>
+__global__ void k_spmv(int64_t n, const int32_t *rp, const int32_t *ci, const double *v,
+                       const double *dinv, int scaled, const double *x, double *y)
+{
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t i = t / G;
+    const int lane = (int)(t % G);
+    double s = 0.0;
+    if (i < n)
+        for (int32_t p = rp[i] + lane; p < rp[i + 1]; p += G)
+            s += v[p] * (scaled ? sqrt(dinv[ci[p]]) : 1.0) * x[ci[p]];
+    for (int o = G / 2; o > 0; o /= 2)
+        s += __shfl_down_sync(0xffffffffu, s, o, G);
+    if (i < n && lane == 0)
+        y[i] = (scaled ? sqrt(dinv[i]) : dinv[i]) * s;
+}
+
+static spk_status spmv(dev_build *B, const dcsr *A, const double *dinv, int scaled,
+                       const double *x, double *y)
+{
+    const double avg = A->m > 0 ? (double)A->nnz / (double)A->m : 0.0;
+    const int64_t n = A->m;
+    if (avg <= 8.0)
+        k_spmv<4><<<blocks(4 * n), SPK_CUDA_BLOCK, 0, B->s>>>(n, A->rp, A->ci, A->v, dinv, scaled,
+                                                               x, y);
+    else if (avg <= 16.0)
+        k_spmv<8><<<blocks(8 * n), SPK_CUDA_BLOCK, 0, B->s>>>(n, A->rp, A->ci, A->v, dinv, scaled,
+                                                               x, y);
+    else if (avg <= 32.0)
+        k_spmv<16><<<blocks(16 * n), SPK_CUDA_BLOCK, 0, B->s>>>(n, A->rp, A->ci, A->v, dinv,
+                                                                 scaled, x, y);
+    else
+        k_spmv<32><<<blocks(32 * n), SPK_CUDA_BLOCK, 0, B->s>>>(n, A->rp, A->ci, A->v, dinv,
+                                                                 scaled, x, y);
+    return launched(B, "AMG setup spmv");
+}
+
+/* w -= alpha v + beta vp */
+__global__ void k_lanczos_orth(int64_t n, double alpha, double beta, const double *v,
+                               const double *vp, double *w)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        w[i] -= alpha * v[i] + beta * vp[i];
+}
+
+/* vp = v; v = w / beta */
+__global__ void k_lanczos_next(int64_t n, double beta, const double *w, double *v, double *vp)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        vp[i] = v[i];
+        v[i] = w[i] / beta;
+    }
+}
+
+__global__ void k_scale(int64_t n, double s, double *x)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        x[i] *= s;
+}
+
+static spk_status dot(dev_build *B, int64_t n, const double *x, const double *y, double *r)
+{
+    return spk_cublas(B->ctx, cublasDdot(B->cs->blas, (int)n, x, 1, y, 1, r), "AMG setup dot");
+}
+
+/* spk_amg_spectral_radius on the device. work: 4 n doubles (device); host: n doubles. */
+static spk_status spectral_radius(dev_build *B, const dcsr *A, const double *dinv, int sym,
+                                  double *work, double *host, double *rho)
+{
+    const int64_t n = A->m;
+    *rho = 1.0;
+    if (n == 0)
+        return SPK_OK;
+    double *v = work, *vp = work + n, *w = work + 2 * n;
+    spk_amg_start_vector(n, host);
+    spk_status st = put(B, v, host, (size_t)n * sizeof *v);
+    double nv = 0.0;
+    if (st || (st = dot(B, n, v, v, &nv)))
+        return st;
+    k_scale<<<blocks(n), SPK_CUDA_BLOCK, 0, B->s>>>(n, 1.0 / sqrt(nv), v);
+    if ((st = launched(B, "AMG setup scale")))
+        return st;
+    if (!sym) {
+        double r = 0.0;
+        for (int it = 0; it < AMG_POWER_STEPS; it++) {
+            if ((st = spmv(B, A, dinv, 0, v, w)) || (st = dot(B, n, w, w, &r)))
+                return st;
+            r = sqrt(r);
+            if (!(r > 0.0) || !isfinite(r)) {
+                *rho = r > 0.0 ? r : 1.0;
+                return SPK_OK;
+            }
+            if ((st = cu(B, cudaMemcpyAsync(v, w, (size_t)n * sizeof *v,
+                                            cudaMemcpyDeviceToDevice, B->s), "copy")))
+                return st;
+            k_scale<<<blocks(n), SPK_CUDA_BLOCK, 0, B->s>>>(n, 1.0 / r, v);
+            if ((st = launched(B, "AMG setup scale")))
+                return st;
+        }
+        *rho = r;
+        return SPK_OK;
+    }
+    double al[AMG_LANCZOS_STEPS], be[AMG_LANCZOS_STEPS];
+    int m = 0;
+    double beta = 0.0;
+    if ((st = cu(B, cudaMemsetAsync(vp, 0, (size_t)n * sizeof *vp, B->s), "memset")))
+        return st;
+    const int steps = n < AMG_LANCZOS_STEPS ? (int)n : AMG_LANCZOS_STEPS;
+    for (int j = 0; j < steps; j++) {
+        double alpha = 0.0;
+        if ((st = spmv(B, A, dinv, 1, v, w)) || (st = dot(B, n, w, v, &alpha)))
+            return st;
+        k_lanczos_orth<<<blocks(n), SPK_CUDA_BLOCK, 0, B->s>>>(n, alpha, beta, v, vp, w);
+        if ((st = launched(B, "AMG setup Lanczos")))
+            return st;
+        al[m++] = alpha;
+        double bb = 0.0;
+        if ((st = dot(B, n, w, w, &bb)))
+            return st;
+        beta = sqrt(bb);
+        if (!(beta > 1e-14 * fabs(alpha)) || j == steps - 1)
+            break;
+        be[m - 1] = beta;
+        k_lanczos_next<<<blocks(n), SPK_CUDA_BLOCK, 0, B->s>>>(n, beta, w, v, vp);
+        if ((st = launched(B, "AMG setup Lanczos")))
+            return st;
+    }
+    if (m > 0) {
+        const double r = spk_amg_tridiag_max(al, be, m);
+        *rho = r > 0.0 && isfinite(r) ? r : 1.0;
+    }
+    return SPK_OK;
+}
+
+__global__ void k_s_rows(int64_t n, const int32_t *rp, const int32_t *ci, int32_t *len)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int has = 0;
+        for (int32_t p = rp[i]; p < rp[i + 1] && !has; p++)
+            has = ci[p] == i;
+        len[i] = rp[i + 1] - rp[i] + !has;
+    }
+}
+
+/* S = I - omega D^-1 A on A's pattern with (i, i) put in its place (smoother_pattern and
+ * smoother_values of the host) */
+__global__ void k_s_fill(int64_t n, const int32_t *rp, const int32_t *ci, const double *v,
+                         const double *dinv, double omega, const int32_t *srp, int32_t *sci,
+                         double *sv)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int32_t q = srp[i];
+        int done = 0;
+        const double wd = omega * dinv[i];
+        for (int32_t p = rp[i]; p < rp[i + 1]; p++) {
+            if (!done && ci[p] > i) {
+                sci[q] = (int32_t)i;
+                sv[q++] = 1.0;
+                done = 1;
+            }
+            done |= ci[p] == i;
+            sci[q] = ci[p];
+            sv[q++] = (ci[p] == i ? 1.0 : 0.0) - wd * v[p];
+        }
+        if (!done) {
+            sci[q] = (int32_t)i;
+            sv[q] = 1.0;
+        }
+    }
+}
+
+/* ---- the products ------------------------------------------------------------------------ */
+
+/* Rows whose columns are not strictly increasing: *bad = 1. */
+__global__ void k_check_sorted(int64_t m, const int32_t *rp, const int32_t *ci, int32_t *bad)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m;
+         i += (int64_t)gridDim.x * blockDim.x)
+        for (int32_t p = rp[i] + 1; p < rp[i + 1]; p++)
+            if (ci[p] <= ci[p - 1])
+                *bad = 1;
+}
+
+/* Insertion sort of each row by column (a product's rows, should they come unsorted). */
+__global__ void k_sort_rows(int64_t m, const int32_t *rp, int32_t *ci, double *v)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m;
+         i += (int64_t)gridDim.x * blockDim.x)
+        for (int32_t p = rp[i] + 1; p < rp[i + 1]; p++) {
+            const int32_t c = ci[p];
+            const double x = v[p];
+            int32_t q = p - 1;
+            for (; q >= rp[i] && ci[q] > c; q--) {
+                ci[q + 1] = ci[q];
+                v[q + 1] = v[q];
+            }
+            ci[q + 1] = c;
+            v[q + 1] = x;
+        }
+}
+
+static spk_status mat(dev_build *B, const dcsr *A, cusparseSpMatDescr_t *d)
+{
+    return cusp(B->ctx, cusparseCreateCsr(d, A->m, A->n, A->nnz, A->rp, A->ci, A->v,
+                                          CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                                          CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F),
+                "cusparseCreateCsr");
+}
+
+/* C = A B (C allocated here), rows sorted. cuSPARSE's first algorithm keeps every partial
+ * product (some 16 bytes each: 22 GB for lame3d:48's A P); where its buffers would pass the
+ * build's bound, the product is made again with its third algorithm, which makes them in
+ * chunks of a fraction of the rows, halved until the buffers fit or the fraction is 1/1024
+ * (what the buffers then take, the describe text reports). */
+static spk_status spgemm(dev_build *B, const dcsr *A, const dcsr *Bm, dcsr *C)
+{
+    spk_context *ctx = B->ctx;
+    memset(C, 0, sizeof *C);
+    if (A->nnz == 0 || Bm->nnz == 0)
+        return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "AMG setup on the GPU: an empty product");
+    cusparseSpMatDescr_t a = NULL, b = NULL, c = NULL;
+    cusparseSpGEMMDescr_t g = NULL;
+    void *buf1 = NULL, *buf2 = NULL, *buf3 = NULL;
+    size_t s1 = 0, s2 = 0, s3 = 0;
+    const double one = 1.0, zero = 0.0;
+    const cusparseOperation_t nt = CUSPARSE_OPERATION_NON_TRANSPOSE;
+    cusparseSpGEMMAlg_t alg = CUSPARSE_SPGEMM_ALG1;
+    int64_t rows = 0, cols = 0, nnz = 0;
+    int32_t *bad = NULL;
+    int32_t hbad = 0;
+    spk_status st;
+    C->m = A->m;
+    C->n = Bm->n;
+    if ((st = dalloc(B, &C->rp, A->m + 1, "AMG product row offsets")) || (st = mat(B, A, &a)) ||
+        (st = mat(B, Bm, &b)))
+        goto done;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if ((st = cusp(ctx, cusparseCreateCsr(&c, A->m, Bm->n, 0, C->rp, NULL, NULL,
+                                              CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                                              CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F),
+                       "cusparseCreateCsr")) ||
+            (st = cusp(ctx, cusparseSpGEMM_createDescr(&g), "cusparseSpGEMM_createDescr")) ||
+            (st = cusp(ctx, cusparseSpGEMM_workEstimation(B->h, nt, nt, &one, a, b, &zero, c,
+                                                          CUDA_R_64F, alg, g, &s1, NULL),
+                       "cusparseSpGEMM_workEstimation")) ||
+            (st = spk_cuda_malloc(ctx, &buf1, s1 > 0 ? s1 : 1, "SpGEMM buffer")) ||
+            (st = cusp(ctx, cusparseSpGEMM_workEstimation(B->h, nt, nt, &one, a, b, &zero, c,
+                                                          CUDA_R_64F, alg, g, &s1, buf1),
+                       "cusparseSpGEMM_workEstimation")))
+            goto done;
+        if (alg == CUSPARSE_SPGEMM_ALG1) {
+            if ((st = cusp(ctx, cusparseSpGEMM_compute(B->h, nt, nt, &one, a, b, &zero, c,
+                                                       CUDA_R_64F, alg, g, &s2, NULL),
+                           "cusparseSpGEMM_compute")))
+                goto done;
+            if ((double)s1 + (double)s2 <= B->bound)
+                break;
+            /* over the bound: again with the chunked algorithm */
+            cusparseSpGEMM_destroyDescr(g);
+            cusparseDestroySpMat(c);
+            g = NULL;
+            c = NULL;
+            dfree(buf1);
+            buf1 = NULL;
+            alg = CUSPARSE_SPGEMM_ALG3;
+            continue;
+        }
+        for (float frac = 0.25f;; frac *= 0.5f) {
+            if ((st = cusp(ctx, cusparseSpGEMM_estimateMemory(B->h, nt, nt, &one, a, b, &zero, c,
+                                                              CUDA_R_64F, alg, g, frac, &s3,
+                                                              NULL, NULL),
+                           "cusparseSpGEMM_estimateMemory")) ||
+                (st = spk_cuda_malloc(ctx, &buf3, s3 > 0 ? s3 : 1, "SpGEMM buffer")) ||
+                (st = cusp(ctx, cusparseSpGEMM_estimateMemory(B->h, nt, nt, &one, a, b, &zero, c,
+                                                              CUDA_R_64F, alg, g, frac, &s3,
+                                                              buf3, &s2),
+                           "cusparseSpGEMM_estimateMemory")))
+                goto done;
+            dfree(buf3);
+            buf3 = NULL;
+            B->peak = fmax(B->peak, (double)s1 + (double)s3);
+            if ((double)s1 + (double)s2 <= B->bound || frac < 1.0f / 1024.0f)
+                break;
+        }
+        break;
+    }
+    if ((st = spk_cuda_malloc(ctx, &buf2, s2 > 0 ? s2 : 1, "SpGEMM buffer")) ||
+        (st = cusp(ctx, cusparseSpGEMM_compute(B->h, nt, nt, &one, a, b, &zero, c, CUDA_R_64F,
+                                               alg, g, &s2, buf2), "cusparseSpGEMM_compute")) ||
+        (st = cusp(ctx, cusparseSpMatGetSize(c, &rows, &cols, &nnz), "cusparseSpMatGetSize")))
+        goto done;
+    if (nnz >= INT32_MAX) {
+        st = spk_fail(ctx, SPK_ERR_UNSUPPORTED, "AMG setup on the GPU: a product of %lld "
+                      "entries (32-bit offsets)", (long long)nnz);
+        goto done;
+    }
+    C->nnz = nnz;
+    if ((st = dalloc(B, &C->ci, nnz, "AMG product columns")) ||
+        (st = dalloc(B, &C->v, nnz, "AMG product values")) ||
+        (st = cusp(ctx, cusparseCsrSetPointers(c, C->rp, C->ci, C->v), "cusparseCsrSetPointers")) ||
+        (st = cusp(ctx, cusparseSpGEMM_copy(B->h, nt, nt, &one, a, b, &zero, c, CUDA_R_64F, alg,
+                                            g), "cusparseSpGEMM_copy")))
+        goto done;
+    B->peak = fmax(B->peak, (double)s1 + (double)s2);
+    B->chunked += alg == CUSPARSE_SPGEMM_ALG3;
+    if ((st = dalloc(B, &bad, 1, "AMG flag")) ||
+        (st = cu(B, cudaMemsetAsync(bad, 0, sizeof *bad, B->s), "memset")))
+        goto done;
+    k_check_sorted<<<blocks(C->m), SPK_CUDA_BLOCK, 0, B->s>>>(C->m, C->rp, C->ci, bad);
+    if ((st = launched(B, "AMG product check")) || (st = get(B, &hbad, bad, sizeof hbad)))
+        goto done;
+    if (hbad) {
+        k_sort_rows<<<blocks(C->m), SPK_CUDA_BLOCK, 0, B->s>>>(C->m, C->rp, C->ci, C->v);
+        st = launched(B, "AMG product sort");
+    }
+done:
+    dfree(bad);
+    if (g)
+        cusparseSpGEMM_destroyDescr(g);
+    if (a)
+        cusparseDestroySpMat(a);
+    if (b)
+        cusparseDestroySpMat(b);
+    if (c)
+        cusparseDestroySpMat(c);
+    dfree(buf1);
+    dfree(buf2);
+    dfree(buf3);
+    if (st)
+        dcsr_free(C);
+    return st;
+}
+
+/* R = P^T */
+static spk_status transpose(dev_build *B, const dcsr *P, dcsr *R)
+{
+    spk_status st = dcsr_alloc(B, P->n, P->m, P->nnz, R);
+    if (st)
+        return st;
+    size_t bytes = 0;
+    void *buf = NULL;
+    if (!(st = cusp(B->ctx, cusparseCsr2cscEx2_bufferSize(B->h, (int)P->m, (int)P->n,
+                                                          (int)P->nnz, P->v, P->rp, P->ci, R->v,
+                                                          R->rp, R->ci, CUDA_R_64F,
+                                                          CUSPARSE_ACTION_NUMERIC,
+                                                          CUSPARSE_INDEX_BASE_ZERO,
+                                                          CUSPARSE_CSR2CSC_ALG1, &bytes),
+                    "cusparseCsr2cscEx2_bufferSize")) &&
+        !(st = spk_cuda_malloc(B->ctx, &buf, bytes > 0 ? bytes : 1, "transpose buffer")))
+        st = cusp(B->ctx, cusparseCsr2cscEx2(B->h, (int)P->m, (int)P->n, (int)P->nnz, P->v, P->rp,
+                                             P->ci, R->v, R->rp, R->ci, CUDA_R_64F,
+                                             CUSPARSE_ACTION_NUMERIC, CUSPARSE_INDEX_BASE_ZERO,
+                                             CUSPARSE_CSR2CSC_ALG1, buf),
+                  "cusparseCsr2cscEx2");
+    dfree(buf);
+    if (st)
+        dcsr_free(R);
+    return st;
+}
+
+/* ---- one level --------------------------------------------------------------------------- */
+
+typedef struct dev_level {
+    dcsr     A;            /* this level's A (level 0: the upload of the caller's)          */
+    double  *B;            /* n x k near-null space                                          */
+    int64_t  n;
+    int      bs, k;
+} dev_level;
+
+/* Strength graph and MIS(2) aggregates of level L; agg (nn, device) and *naggs. */
+static spk_status aggregate(dev_build *B, const dev_level *L, double theta, int32_t *agg,
+                            int64_t *naggs, int *rounds)
+{
+    const int64_t nn = L->n / L->bs;
+    int32_t *gptr = NULL, *gcol = NULL, *ids = NULL, *first = NULL, *left = NULL;
+    double *cd = NULL;
+    uint64_t *m1 = NULL;
+    int8_t *state = NULL;
+    int64_t edges = 0;
+    spk_status st;
+    *rounds = 0;
+    if ((st = dalloc(B, &gptr, nn + 1, "AMG strength graph")) ||
+        (st = dalloc(B, &cd, nn, "AMG strength graph")))
+        goto done;
+    if (theta != 0.0) {
+        k_node_diag<<<blocks(nn), SPK_CUDA_BLOCK, 0, B->s>>>(nn, L->bs, L->A.rp, L->A.ci, L->A.v, cd);
+        if ((st = launched(B, "AMG node diagonal")))
+            goto done;
+    }
+    k_strength<<<blocks(nn), SPK_CUDA_BLOCK, 0, B->s>>>(nn, L->bs, theta, L->A.rp, L->A.ci,
+                                                         L->A.v, cd, NULL, gptr);
+    if ((st = launched(B, "AMG strength")) || (st = scan(B, gptr, nn, &edges)) ||
+        (st = dalloc(B, &gcol, edges, "AMG strength graph")))
+        goto done;
+    k_strength<<<blocks(nn), SPK_CUDA_BLOCK, 0, B->s>>>(nn, L->bs, theta, L->A.rp, L->A.ci,
+                                                         L->A.v, cd, gptr, gcol);
+    if ((st = launched(B, "AMG strength")) || (st = dalloc(B, &state, nn, "AMG MIS(2)")) ||
+        (st = dalloc(B, &m1, nn, "AMG MIS(2)")) || (st = dalloc(B, &left, 1, "AMG MIS(2)")))
+        goto done;
+    k_mis_init<<<blocks(nn), SPK_CUDA_BLOCK, 0, B->s>>>(nn, gptr, state);
+    if ((st = launched(B, "AMG MIS(2)")))
+        goto done;
+    for (int32_t hleft = nn > 0 ? 1 : 0; hleft > 0;) {
+        (*rounds)++;
+        if ((st = cu(B, cudaMemsetAsync(left, 0, sizeof *left, B->s), "memset")))
+            goto done;
+        k_mis_m1<<<blocks(nn), SPK_CUDA_BLOCK, 0, B->s>>>(nn, gptr, gcol, state, m1);
+        if ((st = launched(B, "AMG MIS(2)")))
+            goto done;
+        k_mis_update<<<blocks(nn), SPK_CUDA_BLOCK, 0, B->s>>>(nn, gptr, gcol, m1, state, left);
+        if ((st = launched(B, "AMG MIS(2)")) || (st = get(B, &hleft, left, sizeof hleft)))
+            goto done;
+    }
+    if ((st = dalloc(B, &ids, nn + 1, "AMG aggregates")) ||
+        (st = dalloc(B, &first, nn, "AMG aggregates")))
+        goto done;
+    k_root_flags<<<blocks(nn), SPK_CUDA_BLOCK, 0, B->s>>>(nn, state, ids);
+    if ((st = launched(B, "AMG roots")) || (st = scan(B, ids, nn, naggs)))
+        goto done;
+    k_join1<<<blocks(nn), SPK_CUDA_BLOCK, 0, B->s>>>(nn, gptr, gcol, state, ids, first);
+    if ((st = launched(B, "AMG joins")) ||
+        (st = cu(B, cudaMemcpyAsync(agg, first, (size_t)(nn > 0 ? nn : 1) * sizeof *agg,
+                                    cudaMemcpyDeviceToDevice, B->s), "copy")))
+        goto done;
+    k_join2<<<blocks(nn), SPK_CUDA_BLOCK, 0, B->s>>>(nn, gptr, gcol, state, first, agg);
+    st = launched(B, "AMG joins");
+done:
+    dfree(gptr);
+    dfree(gcol);
+    dfree(cd);
+    dfree(state);
+    dfree(m1);
+    dfree(left);
+    dfree(ids);
+    dfree(first);
+    return st;
+}
+
+/* T (n x naggs k) and the coarse B (naggs k x k, device, allocated here). */
+static spk_status tentative(dev_build *B, const dev_level *L, const int32_t *agg, int64_t naggs,
+                            dcsr *T, double **Bc)
+{
+    const int64_t nn = L->n / L->bs, n = L->n, nc = naggs * L->k;
+    const int k = L->k, bs = L->bs;
+    uint32_t *key = NULL, *skey = NULL;
+    int32_t *node = NULL, *snode = NULL, *start = NULL, *rp = NULL;
+    int64_t tnnz = 0;
+    size_t bytes = 0;
+    spk_status st;
+    memset(T, 0, sizeof *T);
+    *Bc = NULL;
+    if ((st = dalloc(B, &key, nn, "AMG T")) || (st = dalloc(B, &skey, nn, "AMG T")) ||
+        (st = dalloc(B, &node, nn, "AMG T")) || (st = dalloc(B, &snode, nn, "AMG T")) ||
+        (st = dalloc(B, &start, naggs + 1, "AMG T")) || (st = dalloc(B, &rp, n + 1, "AMG T")))
+        goto done;
+    k_agg_keys<<<blocks(nn), SPK_CUDA_BLOCK, 0, B->s>>>(nn, agg, key, node);
+    if ((st = launched(B, "AMG T keys")) ||
+        (st = cu(B, cub::DeviceRadixSort::SortPairs(NULL, bytes, key, skey, node, snode, (int)nn,
+                                                    0, 32, B->s), "sort")) ||
+        (st = tmp_for(B, bytes)) ||
+        (st = cu(B, cub::DeviceRadixSort::SortPairs(B->tmp, bytes, key, skey, node, snode, (int)nn,
+                                                    0, 32, B->s), "sort")))
+        goto done;
+    k_agg_start<<<blocks(nn), SPK_CUDA_BLOCK, 0, B->s>>>(nn, naggs, skey, start);
+    k_t_rows<<<blocks(n), SPK_CUDA_BLOCK, 0, B->s>>>(n, bs, k, agg, rp);
+    if ((st = launched(B, "AMG T rows")) || (st = scan(B, rp, n, &tnnz)))
+        goto done;
+    T->m = n;
+    T->n = nc;
+    T->nnz = tnnz;
+    T->rp = rp;
+    rp = NULL;
+    if ((st = dalloc(B, &T->ci, tnnz, "AMG T")) || (st = dalloc(B, &T->v, tnnz, "AMG T")) ||
+        (st = dalloc(B, Bc, nc * k, "AMG coarse B")) ||
+        (st = cu(B, cudaMemsetAsync(*Bc, 0, (size_t)(nc * k > 0 ? nc * k : 1) * sizeof(double),
+                                    B->s), "memset")))
+        goto done;
+    k_t_fill<<<blocks(n), SPK_CUDA_BLOCK, 0, B->s>>>(n, bs, k, agg, L->B, T->rp, T->ci, T->v);
+    if ((st = launched(B, "AMG T fill")))
+        goto done;
+    k_qr<<<blocks(naggs), SPK_CUDA_BLOCK, 0, B->s>>>(naggs, nc, bs, k, start, snode, T->rp, T->v,
+                                                     *Bc);
+    st = launched(B, "AMG T QR");
+done:
+    dfree(key);
+    dfree(skey);
+    dfree(node);
+    dfree(snode);
+    dfree(start);
+    dfree(rp);
+    if (st) {
+        dcsr_free(T);
+        dfree(*Bc);
+        *Bc = NULL;
+    }
+    return st;
+}
+
+/* S = I - omega D^-1 A */
+static spk_status smoother(dev_build *B, const dcsr *A, const double *dinv, double omega, dcsr *S)
+{
+    memset(S, 0, sizeof *S);
+    int64_t nnz = 0;
+    spk_status st = dalloc(B, &S->rp, A->m + 1, "AMG S");
+    if (st)
+        return st;
+    k_s_rows<<<blocks(A->m), SPK_CUDA_BLOCK, 0, B->s>>>(A->m, A->rp, A->ci, S->rp);
+    if (!(st = launched(B, "AMG S rows")) && !(st = scan(B, S->rp, A->m, &nnz)) &&
+        !(st = dalloc(B, &S->ci, nnz, "AMG S")) && !(st = dalloc(B, &S->v, nnz, "AMG S"))) {
+        S->m = A->m;
+        S->n = A->n;
+        S->nnz = nnz;
+        k_s_fill<<<blocks(A->m), SPK_CUDA_BLOCK, 0, B->s>>>(A->m, A->rp, A->ci, A->v, dinv, omega,
+                                                            S->rp, S->ci, S->v);
+        st = launched(B, "AMG S fill");
+    }
+    if (st)
+        dcsr_free(S);
+    return st;
+}
+
+static int fits(const dcsr *A) { return A->m < INT32_MAX && A->nnz < INT32_MAX && A->n < INT32_MAX; }
+
+spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetric,
+                                const spk_amg_options *in, spk_amg_hier *H)
+{
+    if (A0->nrows >= INT32_MAX || A0->nnz >= INT32_MAX)
+        return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "AMG setup on the GPU: %lld rows, %lld entries "
+                        "(32-bit offsets)", (long long)A0->nrows, (long long)A0->nnz);
+    spk_status st = spk_amg_begin(ctx, A0, symmetric, in, H);
+    if (st)
+        return st;
+    const spk_amg_options *o = &H->opt;
+    if (H->lev[0].bs > AMG_DEV_MAX_BS || H->lev[0].k > AMG_DEV_MAX_BS) {
+        const int bs = H->lev[0].bs, k = H->lev[0].k;
+        spk_amg_free(H);
+        return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "AMG setup on the GPU: blocks of %d unknowns, "
+                        "%d near-null vectors (at most %d each)", bs, k, AMG_DEV_MAX_BS);
+    }
+    H->device = 1;
+    H->mis2 = 1;
+    dev_build Bd;
+    memset(&Bd, 0, sizeof Bd);
+    dev_build *B = &Bd;
+    B->ctx = ctx;
+    dev_level L;
+    memset(&L, 0, sizeof L);
+    double *work = NULL, *dinv = NULL, *Bc = NULL;
+    int32_t *agg = NULL, *neg = NULL;
+    dcsr T = {}, S = {}, P = {}, R = {}, AP = {}, Ac = {};
+    const int64_t n0 = A0->nrows;
+    if ((st = spk_cuda_state_of(ctx, &B->cs)))
+        goto fail;
+    B->s = B->cs->stream;
+    {
+        /* a product's buffers: a quarter of the memory free at the setup (SPK_AMG_SPGEMM_MB
+         * sets another bound), so that the setup fits beside the solver's own arrays */
+        size_t fr = 0, tot = 0;
+        (void)cudaMemGetInfo(&fr, &tot);
+        B->bound = 0.25 * (double)fr;
+        const char *knob = getenv("SPK_AMG_SPGEMM_MB");
+        if (knob && atof(knob) > 0)
+            B->bound = atof(knob) * 1e6;
+    }
+    if ((st = cusp(ctx, cusparseCreate(&B->h), "cusparseCreate")) ||
+        (st = cusp(ctx, cusparseSetStream(B->h, B->s), "cusparseSetStream")) ||
+        (st = dalloc(B, &work, 4 * n0 + 4, "AMG workspace")) ||
+        (st = dalloc(B, &dinv, n0, "AMG diagonal")) || (st = dalloc(B, &agg, n0, "AMG aggregates")) ||
+        (st = dalloc(B, &neg, 1, "AMG flag")) || (st = dcsr_upload(B, A0, &L.A)))
+        goto fail;
+    L.n = n0;
+    L.bs = H->lev[0].bs;
+    L.k = H->lev[0].k;
+    if ((st = dalloc(B, &L.B, n0 * L.k, "AMG near-null space")) ||
+        (st = put(B, L.B, H->lev[0].B, (size_t)(n0 * L.k) * sizeof(double))))
+        goto fail;
+    for (int l = 0;; l++) {
+        const double t0 = spk_now();
+        spk_amg_level *h = &H->lev[l];
+        const int64_t n = L.n, nn = n / L.bs;
+        int32_t hneg = 0;
+        if (!h->dinv && !(h->dinv = (double *)spk_malloc(ctx, (size_t)(n > 0 ? n : 1),
+                                                          sizeof *h->dinv))) {
+            st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG level %d: out of memory", l);
+            goto fail;
+        }
+        if ((st = cu(B, cudaMemsetAsync(neg, 0, sizeof *neg, B->s), "memset")))
+            goto fail;
+        k_dinv<<<blocks(n), SPK_CUDA_BLOCK, 0, B->s>>>(n, L.A.rp, L.A.ci, L.A.v, dinv, neg);
+        if ((st = launched(B, "AMG diagonal")) || (st = get(B, &hneg, neg, sizeof hneg)) ||
+            (st = spectral_radius(B, &L.A, dinv, H->symmetric && !hneg, work, h->dinv, &h->rho)) ||
+            (st = get(B, h->dinv, dinv, (size_t)n * sizeof *dinv)))
+            goto fail;
+        if (n <= o->max_coarse || l + 1 >= o->max_levels) {
+            H->setup_s[l] = spk_now() - t0;
+            break;
+        }
+        int64_t naggs = 0;
+        if ((st = aggregate(B, &L, o->theta, agg, &naggs, &H->mis_rounds[l])))
+            goto fail;
+        if (naggs == 0 || naggs * L.k >= n) {
+            H->setup_s[l] = spk_now() - t0;
+            break;
+        }
+        if (!(h->agg = (int32_t *)spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *h->agg))) {
+            st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG aggregates of %lld nodes: out of memory",
+                          (long long)nn);
+            goto fail;
+        }
+        h->naggs = naggs;
+        spk_amg_level *c = &H->lev[l + 1];
+        const int64_t nc = naggs * L.k;
+        if ((st = get(B, h->agg, agg, (size_t)nn * sizeof *agg)) ||
+            (st = tentative(B, &L, agg, naggs, &T, &Bc)) ||
+            (st = smoother(B, &L.A, dinv, 4.0 / (3.0 * h->rho), &S)) ||
+            (st = spgemm(B, &S, &T, &P)))
+            goto fail;
+        dcsr_free(&S);
+        dcsr_free(&T);
+        if (!fits(&P)) {
+            st = spk_fail(ctx, SPK_ERR_UNSUPPORTED, "AMG setup on the GPU: P of %lld entries",
+                          (long long)P.nnz);
+            goto fail;
+        }
+        if ((st = transpose(B, &P, &R)) || (st = spgemm(B, &L.A, &P, &AP)) ||
+            (st = spgemm(B, &R, &AP, &Ac)))
+            goto fail;
+        dcsr_free(&AP);
+        if (!(c->B = (double *)spk_malloc(ctx, (size_t)(nc > 0 ? nc : 1) * (size_t)L.k,
+                                          sizeof *c->B))) {
+            st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG level %d: out of memory", l + 1);
+            goto fail;
+        }
+        if ((st = dcsr_download(B, &P, &h->P)) || (st = dcsr_download(B, &R, &h->R)) ||
+            (st = dcsr_download(B, &Ac, &c->A)) ||
+            (st = get(B, c->B, Bc, (size_t)(nc * L.k) * sizeof *Bc)))
+            goto fail;
+        dcsr_free(&P);
+        dcsr_free(&R);
+        dcsr_free(&L.A);
+        dfree(L.B);
+        L.A = Ac;
+        memset(&Ac, 0, sizeof Ac);
+        L.B = Bc;
+        Bc = NULL;
+        L.n = nc;
+        L.bs = L.k;
+        c->n = nc;
+        c->bs = L.k;
+        c->k = L.k;
+        H->nlevels = l + 2;
+        H->setup_s[l] = spk_now() - t0;
+    }
+    H->spgemm_bytes = B->peak;
+    H->spgemm_bound = B->bound;
+    H->spgemm_chunked = B->chunked;
+    st = SPK_OK;
+fail:
+    dcsr_free(&L.A);
+    dfree(L.B);
+    dcsr_free(&T);
+    dcsr_free(&S);
+    dcsr_free(&P);
+    dcsr_free(&R);
+    dcsr_free(&AP);
+    dcsr_free(&Ac);
+    dfree(work);
+    dfree(dinv);
+    dfree(Bc);
+    dfree(agg);
+    dfree(neg);
+    dfree(B->tmp);
+    if (B->h)
+        cusparseDestroy(B->h);
+    if (!st)
+        st = spk_amg_finish(ctx, H, A0);
+    if (st)
+        spk_amg_free(H);
+    return st;
+}
