@@ -114,6 +114,7 @@ typedef struct spk_amg_hier {
     double         spgemm_bytes;   /* the device products' largest working memory (bytes)    */
     double         spgemm_bound;   /* the bound it was held to                               */
     int            spgemm_chunked; /* products made in chunks to stay below it               */
+    double         xfer_s;         /* of the device build: its copies of A, P, R to and fro  */
     int            mis_rounds[32]; /* MIS(2) rounds per level                                */
 } spk_amg_hier;
 

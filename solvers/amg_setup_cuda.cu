@@ -47,6 +47,7 @@ typedef struct dev_build {
     double            peak;        /* the largest SpGEMM working memory                      */
     double            bound;       /* what a product's working memory may take (bytes)       */
     int               chunked;     /* products made by the chunked algorithm                 */
+    double            xfer_s;      /* the level matrices' copies between host and device     */
 } dev_build;
 
 static spk_status cusp(spk_context *ctx, cusparseStatus_t s, const char *what)
@@ -121,6 +122,7 @@ static spk_status put(dev_build *B, void *dev, const void *host, size_t bytes)
 /* Host CSR (64-bit offsets) to the device (32-bit). */
 static spk_status dcsr_upload(dev_build *B, const spk_csr *h, dcsr *A)
 {
+    const double t0 = spk_now();
     spk_status st = dcsr_alloc(B, h->nrows, h->ncols, h->nnz, A);
     if (st)
         return st;
@@ -137,12 +139,14 @@ static spk_status dcsr_upload(dev_build *B, const spk_csr *h, dcsr *A)
     spk_free(rp);
     if (st)
         dcsr_free(A);
+    B->xfer_s += spk_now() - t0;
     return st;
 }
 
 /* The device CSR into a new host CSR. */
 static spk_status dcsr_download(dev_build *B, const dcsr *A, spk_csr *h)
 {
+    const double t0 = spk_now();
     spk_status st = spk_csr_alloc(B->ctx, A->m, A->n, A->nnz, h);
     if (st)
         return st;
@@ -159,6 +163,7 @@ static spk_status dcsr_download(dev_build *B, const dcsr *A, spk_csr *h)
     spk_free(rp);
     if (st)
         spk_csr_free(h);
+    B->xfer_s += spk_now() - t0;
     return st;
 }
 
@@ -1128,6 +1133,7 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetr
     H->spgemm_bytes = B->peak;
     H->spgemm_bound = B->bound;
     H->spgemm_chunked = B->chunked;
+    H->xfer_s = B->xfer_s;
     st = SPK_OK;
 fail:
     dcsr_free(&L.A);

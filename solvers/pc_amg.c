@@ -64,6 +64,8 @@ typedef struct pc_amg {
     double             setup_s;    /* the whole setup: hierarchy, matrices, uploads         */
     double             host_s;     /* the hierarchy's build (on the host or the device)     */
     char               where[320]; /* where it was built, and why there                     */
+    double             copy_s;     /* the level matrices' handles (copies of the CSRs)      */
+    double             format_s;   /* their layouts on the device (conversions, uploads)    */
     const char        *b_source;   /* what the near-null space is, for describe            */
 } pc_amg;
 
@@ -218,9 +220,14 @@ static void amg_destroy(void *state)
 
 static spk_status device_matrix(pc_amg *M, const spk_csr *c, spk_matrix **out)
 {
+    const double t0 = spk_now();
     spk_status st = spk_matrix_from_canonical(M->ctx, c, out);
-    return st ? st : spk_matrix_prepare(M->ctx, *out,
-                                        c->nrows < AMG_CSR_ROWS ? SPK_FMT_CSR : SPK_FMT_AUTO);
+    const double t1 = spk_now();
+    M->copy_s += t1 - t0;
+    if (!st)
+        st = spk_matrix_prepare(M->ctx, *out, c->nrows < AMG_CSR_ROWS ? SPK_FMT_CSR : SPK_FMT_AUTO);
+    M->format_s += spk_now() - t1;
+    return st;
 }
 
 /* The hierarchy, on the GPU when the options ask for it there and it takes the matrix (else
@@ -423,8 +430,9 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
     PUT("  built %s%s", M->where, H->device ? "" : "\n");
     if (H->device)
         PUT(", the products by cuSPARSE SpGEMM (working memory at most %.1f MB, bound "
-            "%.1f MB, %d product%s in chunks)\n", H->spgemm_bytes / 1e6, H->spgemm_bound / 1e6,
-            H->spgemm_chunked, H->spgemm_chunked == 1 ? "" : "s");
+            "%.1f MB, %d product%s in chunks); the levels' copies between host and device "
+            "%.3f s\n", H->spgemm_bytes / 1e6, H->spgemm_bound / 1e6, H->spgemm_chunked,
+            H->spgemm_chunked == 1 ? "" : "s", H->xfer_s);
     PUT("  level       rows     nonzeros  per row  format  rho(D^-1 A)  setup s  device MB\n");
     double total = 0.0;
     for (int l = 0; l < H->nlevels; l++) {
@@ -468,8 +476,9 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
         M->n32 > 0 ? (M->ctx->device == SPK_DEVICE_CPU ? " (and the fp32 twins: a copy of each "
         "layout with 4-byte values)" : " (and the fp32 values: 4 bytes an entry, the indices "
         "shared)") : "");
-    PUT("  setup %.3f s (the hierarchy %.3f s, %s)", M->setup_s, M->host_s,
-        H->device ? "on the GPU" : "on the host");
+    PUT("  setup %.3f s (the hierarchy %.3f s, %s; the level matrices' handles %.3f s, their "
+        "layouts %.3f s)", M->setup_s, M->host_s, H->device ? "on the GPU" : "on the host",
+        M->copy_s, M->format_s);
 #undef PUT
     return used;
 }
