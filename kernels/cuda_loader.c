@@ -449,3 +449,16 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A, int symmetri
     return p ? p->amg_build_device(ctx, A, symmetric, opt, H)
              : stub_spk_amg_build_device(ctx, A, symmetric, opt, H);
 }
+
+spk_status spk_amg_refresh_device(spk_context *ctx, const spk_csr *A, spk_amg_hier *H)
+{
+    const spk_cuda_plugin *p = on_gpu(ctx);
+    return p ? p->amg_refresh_device(ctx, A, H) : stub_spk_amg_refresh_device(ctx, A, H);
+}
+
+/* a device hierarchy exists only where the backend made it */
+void spk_amg_device_free(spk_amg_hier *H)
+{
+    if (H->dev)
+        plugin()->amg_device_free(H);
+}

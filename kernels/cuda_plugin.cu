@@ -38,6 +38,8 @@ __attribute__((visibility("default"))) const spk_cuda_plugin *spk_cuda_plugin_en
         spk_ilu_sv_free,
         spk_cuda_select,
         spk_amg_build_device,
+        spk_amg_refresh_device,
+        spk_amg_device_free,
     };
     return &plugin;
 }

@@ -66,6 +66,8 @@ typedef struct spk_cuda_plugin {
     /* the AMG hierarchy built on the GPU (solvers/amg.h) */
     spk_status  (*amg_build_device)(spk_context *ctx, const spk_csr *A, int symmetric,
                                     const spk_amg_options *opt, spk_amg_hier *H);
+    spk_status  (*amg_refresh_device)(spk_context *ctx, const spk_csr *A, spk_amg_hier *H);
+    void        (*amg_device_free)(spk_amg_hier *H);
 } spk_cuda_plugin;
 
 /* libspk_cuda.so's one exported symbol. */

@@ -319,3 +319,13 @@ SPK_CUDA_STUB(spk_amg_build_device)(spk_context *ctx, const spk_csr *A, int symm
     memset(H, 0, sizeof *H);
     return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "AMG setup on the GPU: %s", NO_CUDA);
 }
+
+SPK_CUDA_STUB_SCOPE spk_status
+SPK_CUDA_STUB(spk_amg_refresh_device)(spk_context *ctx, const spk_csr *A, spk_amg_hier *H)
+{
+    (void)A;
+    (void)H;
+    return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "AMG refresh on the GPU: %s", NO_CUDA);
+}
+
+SPK_CUDA_STUB_SCOPE void SPK_CUDA_STUB(spk_amg_device_free)(spk_amg_hier *H) { H->dev = NULL; }

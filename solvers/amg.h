@@ -91,6 +91,9 @@ typedef struct spk_amg_level {
     spk_csr  R;             /* P^T                                                           */
     int64_t *rmap;          /* R's entry q is P's entry rmap[q]                              */
     spk_csr  AP;            /* A P                                                           */
+    /* a GPU build's values of P, R and the next level's A on the device (not owned: the
+     * hierarchy's device part, spk_amg_hier.dev, holds them), NULL after a host build */
+    const double *dP, *dR, *dA;
 } spk_amg_level;
 
 typedef struct spk_amg_hier {
@@ -115,6 +118,8 @@ typedef struct spk_amg_hier {
     double         spgemm_bound;   /* the bound it was held to                               */
     int            spgemm_chunked; /* products made in chunks to stay below it               */
     double         xfer_s;         /* of the device build: its copies of A, P, R to and fro  */
+    void          *dev;            /* a GPU build's device hierarchy, kept for refreshes     */
+    double         dev_bytes;      /* its device memory                                      */
     int            mis_rounds[32]; /* MIS(2) rounds per level                                */
 } spk_amg_hier;
 
@@ -133,12 +138,24 @@ void spk_amg_free(spk_amg_hier *H);
 /* The build on the context's GPU (solvers/amg_setup_cuda.cu): every level's strength,
  * MIS(2) aggregates, T, rho, S, P = S T, R = P^T and R (A P) made there (the products by
  * cuSPARSE's SpGEMM), the hierarchy's A, P, R, aggregates, B and D^-1 then copied into H as
- * spk_amg_build leaves them (S, A P and R's map are made on the host at the first refresh),
- * the coarsest level's inverse on the host. The same hierarchy as spk_amg_build with
+ * spk_amg_build leaves them (T, S and A P stay on the device only, in H->dev, for
+ * spk_amg_refresh_device), the coarsest level's inverse on the host. The same hierarchy as spk_amg_build with
  * aggregation = MIS(2) up to the products' rounding. SPK_ERR_UNSUPPORTED (nothing kept) for
  * what it does not take: more than 2^31 - 1 rows or entries in a level. */
 spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A, int symmetric,
                                 const spk_amg_options *opt, spk_amg_hier *H);
+/* A GPU build's refresh after a value update (A's host values current), on the device with
+ * what the build kept there (H->dev: every level's A, S, T, P, A P, R and R's map): D^-1 and
+ * rho, S, P = S T, R, A P and R (A P) recomputed in their patterns by a kernel of one thread a
+ * row (the same bits on every call), allocating nothing. The new values of P, R and the next
+ * level's A are then at lev[l].dP, dR, dA on the device, D^-1 and rho in the host
+ * hierarchy, the coarsest A's values on the host; the host copies of the other levels' P, R
+ * and A keep the build's values. */
+spk_status spk_amg_refresh_device(spk_context *ctx, const spk_csr *A, spk_amg_hier *H);
+/* Free what a GPU build keeps on the device (H->dev); spk_amg_free calls it. */
+void spk_amg_device_free(spk_amg_hier *H);
+/* The coarsest level's inverse again from its A's current host values. */
+spk_status spk_amg_coarse_refresh(spk_context *ctx, spk_amg_hier *H, const spk_csr *A);
 
 /* The pieces spk_amg_build and spk_amg_build_device share (solvers/amg_setup.c). begin:
  * the options resolved and checked, the workspace, level 0's n, bs, k and B; finish: the

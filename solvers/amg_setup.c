@@ -861,6 +861,8 @@ void spk_amg_free(spk_amg_hier *H)
 {
     if (!H)
         return;
+    if (H->dev)
+        spk_amg_device_free(H);
     for (int l = 0; l < (int)(sizeof H->lev / sizeof H->lev[0]); l++) {
         spk_amg_level *L = &H->lev[l];
         spk_csr_free(&L->A);
@@ -981,6 +983,11 @@ fail:
     return st;
 }
 
+spk_status spk_amg_coarse_refresh(spk_context *ctx, spk_amg_hier *H, const spk_csr *A0)
+{
+    return coarse_values(ctx, H, A0);
+}
+
 spk_status spk_amg_finish(spk_context *ctx, spk_amg_hier *H, const spk_csr *A0)
 {
     const double t0 = spk_now();
@@ -1062,33 +1069,15 @@ fail:
     return st;
 }
 
-/* A hierarchy built on the device holds no T, S, A P nor R's map (what only a refresh needs):
- * they are made here at the first refresh, T as the host's setup makes it (the same bits as
- * the device's), the patterns by the host's products. */
-static spk_status host_links(spk_context *ctx, spk_amg_hier *H, const spk_csr *A0, int l)
-{
-    spk_amg_level *L = &H->lev[l];
-    if (L->S.rowptr)
-        return SPK_OK;
-    const spk_csr *A = level_A(H, A0, l);
-    double *Bc = NULL;
-    spk_csr R = {0};
-    spk_status st = tentative(ctx, L->n, L->bs, L->k, L->B, L->agg, L->naggs, &L->T, &Bc);
-    spk_free(Bc);
-    if (!st && !(st = smoother_pattern(ctx, A, &L->S)) &&
-        !(st = spk_csr_transpose(ctx, &L->P, &R, &L->rmap)) &&
-        !(st = ensure_acc(ctx, H, L->T.ncols)))
-        st = spk_csr_spgemm_symbolic(ctx, A, &L->P, &L->AP);
-    spk_csr_free(&R);
-    return st;
-}
-
 spk_status spk_amg_rebuild_values(spk_context *ctx, const spk_csr *A0, spk_amg_hier *H)
 {
+    if (H->device)
+        return spk_fail(ctx, SPK_ERR_ARG, "AMG: a hierarchy built on the GPU is refreshed there "
+                        "(spk_amg_refresh_device)");
     spk_status st = SPK_OK;
     for (int l = 0; l < H->nlevels && !st; l++) {
         level_diag(H, A0, l);
-        if (l + 1 < H->nlevels && !(st = host_links(ctx, H, A0, l)))
+        if (l + 1 < H->nlevels)
             st = level_values(ctx, H, A0, l);
     }
     return st ? st : coarse_values(ctx, H, A0);

@@ -998,6 +998,149 @@ static spk_status smoother(dev_build *B, const dcsr *A, const double *dinv, doub
     return st;
 }
 
+/* ---- the hierarchy kept on the device, for refreshes ------------------------------------- */
+
+/* R = P^T's pattern and map (R's entry q is P's entry rmap[q]), then its values: the
+ * transpose of P's entry numbers (exact in doubles below 2^53). */
+__global__ void k_iota(int64_t n, double *x)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        x[i] = (double)i;
+}
+
+__global__ void k_map_gather(int64_t n, double *rv_map, int32_t *rmap, const double *pv)
+{
+    for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (int64_t)gridDim.x * blockDim.x) {
+        const int32_t p = (int32_t)rv_map[q];
+        rmap[q] = p;
+        rv_map[q] = pv[p];
+    }
+}
+
+__global__ void k_gather(int64_t n, const int32_t *map, const double *src, double *dst)
+{
+    for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+         q += (int64_t)gridDim.x * blockDim.x)
+        dst[q] = src[map[q]];
+}
+
+/* C = A B on C's pattern (rows sorted, holding the product's): one thread a row, the
+ * products summed in A's order then B's, each found in C's row by bisection: the same bits on
+ * every call. */
+__global__ void k_spgemm_values(int64_t m, const int32_t *arp, const int32_t *aci,
+                                const double *av, const int32_t *brp, const int32_t *bci,
+                                const double *bv, const int32_t *crp, const int32_t *cci,
+                                double *cv)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int32_t c0 = crp[i], c1 = crp[i + 1];
+        for (int32_t q = c0; q < c1; q++)
+            cv[q] = 0.0;
+        for (int32_t p = arp[i]; p < arp[i + 1]; p++) {
+            const double a = av[p];
+            const int32_t k = aci[p];
+            for (int32_t r = brp[k]; r < brp[k + 1]; r++) {
+                const int32_t j = bci[r];
+                int32_t lo = c0, hi = c1 - 1;
+                while (lo < hi) {
+                    const int32_t mid = (lo + hi) >> 1;
+                    if (cci[mid] < j)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                cv[lo] += a * bv[r];
+            }
+        }
+    }
+}
+
+typedef struct dev_hier {
+    int      nlevels;
+    dcsr     A[32];       /* A[0]: the upload of the caller's A; A[l + 1]: R_l (A_l P_l)    */
+    dcsr     S[32], T[32], P[32], AP[32], R[32];
+    int32_t *rmap[32];    /* R_l's entry q is P_l's entry rmap[q]                            */
+    double  *dinv[32];
+    double  *work;        /* the spectral estimate's vectors: 4 n_0                           */
+    int32_t *neg;
+    double   bytes;       /* device memory held                                               */
+} dev_hier;
+
+static double dcsr_bytes(const dcsr *A)
+{
+    return A->rp ? 4.0 * (double)(A->m + 1) + 12.0 * (double)A->nnz : 0.0;
+}
+
+static void dev_hier_free(dev_hier *D)
+{
+    if (!D)
+        return;
+    for (int l = 0; l < 32; l++) {
+        dcsr_free(&D->A[l]);
+        dcsr_free(&D->S[l]);
+        dcsr_free(&D->T[l]);
+        dcsr_free(&D->P[l]);
+        dcsr_free(&D->AP[l]);
+        dcsr_free(&D->R[l]);
+        dfree(D->rmap[l]);
+        dfree(D->dinv[l]);
+    }
+    dfree(D->work);
+    dfree(D->neg);
+    free(D);
+}
+
+void spk_amg_device_free(spk_amg_hier *H)
+{
+    dev_hier_free((dev_hier *)H->dev);
+    H->dev = NULL;
+}
+
+/* R = P^T with its map */
+static spk_status transpose_map(dev_build *B, const dcsr *P, dcsr *R, int32_t **rmap)
+{
+    double *idx = NULL;
+    spk_status st = dalloc(B, &idx, P->nnz, "AMG transpose map");
+    if (st)
+        return st;
+    k_iota<<<blocks(P->nnz), SPK_CUDA_BLOCK, 0, B->s>>>(P->nnz, idx);
+    dcsr Pi = *P;
+    Pi.v = idx;
+    if (!(st = launched(B, "AMG transpose map")) && !(st = transpose(B, &Pi, R)) &&
+        !(st = dalloc(B, rmap, R->nnz, "AMG transpose map"))) {
+        k_map_gather<<<blocks(R->nnz), SPK_CUDA_BLOCK, 0, B->s>>>(R->nnz, R->v, *rmap, P->v);
+        st = launched(B, "AMG transpose map");
+    }
+    dfree(idx);
+    return st;
+}
+
+/* D^-1 and rho of level l into the device and the host hierarchy. host: n doubles. */
+static spk_status level_diag(dev_build *B, dev_hier *D, spk_amg_hier *H, int l, double *host)
+{
+    const dcsr *A = &D->A[l];
+    int32_t hneg = 0;
+    spk_status st = cu(B, cudaMemsetAsync(D->neg, 0, sizeof *D->neg, B->s), "memset");
+    if (st)
+        return st;
+    k_dinv<<<blocks(A->m), SPK_CUDA_BLOCK, 0, B->s>>>(A->m, A->rp, A->ci, A->v, D->dinv[l], D->neg);
+    if ((st = launched(B, "AMG diagonal")) || (st = get(B, &hneg, D->neg, sizeof hneg)) ||
+        (st = spectral_radius(B, A, D->dinv[l], H->symmetric && !hneg, D->work, host,
+                              &H->lev[l].rho)))
+        return st;
+    return get(B, H->lev[l].dinv, D->dinv[l], (size_t)A->m * sizeof(double));
+}
+
+static spk_status products(dev_build *B, const dcsr *A, const dcsr *Bm, const dcsr *C)
+{
+    k_spgemm_values<<<blocks(C->m), SPK_CUDA_BLOCK, 0, B->s>>>(C->m, A->rp, A->ci, A->v, Bm->rp,
+                                                               Bm->ci, Bm->v, C->rp, C->ci, C->v);
+    return launched(B, "AMG product values");
+}
+
 static int fits(const dcsr *A) { return A->m < INT32_MAX && A->nnz < INT32_MAX && A->n < INT32_MAX; }
 
 spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetric,
@@ -1022,12 +1165,17 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetr
     memset(&Bd, 0, sizeof Bd);
     dev_build *B = &Bd;
     B->ctx = ctx;
-    dev_level L;
-    memset(&L, 0, sizeof L);
-    double *work = NULL, *dinv = NULL, *Bc = NULL;
-    int32_t *agg = NULL, *neg = NULL;
-    dcsr T = {}, S = {}, P = {}, R = {}, AP = {}, Ac = {};
+    dev_hier *D = (dev_hier *)calloc(1, sizeof *D);
+    double *Bl = NULL, *Bc = NULL;
+    int32_t *agg = NULL;
     const int64_t n0 = A0->nrows;
+    int64_t n = n0;
+    int bs = H->lev[0].bs, k = H->lev[0].k;
+    if (!D) {
+        spk_amg_free(H);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "AMG setup on the GPU: out of memory");
+    }
+    H->dev = D;
     if ((st = spk_cuda_state_of(ctx, &B->cs)))
         goto fail;
     B->s = B->cs->stream;
@@ -1043,41 +1191,33 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetr
     }
     if ((st = cusp(ctx, cusparseCreate(&B->h), "cusparseCreate")) ||
         (st = cusp(ctx, cusparseSetStream(B->h, B->s), "cusparseSetStream")) ||
-        (st = dalloc(B, &work, 4 * n0 + 4, "AMG workspace")) ||
-        (st = dalloc(B, &dinv, n0, "AMG diagonal")) || (st = dalloc(B, &agg, n0, "AMG aggregates")) ||
-        (st = dalloc(B, &neg, 1, "AMG flag")) || (st = dcsr_upload(B, A0, &L.A)))
-        goto fail;
-    L.n = n0;
-    L.bs = H->lev[0].bs;
-    L.k = H->lev[0].k;
-    if ((st = dalloc(B, &L.B, n0 * L.k, "AMG near-null space")) ||
-        (st = put(B, L.B, H->lev[0].B, (size_t)(n0 * L.k) * sizeof(double))))
+        (st = dalloc(B, &D->work, 4 * n0 + 4, "AMG workspace")) ||
+        (st = dalloc(B, &agg, n0, "AMG aggregates")) ||
+        (st = dalloc(B, &D->neg, 1, "AMG flag")) || (st = dcsr_upload(B, A0, &D->A[0])) ||
+        (st = dalloc(B, &Bl, n0 * k, "AMG near-null space")) ||
+        (st = put(B, Bl, H->lev[0].B, (size_t)(n0 * k) * sizeof(double))))
         goto fail;
     for (int l = 0;; l++) {
         const double t0 = spk_now();
         spk_amg_level *h = &H->lev[l];
-        const int64_t n = L.n, nn = n / L.bs;
-        int32_t hneg = 0;
-        if (!h->dinv && !(h->dinv = (double *)spk_malloc(ctx, (size_t)(n > 0 ? n : 1),
-                                                          sizeof *h->dinv))) {
-            st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG level %d: out of memory", l);
+        const int64_t nn = n / bs;
+        D->nlevels = l + 1;
+        if (!(h->dinv = (double *)spk_malloc(ctx, (size_t)(n > 0 ? n : 1), sizeof *h->dinv)) ||
+            (st = dalloc(B, &D->dinv[l], n, "AMG diagonal"))) {
+            st = st ? st : spk_fail(ctx, SPK_ERR_NOMEM, "AMG level %d: out of memory", l);
             goto fail;
         }
-        if ((st = cu(B, cudaMemsetAsync(neg, 0, sizeof *neg, B->s), "memset")))
-            goto fail;
-        k_dinv<<<blocks(n), SPK_CUDA_BLOCK, 0, B->s>>>(n, L.A.rp, L.A.ci, L.A.v, dinv, neg);
-        if ((st = launched(B, "AMG diagonal")) || (st = get(B, &hneg, neg, sizeof hneg)) ||
-            (st = spectral_radius(B, &L.A, dinv, H->symmetric && !hneg, work, h->dinv, &h->rho)) ||
-            (st = get(B, h->dinv, dinv, (size_t)n * sizeof *dinv)))
+        if ((st = level_diag(B, D, H, l, h->dinv)))
             goto fail;
         if (n <= o->max_coarse || l + 1 >= o->max_levels) {
             H->setup_s[l] = spk_now() - t0;
             break;
         }
         int64_t naggs = 0;
+        dev_level L = {D->A[l], Bl, n, bs, k};
         if ((st = aggregate(B, &L, o->theta, agg, &naggs, &H->mis_rounds[l])))
             goto fail;
-        if (naggs == 0 || naggs * L.k >= n) {
+        if (naggs == 0 || naggs * k >= n) {
             H->setup_s[l] = spk_now() - t0;
             break;
         }
@@ -1088,67 +1228,59 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetr
         }
         h->naggs = naggs;
         spk_amg_level *c = &H->lev[l + 1];
-        const int64_t nc = naggs * L.k;
+        const int64_t nc = naggs * k;
         if ((st = get(B, h->agg, agg, (size_t)nn * sizeof *agg)) ||
-            (st = tentative(B, &L, agg, naggs, &T, &Bc)) ||
-            (st = smoother(B, &L.A, dinv, 4.0 / (3.0 * h->rho), &S)) ||
-            (st = spgemm(B, &S, &T, &P)))
+            (st = tentative(B, &L, agg, naggs, &D->T[l], &Bc)) ||
+            (st = smoother(B, &D->A[l], D->dinv[l], 4.0 / (3.0 * h->rho), &D->S[l])) ||
+            (st = spgemm(B, &D->S[l], &D->T[l], &D->P[l])))
             goto fail;
-        dcsr_free(&S);
-        dcsr_free(&T);
-        if (!fits(&P)) {
+        if (!fits(&D->P[l])) {
             st = spk_fail(ctx, SPK_ERR_UNSUPPORTED, "AMG setup on the GPU: P of %lld entries",
-                          (long long)P.nnz);
+                          (long long)D->P[l].nnz);
             goto fail;
         }
-        if ((st = transpose(B, &P, &R)) || (st = spgemm(B, &L.A, &P, &AP)) ||
-            (st = spgemm(B, &R, &AP, &Ac)))
+        if ((st = transpose_map(B, &D->P[l], &D->R[l], &D->rmap[l])) ||
+            (st = spgemm(B, &D->A[l], &D->P[l], &D->AP[l])) ||
+            (st = spgemm(B, &D->R[l], &D->AP[l], &D->A[l + 1])))
             goto fail;
-        dcsr_free(&AP);
-        if (!(c->B = (double *)spk_malloc(ctx, (size_t)(nc > 0 ? nc : 1) * (size_t)L.k,
+        if (!(c->B = (double *)spk_malloc(ctx, (size_t)(nc > 0 ? nc : 1) * (size_t)k,
                                           sizeof *c->B))) {
             st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG level %d: out of memory", l + 1);
             goto fail;
         }
-        if ((st = dcsr_download(B, &P, &h->P)) || (st = dcsr_download(B, &R, &h->R)) ||
-            (st = dcsr_download(B, &Ac, &c->A)) ||
-            (st = get(B, c->B, Bc, (size_t)(nc * L.k) * sizeof *Bc)))
+        if ((st = dcsr_download(B, &D->P[l], &h->P)) || (st = dcsr_download(B, &D->R[l], &h->R)) ||
+            (st = dcsr_download(B, &D->A[l + 1], &c->A)) ||
+            (st = get(B, c->B, Bc, (size_t)(nc * k) * sizeof *Bc)))
             goto fail;
-        dcsr_free(&P);
-        dcsr_free(&R);
-        dcsr_free(&L.A);
-        dfree(L.B);
-        L.A = Ac;
-        memset(&Ac, 0, sizeof Ac);
-        L.B = Bc;
+        h->dP = D->P[l].v;
+        h->dR = D->R[l].v;
+        h->dA = D->A[l + 1].v;
+        dfree(Bl);
+        Bl = Bc;
         Bc = NULL;
-        L.n = nc;
-        L.bs = L.k;
+        n = nc;
+        bs = k;
         c->n = nc;
-        c->bs = L.k;
-        c->k = L.k;
+        c->bs = k;
+        c->k = k;
         H->nlevels = l + 2;
         H->setup_s[l] = spk_now() - t0;
     }
+    for (int l = 0; l < 32; l++)
+        D->bytes += dcsr_bytes(&D->A[l]) + dcsr_bytes(&D->S[l]) + dcsr_bytes(&D->T[l]) +
+                    dcsr_bytes(&D->P[l]) + dcsr_bytes(&D->AP[l]) + dcsr_bytes(&D->R[l]) +
+                    4.0 * (double)D->R[l].nnz + 8.0 * (double)D->A[l].m;
+    D->bytes += 32.0 * (double)n0;
+    H->dev_bytes = D->bytes;
     H->spgemm_bytes = B->peak;
     H->spgemm_bound = B->bound;
     H->spgemm_chunked = B->chunked;
     H->xfer_s = B->xfer_s;
     st = SPK_OK;
 fail:
-    dcsr_free(&L.A);
-    dfree(L.B);
-    dcsr_free(&T);
-    dcsr_free(&S);
-    dcsr_free(&P);
-    dcsr_free(&R);
-    dcsr_free(&AP);
-    dcsr_free(&Ac);
-    dfree(work);
-    dfree(dinv);
+    dfree(Bl);
     dfree(Bc);
     dfree(agg);
-    dfree(neg);
     dfree(B->tmp);
     if (B->h)
         cusparseDestroy(B->h);
@@ -1157,4 +1289,49 @@ fail:
     if (st)
         spk_amg_free(H);
     return st;
+}
+
+spk_status spk_amg_refresh_device(spk_context *ctx, const spk_csr *A0, spk_amg_hier *H)
+{
+    dev_hier *D = (dev_hier *)H->dev;
+    if (!D)
+        return spk_fail(ctx, SPK_ERR_ARG, "AMG refresh on the GPU: the hierarchy was built on "
+                        "the host");
+    dev_build Bd;
+    memset(&Bd, 0, sizeof Bd);
+    dev_build *B = &Bd;
+    B->ctx = ctx;
+    spk_status st = spk_cuda_state_of(ctx, &B->cs);
+    if (st)
+        return st;
+    B->s = B->cs->stream;
+    if ((st = put(B, D->A[0].v, A0->val, (size_t)A0->nnz * sizeof *A0->val)))
+        return st;
+    for (int l = 0; l < D->nlevels && !st; l++) {
+        const double t0 = spk_now();
+        spk_amg_level *h = &H->lev[l];
+        if ((st = level_diag(B, D, H, l, H->work)))
+            break;
+        if (l + 1 < H->nlevels) {
+            const dcsr *A = &D->A[l], *S = &D->S[l];
+            k_s_fill<<<blocks(A->m), SPK_CUDA_BLOCK, 0, B->s>>>(A->m, A->rp, A->ci, A->v,
+                                                                D->dinv[l], 4.0 / (3.0 * h->rho),
+                                                                S->rp, S->ci, S->v);
+            if ((st = launched(B, "AMG S values")) ||
+                (st = products(B, &D->S[l], &D->T[l], &D->P[l])))
+                break;
+            k_gather<<<blocks(D->R[l].nnz), SPK_CUDA_BLOCK, 0, B->s>>>(D->R[l].nnz, D->rmap[l],
+                                                                      D->P[l].v, D->R[l].v);
+            if ((st = launched(B, "AMG R values")) ||
+                (st = products(B, &D->A[l], &D->P[l], &D->AP[l])) ||
+                (st = products(B, &D->R[l], &D->AP[l], &D->A[l + 1])))
+                break;
+        }
+        H->setup_s[l] = spk_now() - t0;
+    }
+    /* the coarsest level's values for its inverse on the host */
+    const int L = H->nlevels - 1;
+    if (!st && L > 0)
+        st = get(B, H->lev[L].A.val, D->A[L].v, (size_t)H->lev[L].A.nnz * sizeof(double));
+    return st ? st : wait(B);
 }

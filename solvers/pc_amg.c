@@ -169,16 +169,19 @@ static spk_status upload_diagonals(pc_amg *M)
  * spk_twin_sync); n32 and nmat count them for describe. */
 static spk_status twins(pc_amg *M, spk_matrix *A)
 {
+    (void)A;
     const spk_amg_hier *H = &M->H;
     spk_status st = SPK_OK;
     M->n32 = M->nmat = 0;
     for (int l = 0; l + 1 < H->nlevels && !st; l++) {   /* the coarsest A is never applied */
         amg_level_dev *L = &M->lev[l];
-        const spk_csr *c[3] = {l == 0 ? &A->csr : &H->lev[l].A, &H->lev[l].P, &H->lev[l].R};
-        const spk_matrix *D[3] = {L->A, L->P, L->R};
+        spk_matrix *D[3] = {L->A, L->P, L->R};
         spk_twin *t[3] = {&L->A32, &L->P32, &L->R32};
         for (int k = 0; k < 3 && !st; k++) {
-            st = spk_twin_sync(M->ctx, D[k], c[k]->val, t[k]);
+            /* the handle's own host values: the hierarchy's after a host build or refresh,
+             * downloaded once after a refresh on the device */
+            if (!(st = spk_matrix_host_values(M->ctx, D[k])))
+                st = spk_twin_sync(M->ctx, D[k], D[k]->csr.val, t[k]);
             M->nmat++;
             M->n32 += t[k]->s != NULL;
         }
@@ -346,6 +349,25 @@ static spk_status amg_rebuild(pc_amg *M, spk_matrix *A)
     return SPK_OK;
 }
 
+/* The refresh of a hierarchy built on the GPU: its values made there (spk_amg_refresh_device),
+ * the level matrices refilled from the device's values, the coarsest inverse on the host. */
+static spk_status refresh_on_device(pc_amg *M, spk_matrix *A)
+{
+    spk_amg_hier *H = &M->H;
+    spk_status st = spk_amg_refresh_device(M->ctx, &A->csr, H);
+    for (int l = 0; l + 1 < H->nlevels && !st; l++) {
+        const spk_amg_level *h = &H->lev[l];
+        if (!(st = spk_matrix_update_values(M->ctx, M->lev[l].P, h->P.nnz, h->dP, 1)) &&
+            !(st = spk_matrix_update_values(M->ctx, M->lev[l].R, h->R.nnz, h->dR, 1)))
+            st = spk_matrix_update_values(M->ctx, M->lev[l + 1].A, H->lev[l + 1].A.nnz, h->dA, 1);
+    }
+    if (!st)
+        st = spk_amg_coarse_refresh(M->ctx, H, &A->csr);
+    if (!st)
+        st = update(M, M->Cinv, &H->Cinv);
+    return st;
+}
+
 static spk_status amg_refresh(void *state, spk_matrix *A)
 {
     pc_amg *M = state;
@@ -353,6 +375,14 @@ static spk_status amg_refresh(void *state, spk_matrix *A)
         return amg_rebuild(M, A);
     const double t0 = spk_now();
     spk_status st = spk_matrix_host_values(M->ctx, A);
+    if (!st && M->H.dev) {
+        if (!(st = refresh_on_device(M, A)) && M->fp32)
+            st = twins(M, A);
+        if (!st)
+            st = upload_diagonals(M);
+        M->setup_s = spk_now() - t0;
+        return st;
+    }
     if (!st)
         st = spk_amg_rebuild_values(M->ctx, &A->csr, &M->H);
     for (int l = 0; l + 1 < M->H.nlevels && !st; l++) {
@@ -472,6 +502,9 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
             "since: level 0 until the next refresh)" : "");
     else
         PUT("  values: fp64\n");
+    if (H->dev)
+        PUT("  kept on the device for refreshes (every level's A, S, T, P, A P, R): %.1f MB\n",
+            H->dev_bytes / 1e6);
     PUT("  device memory beyond the solver's own A: %.1f MB%s\n", total / 1e6,
         M->n32 > 0 ? (M->ctx->device == SPK_DEVICE_CPU ? " (and the fp32 twins: a copy of each "
         "layout with 4-byte values)" : " (and the fp32 values: 4 bytes an entry, the indices "
