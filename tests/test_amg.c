@@ -639,6 +639,18 @@ static void test_nonsymmetric(void)
  * computed as alone (strength, aggregation's input, T's QR, S's pattern, the products, R =
  * P^T): the hierarchy has the same bits on 1 thread as on 3. Matrices above the threads'
  * threshold, blocked and scalar, with rigid-body modes and without, a theta above 0. */
+/* The generator's node coordinates into o (the rigid-body modes); the caller frees them. */
+static double *rigid_modes_of(const char *spec, spk_amg_options *o)
+{
+    double *xyz = NULL;
+    int64_t nodes = 0;
+    int dim = 0;
+    T_CHECK(spk_generate_coords(ctx, spec, &xyz, &nodes, &dim) == SPK_OK, "%s: coords", spec);
+    o->coords = xyz;
+    o->coord_dim = dim;
+    return xyz;
+}
+
 static int csr_same(const spk_csr *a, const spk_csr *b)
 {
     if (a->nrows != b->nrows || a->ncols != b->ncols || a->nnz != b->nnz)
@@ -662,12 +674,8 @@ static void test_threads(void)
         spk_amg_options o;
         memset(&o, 0, sizeof o);
         double *xyz = NULL;
-        int64_t nodes = 0;
-        int dim = 0;
         if (s == 1) {
-            T_CHECK(spk_generate_coords(ctx, specs[s], &xyz, &nodes, &dim) == SPK_OK, "coords");
-            o.coords = xyz;
-            o.coord_dim = dim;
+            xyz = rigid_modes_of(specs[s], &o);
         } else if (s == 2) {
             o.block_size = 3;
         } else if (s == 3) {
@@ -823,12 +831,8 @@ static void test_device_setup(void)
         o.aggregation = SPK_AMG_AGG_MIS2;
         o.max_coarse = 40;
         double *xyz = NULL;
-        int64_t nodes = 0;
-        int dim = 0;
         if (s == 2) {
-            T_CHECK(spk_generate_coords(ctx, specs[s], &xyz, &nodes, &dim) == SPK_OK, "coords");
-            o.coords = xyz;
-            o.coord_dim = dim;
+            xyz = rigid_modes_of(specs[s], &o);
         } else if (s == 3) {
             o.block_size = 3;
         } else if (s == 4) {
@@ -910,12 +914,8 @@ static void test_device_refresh(void)
         memset(&o, 0, sizeof o);
         o.max_coarse = 40;
         double *xyz = NULL;
-        int64_t nodes = 0;
-        int dim = 0;
         if (s == 1) {
-            T_CHECK(spk_generate_coords(ctx, specs[s], &xyz, &nodes, &dim) == SPK_OK, "coords");
-            o.coords = xyz;
-            o.coord_dim = dim;
+            xyz = rigid_modes_of(specs[s], &o);
         }
         spk_amg_hier D, F;
         T_CHECK(spk_amg_build_device(ctx, &A, 1, &o, &D) == SPK_OK, "%s: %s", specs[s],
