@@ -1,6 +1,6 @@
 /* solvers/amg.h -- smoothed-aggregation AMG: the hierarchy built on the host
- * (solvers/amg_setup.c) and the preconditioner row that runs its V-cycle on the context's
- * device (solvers/pc_amg.c).
+ * (solvers/amg_setup.c) or on the GPU (solvers/amg_setup_cuda.cu, amg.setup = device), and
+ * the preconditioner row that runs its V-cycle on the context's device (solvers/pc_amg.c).
  *
  * The setup follows PyAMG's smoothed_aggregation_solver (Vanek, Mandel & Brezina, Computing
  * 56, 1996; Bell, Dalton & Olson, PyAMG 2023), level by level:

@@ -1,6 +1,7 @@
 /* solvers/pc_amg.c -- smoothed-aggregation AMG as a row of the preconditioner table: the
- * hierarchy is built on the host (solvers/amg_setup.c); every level's A, P and R and the
- * coarsest level's dense inverse become spk matrices, each prepared in the format the
+ * hierarchy is built on the host (solvers/amg_setup.c) or, with amg.setup = device, on the
+ * GPU (solvers/amg_setup_cuda.cu, which also refreshes it there); every level's A, P and R
+ * and the coarsest level's dense inverse become spk matrices, each prepared in the format the
  * automatic choice gives it on the context's device, and the V-cycle runs through the SpMV
  * backend table and the vector-ops table, so one row serves every device and nothing but
  * kernels is queued: the apply is captured into CG's CUDA graph with the iterations.
