@@ -271,16 +271,20 @@ static void test_isolated(void)
         S.rowptr[i + 1] = q;
     }
     S.nnz = q;
-    spk_amg_options o;
-    memset(&o, 0, sizeof o);
-    o.max_coarse = 10;
-    spk_amg_hier H;
-    T_CHECK(spk_amg_build(ctx, &S, 1, &o, &H) == SPK_OK, "%s", spk_last_error(ctx));
-    T_CHECK(H.nlevels >= 2 && H.lev[0].agg[5] == -1 &&
-                H.lev[0].T.rowptr[6] == H.lev[0].T.rowptr[5],
-            "node 5: aggregate %d, T row of %lld entries", H.nlevels >= 2 ? H.lev[0].agg[5] : -9,
-            H.nlevels >= 2 ? (long long)(H.lev[0].T.rowptr[6] - H.lev[0].T.rowptr[5]) : -1LL);
-    spk_amg_free(&H);
+    for (int mis2 = 0; mis2 < 2; mis2++) {        /* both aggregations leave it out */
+        spk_amg_options o;
+        memset(&o, 0, sizeof o);
+        o.max_coarse = 10;
+        o.aggregation = mis2 ? SPK_AMG_AGG_MIS2 : SPK_AMG_AGG_STANDARD;
+        spk_amg_hier H;
+        T_CHECK(spk_amg_build(ctx, &S, 1, &o, &H) == SPK_OK, "%s", spk_last_error(ctx));
+        T_CHECK(H.nlevels >= 2 && H.lev[0].agg[5] == -1 &&
+                    H.lev[0].T.rowptr[6] == H.lev[0].T.rowptr[5],
+                "%s: node 5: aggregate %d, T row of %lld entries", mis2 ? "MIS(2)" : "standard",
+                H.nlevels >= 2 ? H.lev[0].agg[5] : -9,
+                H.nlevels >= 2 ? (long long)(H.lev[0].T.rowptr[6] - H.lev[0].T.rowptr[5]) : -1LL);
+        spk_amg_free(&H);
+    }
     spk_csr_free(&S);
     spk_csr_free(&A);
 }
