@@ -244,7 +244,10 @@ static spk_status build(pc_amg *M, spk_matrix *A, const spk_options *opt)
         snprintf(M->where, sizeof M->where, "on the host");
         return spk_amg_build(ctx, &A->csr, info->symmetric, &opt->amg, &M->H);
     }
-    if (ctx->device == SPK_DEVICE_CUDA) {
+    if (opt->amg.aggregation == SPK_AMG_AGG_STANDARD) {
+        snprintf(M->where, sizeof M->where, "on the host (standard aggregation asked for: the "
+                 "GPU's build aggregates by MIS(2))");
+    } else if (ctx->device == SPK_DEVICE_CUDA) {
         spk_status st = spk_amg_build_device(ctx, &A->csr, info->symmetric, &opt->amg, &M->H);
         if (st != SPK_ERR_UNSUPPORTED) {
             snprintf(M->where, sizeof M->where, "on the GPU");

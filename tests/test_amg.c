@@ -597,7 +597,25 @@ static void test_describe(void)
     char small[16];
     T_CHECK(spk_solver_precond_describe(S, small, sizeof small) == need && strlen(small) == 15,
             "a short buffer is cut and terminated");
+    T_CHECK(strstr(buf, "aggregation: standard") && strstr(buf, "built on the host\n"),
+            "the default build: %s", buf);
     spk_solver_destroy(S);
+    /* where it is built and how it aggregates, as asked */
+    for (int agg = 0; agg < 2; agg++) {
+        opt.amg.setup = SPK_AMG_SETUP_DEVICE;
+        opt.amg.aggregation = agg ? SPK_AMG_AGG_STANDARD : SPK_AMG_AGG_AUTO;
+        T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_OK, "%s", spk_last_error(ctx));
+        spk_solver_precond_describe(S, buf, sizeof buf);
+        const char *where = agg ? "built on the host (standard aggregation asked for"
+                            : dev == SPK_DEVICE_CUDA ? "built on the GPU"
+                                                     : "built on the host (a CPU context)";
+        T_CHECK(strstr(buf, where) && strstr(buf, agg ? "aggregation: standard"
+                                                      : "aggregation: MIS(2)"),
+                "setup device, aggregation %s: %s", agg ? "standard" : "auto", buf);
+        spk_solver_destroy(S);
+    }
+    opt.amg.setup = SPK_AMG_SETUP_AUTO;
+    opt.amg.aggregation = SPK_AMG_AGG_AUTO;
     opt.precond = SPK_PRECOND_JACOBI;
     spk_solver_create(ctx, A, &opt, &S);
     spk_solver_precond_describe(S, buf, sizeof buf);
