@@ -1026,35 +1026,45 @@ __global__ void k_gather(int64_t n, const int32_t *map, const double *src, doubl
         dst[q] = src[map[q]];
 }
 
-/* C = A B on C's pattern (rows sorted, holding the product's): one thread a row, the
- * products summed in A's order then B's, each found in C's row by bisection: the same bits on
- * every call. */
+/* C = A B on C's pattern (rows sorted, holding the product's): G lanes a row (G divides 32,
+ * so a row's lanes are one warp's). For each of A's entries in turn the lanes share B's row,
+ * whose columns are distinct, so no two lanes add into one entry at once, and the lanes wait
+ * for each other before the next entry: every entry of C receives its products in A's order
+ * then B's, whatever G, found in C's row by bisection. The same bits on every call and for
+ * every G. */
+template <int G>
 __global__ void k_spgemm_values(int64_t m, const int32_t *arp, const int32_t *aci,
                                 const double *av, const int32_t *brp, const int32_t *bci,
                                 const double *bv, const int32_t *crp, const int32_t *cci,
                                 double *cv)
 {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int32_t c0 = crp[i], c1 = crp[i + 1];
-        for (int32_t q = c0; q < c1; q++)
-            cv[q] = 0.0;
-        for (int32_t p = arp[i]; p < arp[i + 1]; p++) {
-            const double a = av[p];
-            const int32_t k = aci[p];
-            for (int32_t r = brp[k]; r < brp[k + 1]; r++) {
-                const int32_t j = bci[r];
-                int32_t lo = c0, hi = c1 - 1;
-                while (lo < hi) {
-                    const int32_t mid = (lo + hi) >> 1;
-                    if (cci[mid] < j)
-                        lo = mid + 1;
-                    else
-                        hi = mid;
-                }
-                cv[lo] += a * bv[r];
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t i = t / G;
+    if (i >= m)
+        return;
+    const int lane = (int)(t % G);
+    const unsigned mask = G == 32 ? 0xffffffffu
+                                  : ((1u << G) - 1u) << ((threadIdx.x & 31u) & ~(unsigned)(G - 1));
+    const int32_t c0 = crp[i], c1 = crp[i + 1];
+    for (int32_t q = c0 + lane; q < c1; q += G)
+        cv[q] = 0.0;
+    __syncwarp(mask);
+    for (int32_t p = arp[i]; p < arp[i + 1]; p++) {
+        const double a = av[p];
+        const int32_t k = aci[p];
+        for (int32_t r = brp[k] + lane; r < brp[k + 1]; r += G) {
+            const int32_t j = bci[r];
+            int32_t lo = c0, hi = c1 - 1;
+            while (lo < hi) {
+                const int32_t mid = (lo + hi) >> 1;
+                if (cci[mid] < j)
+                    lo = mid + 1;
+                else
+                    hi = mid;
             }
+            cv[lo] += a * bv[r];
         }
+        __syncwarp(mask);
     }
 }
 
@@ -1134,10 +1144,27 @@ static spk_status level_diag(dev_build *B, dev_hier *D, spk_amg_hier *H, int l, 
     return get(B, H->lev[l].dinv, D->dinv[l], (size_t)A->m * sizeof(double));
 }
 
+/* C's values: as many lanes a row as B's rows hold entries on average (1 to 32) */
 static spk_status products(dev_build *B, const dcsr *A, const dcsr *Bm, const dcsr *C)
 {
-    k_spgemm_values<<<blocks(C->m), SPK_CUDA_BLOCK, 0, B->s>>>(C->m, A->rp, A->ci, A->v, Bm->rp,
-                                                               Bm->ci, Bm->v, C->rp, C->ci, C->v);
+    const double avg = Bm->m > 0 ? (double)Bm->nnz / (double)Bm->m : 0.0;
+    const int64_t m = C->m;
+#define SPK_PRODUCTS(G)                                                                          \
+    k_spgemm_values<G><<<blocks((G) * m), SPK_CUDA_BLOCK, 0, B->s>>>(                          \
+        m, A->rp, A->ci, A->v, Bm->rp, Bm->ci, Bm->v, C->rp, C->ci, C->v)
+    if (avg <= 1.0)
+        SPK_PRODUCTS(1);
+    else if (avg <= 2.0)
+        SPK_PRODUCTS(2);
+    else if (avg <= 4.0)
+        SPK_PRODUCTS(4);
+    else if (avg <= 8.0)
+        SPK_PRODUCTS(8);
+    else if (avg <= 16.0)
+        SPK_PRODUCTS(16);
+    else
+        SPK_PRODUCTS(32);
+#undef SPK_PRODUCTS
     return launched(B, "AMG product values");
 }
 

@@ -222,14 +222,19 @@ static void amg_destroy(void *state)
     spk_free(M);
 }
 
-static spk_status device_matrix(pc_amg *M, const spk_csr *c, spk_matrix **out)
+/* A level matrix's handle from the hierarchy's CSR: a copy, or c's arrays taken over where
+ * take is set (a GPU-built hierarchy, whose refreshes fill the handles from the device and
+ * read only c's sizes). */
+static spk_status device_matrix(pc_amg *M, spk_csr *c, int take, spk_matrix **out)
 {
     const double t0 = spk_now();
-    spk_status st = spk_matrix_from_canonical(M->ctx, c, out);
+    const int64_t nrows = c->nrows;
+    spk_status st = take ? spk_matrix_from_canonical_owned(M->ctx, c, out)
+                         : spk_matrix_from_canonical(M->ctx, c, out);
     const double t1 = spk_now();
     M->copy_s += t1 - t0;
     if (!st)
-        st = spk_matrix_prepare(M->ctx, *out, c->nrows < AMG_CSR_ROWS ? SPK_FMT_CSR : SPK_FMT_AUTO);
+        st = spk_matrix_prepare(M->ctx, *out, nrows < AMG_CSR_ROWS ? SPK_FMT_CSR : SPK_FMT_AUTO);
     M->format_s += spk_now() - t1;
     return st;
 }
@@ -282,23 +287,29 @@ static spk_status amg_setup(spk_context *ctx, spk_matrix *A, const spk_options *
         st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG: staging of %lld doubles: out of memory",
                       (long long)n);
     const spk_vec_ops *o = M->ops;
+    /* a GPU-built hierarchy's CSRs go to the handles, but for the coarsest A, whose values
+     * its inverse's refresh reads on the host */
+    const int take = M->H.dev != NULL;
     for (int l = 0; l < M->H.nlevels && !st; l++) {
-        const spk_amg_level *h = &M->H.lev[l];
+        spk_amg_level *h = &M->H.lev[l];
         amg_level_dev *L = &M->lev[l];
+        const int last = l == M->H.nlevels - 1;
         L->n = h->n;
         if (l == 0)
             L->A = A;
-        else if (!(st = device_matrix(M, &h->A, &L->A)) && !(st = o->alloc(ctx, h->n, &L->x)))
+        else if (!(st = device_matrix(M, &h->A, take && !last, &L->A)) &&
+                 !(st = o->alloc(ctx, h->n, &L->x)))
             st = o->alloc(ctx, h->n, &L->b);
-        if (st || l == M->H.nlevels - 1)
+        if (st || last)
             break;
-        if (!(st = device_matrix(M, &h->P, &L->P)) && !(st = device_matrix(M, &h->R, &L->R)) &&
+        if (!(st = device_matrix(M, &h->P, take, &L->P)) &&
+            !(st = device_matrix(M, &h->R, take, &L->R)) &&
             !(st = o->alloc(ctx, h->n, &L->wdinv)) && !(st = o->alloc(ctx, h->n, &L->r)) &&
             opt->amg.smoother == SPK_AMG_CHEBYSHEV)
             st = o->alloc(ctx, h->n, &L->d);
     }
     if (!st)
-        st = device_matrix(M, &M->H.Cinv, &M->Cinv);
+        st = device_matrix(M, &M->H.Cinv, 0, &M->Cinv);
     /* fp32 values: resolved here once, and kept in the hierarchy's options for a rebuild */
     M->fp32 = opt->amg.fp32 > 0 || (opt->amg.fp32 == 0 && opt->precision == SPK_PRECISION_MIXED);
     M->H.opt.fp32 = M->fp32 ? 1 : -1;

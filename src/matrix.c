@@ -39,6 +39,16 @@ spk_status spk_matrix_from_canonical(spk_context *ctx, const spk_csr *src, spk_m
     return matrix_from_owned_csr(ctx, &c, out);
 }
 
+spk_status spk_matrix_from_canonical_owned(spk_context *ctx, spk_csr *src, spk_matrix **out)
+{
+    *out = NULL;
+    spk_csr c = *src;
+    src->rowptr = NULL;
+    src->colind = NULL;
+    src->val = NULL;
+    return matrix_from_owned_csr(ctx, &c, out);
+}
+
 static int matrix_ok(const spk_matrix *A)
 {
     return A && A->magic == SPK_MATRIX_MAGIC;

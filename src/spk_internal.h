@@ -345,6 +345,8 @@ struct spk_matrix {
 /* A new handle holding a copy of a canonical CSR (the AMG levels' matrices): no sorting, no
  * checks; its value updates take the identity map. */
 spk_status spk_matrix_from_canonical(spk_context *ctx, const spk_csr *src, spk_matrix **out);
+/* The same taking src's arrays over: src keeps its sizes, its arrays become NULL. */
+spk_status spk_matrix_from_canonical_owned(spk_context *ctx, spk_csr *src, spk_matrix **out);
 /* The statistics with the value-dependent ones (symmetric, diag_positive) brought up to date
  * after an update: recomputed here, on demand, so that an update stays a copy. */
 const spk_matrix_info *spk_matrix_info_of(spk_matrix *A);
