@@ -72,6 +72,7 @@ typedef struct csr_dev {
     int      borrowed;                  /* a twin of setup_from: every array but val32 and
                                          * h_val32 is its row's (the row's scratch too: both
                                          * run on the context's one stream)                   */
+    int      shared;                    /* spk_csr_dev_adopt's: col and val are the caller's  */
     int      kernel;                    /* SPK_CSR_VECTOR (the three above), _MERGE, _ADAPTIVE */
     spk_csr_merge mp;                   /* merge path's tiles (the lists above stay empty)     */
     spk_csr_adaptive ad;                /* row blocks (the lists above stay empty)             */
@@ -362,8 +363,10 @@ static void csr_destroy(void *state)
         return;
     }
     (void)cudaFree(d->rowptr);
-    (void)cudaFree(d->col);
-    (void)cudaFree(d->val);
+    if (!d->shared) {
+        (void)cudaFree(d->col);
+        (void)cudaFree(d->val);
+    }
     (void)cudaFree(d->val32);
     spk_free(d->h_val32);
     spk_csr_merge_free(&d->mp);
@@ -470,6 +473,53 @@ static spk_status csr_setup_as(spk_context *ctx, const spk_csr *A, int fp32, voi
         (st = spk_cuda_upload_values(ctx, fp32 ? (void **)&d->val32 : (void **)&d->val, A->val,
                                      (size_t)A->nnz, fp32, "CSR values")) ||
         (st = spk_cuda(ctx, cudaStreamSynchronize(cs->stream), "csr-cuda upload")))
+        goto fail;
+    *state = d;
+    return SPK_OK;
+fail:
+    csr_destroy(d);
+    return st;
+}
+
+__global__ void csr_widen_kernel(int64_t n, const int32_t *__restrict__ rp32,
+                                 int64_t *__restrict__ rp)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        rp[i] = rp32[i];
+}
+
+/* A csr-cuda layout over arrays already on the device: d_rp (32-bit row offsets, widened
+ * into the layout's own), d_col and d_val (used in place, never freed by it), A the same
+ * matrix on the host for the kernel plan. */
+spk_status spk_csr_dev_adopt(spk_context *ctx, const spk_csr *A, const int32_t *d_rp,
+                             int32_t *d_col, double *d_val, void **state)
+{
+    *state = NULL;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st)
+        return st;
+    csr_dev *d = (csr_dev *)spk_calloc(ctx, 1, sizeof *d);
+    if (!d)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "csr-cuda state: out of host memory");
+    d->nrows = A->nrows;
+    d->ncols = A->ncols;
+    d->nnz = A->nnz;
+    d->col = d_col;
+    d->val = d_val;
+    d->shared = 1;
+    csr_plan(A, d);
+    if ((st = csr_kernel_choose(ctx, A, &d->kernel)) ||
+        (st = d->kernel == SPK_CSR_MERGE      ? spk_csr_merge_setup(ctx, A, &d->mp)
+              : d->kernel == SPK_CSR_ADAPTIVE ? spk_csr_adaptive_setup(ctx, A, &d->ad)
+                                              : csr_long_rows(ctx, A, d)) ||
+        (st = spk_cuda_malloc(ctx, (void **)&d->rowptr, ((size_t)A->nrows + 1) * sizeof(int64_t),
+                              "CSR row offsets")))
+        goto fail;
+    csr_widen_kernel<<<spk_cuda_grid(cs, A->nrows + 1, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
+                       cs->stream>>>(A->nrows + 1, d_rp, d->rowptr);
+    if ((st = spk_cuda_launched(ctx, "csr_widen_kernel")))
         goto fail;
     *state = d;
     return SPK_OK;

@@ -330,6 +330,12 @@ spk_status spk_csr_adaptive_spmv(spk_context *ctx, const spk_csr_adaptive *M,
                                  const float *d_val, double alpha, const double *x,
                                  double beta, double *y);
 
+/* A csr-cuda state (spk_backend_csr_cuda's) over a CSR already on the device: d_rp's 32-bit
+ * offsets widened into its own array, d_col and d_val used in place and never freed (they
+ * must outlive the state); A the same matrix on the host, for the kernel plan. */
+spk_status spk_csr_dev_adopt(spk_context *ctx, const spk_csr *A, const int32_t *d_rp,
+                             int32_t *d_col, double *d_val, void **state);
+
 /* The CUDA CSR backend's kernels. */
 enum { SPK_CSR_VECTOR = 0, SPK_CSR_MERGE = 1, SPK_CSR_ADAPTIVE = 2 };
 

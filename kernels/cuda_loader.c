@@ -456,6 +456,14 @@ spk_status spk_amg_refresh_device(spk_context *ctx, const spk_csr *A, spk_amg_hi
     return p ? p->amg_refresh_device(ctx, A, H) : stub_spk_amg_refresh_device(ctx, A, H);
 }
 
+spk_status spk_amg_device_layout(spk_context *ctx, spk_amg_hier *H, int l, char which,
+                                 const spk_csr *A, void **state)
+{
+    const spk_cuda_plugin *p = on_gpu(ctx);
+    return p && H->dev ? p->amg_device_layout(ctx, H, l, which, A, state)
+                       : stub_spk_amg_device_layout(ctx, H, l, which, A, state);
+}
+
 /* a device hierarchy exists only where the backend made it */
 void spk_amg_device_free(spk_amg_hier *H)
 {

@@ -40,6 +40,7 @@ __attribute__((visibility("default"))) const spk_cuda_plugin *spk_cuda_plugin_en
         spk_amg_build_device,
         spk_amg_refresh_device,
         spk_amg_device_free,
+        spk_amg_device_layout,
     };
     return &plugin;
 }

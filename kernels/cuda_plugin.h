@@ -24,8 +24,9 @@ extern "C" {
 /* Raised whenever the table or a structure it passes changes (4: select, and the context's
  * tuning.mpi_composed; 5: the rows' fp32 twins, spk_spmv_backend.fp32; 6: the BSR row; 7: the
  * twins' spmv_dot32, CG's fp32-vector steps and tuning.mixed_vectors; 8: the AMG setup on
- * the GPU, spk_amg_hier's new fields): a libspk_cuda.so of another layout is refused. */
-#define SPK_CUDA_PLUGIN_ABI 8
+ * the GPU, spk_amg_hier's new fields; 9: amg_device_layout): a libspk_cuda.so of another
+ * layout is refused. */
+#define SPK_CUDA_PLUGIN_ABI 9
 
 struct spk_cg_ops;
 struct spk_bicg_ops;
@@ -68,6 +69,8 @@ typedef struct spk_cuda_plugin {
                                     const spk_amg_options *opt, spk_amg_hier *H);
     spk_status  (*amg_refresh_device)(spk_context *ctx, const spk_csr *A, spk_amg_hier *H);
     void        (*amg_device_free)(spk_amg_hier *H);
+    spk_status  (*amg_device_layout)(spk_context *ctx, spk_amg_hier *H, int l, char which,
+                                     const spk_csr *A, void **state);
 } spk_cuda_plugin;
 
 /* libspk_cuda.so's one exported symbol. */

@@ -329,3 +329,15 @@ SPK_CUDA_STUB(spk_amg_refresh_device)(spk_context *ctx, const spk_csr *A, spk_am
 }
 
 SPK_CUDA_STUB_SCOPE void SPK_CUDA_STUB(spk_amg_device_free)(spk_amg_hier *H) { H->dev = NULL; }
+
+SPK_CUDA_STUB_SCOPE spk_status
+SPK_CUDA_STUB(spk_amg_device_layout)(spk_context *ctx, spk_amg_hier *H, int l, char which,
+                                     const spk_csr *A, void **state)
+{
+    (void)H;
+    (void)l;
+    (void)which;
+    (void)A;
+    *state = NULL;
+    return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "AMG level layouts on the GPU: %s", NO_CUDA);
+}

@@ -146,12 +146,18 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A, int symmetri
                                 const spk_amg_options *opt, spk_amg_hier *H);
 /* A GPU build's refresh after a value update (A's host values current), on the device with
  * what the build kept there (H->dev: every level's A, S, T, P, A P, R and R's map): D^-1 and
- * rho, S, P = S T, R, A P and R (A P) recomputed in their patterns by a kernel of one thread a
- * row (the same bits on every call), allocating nothing. The new values of P, R and the next
- * level's A are then at lev[l].dP, dR, dA on the device, D^-1 and rho in the host
- * hierarchy, the coarsest A's values on the host; the host copies of the other levels' P, R
- * and A keep the build's values. */
+ * rho, S, P = S T, R, A P and R (A P) recomputed in their patterns by a kernel of 1-32 lanes
+ * a row (the same bits on every call and for every lane count), allocating nothing. The new
+ * values of P, R and the next level's A are then at lev[l].dP, dR, dA on the device, D^-1
+ * and rho in the host hierarchy, the coarsest A's values on the host; the host copies of the
+ * other levels' P, R and A (where the hierarchy still holds them) keep the build's values. */
 spk_status spk_amg_refresh_device(spk_context *ctx, const spk_csr *A, spk_amg_hier *H);
+/* A csr-cuda layout (spk_backend_csr_cuda's state) of level l's A (l >= 1), P or R (which:
+ * 'A', 'P', 'R') over the device hierarchy's own arrays, so that the level matrix needs no
+ * conversion or upload and a refresh's values are its values; A is the same matrix on the
+ * host (the kernel plan). The state must be destroyed before the hierarchy is freed. */
+spk_status spk_amg_device_layout(spk_context *ctx, spk_amg_hier *H, int l, char which,
+                                 const spk_csr *A, void **state);
 /* Free what a GPU build keeps on the device (H->dev); spk_amg_free calls it. */
 void spk_amg_device_free(spk_amg_hier *H);
 /* The coarsest level's inverse again from its A's current host values. */

@@ -1318,6 +1318,23 @@ fail:
     return st;
 }
 
+spk_status spk_amg_device_layout(spk_context *ctx, spk_amg_hier *H, int l, char which,
+                                 const spk_csr *A, void **state)
+{
+    *state = NULL;
+    dev_hier *D = (dev_hier *)H->dev;
+    if (!D || l < 0 || l >= D->nlevels || (which != 'A' && l + 1 >= D->nlevels) ||
+        (which == 'A' && l == 0))
+        return spk_fail(ctx, SPK_ERR_ARG, "AMG level %d's %c: not in the device hierarchy", l,
+                        which);
+    dcsr *C = which == 'A' ? &D->A[l] : which == 'P' ? &D->P[l] : &D->R[l];
+    if (C->m != A->nrows || C->nnz != A->nnz)
+        return spk_fail(ctx, SPK_ERR_ARG, "AMG level %d's %c: %lld rows, %lld entries on the "
+                        "device, %lld and %lld asked for", l, which, (long long)C->m,
+                        (long long)C->nnz, (long long)A->nrows, (long long)A->nnz);
+    return spk_csr_dev_adopt(ctx, A, C->rp, C->ci, C->v, state);
+}
+
 spk_status spk_amg_refresh_device(spk_context *ctx, const spk_csr *A0, spk_amg_hier *H)
 {
     dev_hier *D = (dev_hier *)H->dev;

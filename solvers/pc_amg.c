@@ -67,6 +67,8 @@ typedef struct pc_amg {
     char               where[320]; /* where it was built, and why there                     */
     double             copy_s;     /* the level matrices' handles (copies of the CSRs)      */
     double             format_s;   /* their layouts on the device (conversions, uploads)    */
+    int                shared;     /* the levels' layouts are CSRs over the GPU hierarchy's
+                                      arrays (device_matrix)                                 */
     const char        *b_source;   /* what the near-null space is, for describe            */
 } pc_amg;
 
@@ -222,18 +224,27 @@ static void amg_destroy(void *state)
     spk_free(M);
 }
 
-/* A level matrix's handle from the hierarchy's CSR: a copy, or c's arrays taken over where
- * take is set (a GPU-built hierarchy, whose refreshes fill the handles from the device and
- * read only c's sizes). */
-static spk_status device_matrix(pc_amg *M, spk_csr *c, int take, spk_matrix **out)
+/* A level matrix's handle from the hierarchy's CSR (level l's A, P or R: which): a copy,
+ * prepared in its own layout; or, for a GPU-built hierarchy (M->shared), c's arrays taken
+ * over and the layout a CSR over the device hierarchy's own arrays: no conversion, no upload,
+ * and a refresh's new values are the layout's (its refreshes read only c's sizes). The
+ * coarsest A is copied: its inverse's refresh reads its host values. */
+static spk_status device_matrix(pc_amg *M, spk_csr *c, int l, char which, spk_matrix **out)
 {
     const double t0 = spk_now();
     const int64_t nrows = c->nrows;
+    const int take = M->shared && which != 'I' && !(which == 'A' && l == M->H.nlevels - 1);
     spk_status st = take ? spk_matrix_from_canonical_owned(M->ctx, c, out)
                          : spk_matrix_from_canonical(M->ctx, c, out);
     const double t1 = spk_now();
     M->copy_s += t1 - t0;
-    if (!st)
+    void *state = NULL;
+    if (st)
+        ;
+    else if (take && !(st = spk_amg_device_layout(M->ctx, &M->H, l, which, &(*out)->csr, &state)))
+        st = spk_matrix_adopt_layout(M->ctx, *out, spk_backend_find(SPK_FMT_CSR, SPK_DEVICE_CUDA),
+                                     state, "csr: the GPU-built hierarchy's own arrays");
+    else if (!take)
         st = spk_matrix_prepare(M->ctx, *out, nrows < AMG_CSR_ROWS ? SPK_FMT_CSR : SPK_FMT_AUTO);
     M->format_s += spk_now() - t1;
     return st;
@@ -287,29 +298,26 @@ static spk_status amg_setup(spk_context *ctx, spk_matrix *A, const spk_options *
         st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG: staging of %lld doubles: out of memory",
                       (long long)n);
     const spk_vec_ops *o = M->ops;
-    /* a GPU-built hierarchy's CSRs go to the handles, but for the coarsest A, whose values
-     * its inverse's refresh reads on the host */
-    const int take = M->H.dev != NULL;
+    M->shared = !st && M->H.dev != NULL && ctx->device == SPK_DEVICE_CUDA;
     for (int l = 0; l < M->H.nlevels && !st; l++) {
         spk_amg_level *h = &M->H.lev[l];
         amg_level_dev *L = &M->lev[l];
-        const int last = l == M->H.nlevels - 1;
         L->n = h->n;
         if (l == 0)
             L->A = A;
-        else if (!(st = device_matrix(M, &h->A, take && !last, &L->A)) &&
+        else if (!(st = device_matrix(M, &h->A, l, 'A', &L->A)) &&
                  !(st = o->alloc(ctx, h->n, &L->x)))
             st = o->alloc(ctx, h->n, &L->b);
-        if (st || last)
+        if (st || l == M->H.nlevels - 1)
             break;
-        if (!(st = device_matrix(M, &h->P, take, &L->P)) &&
-            !(st = device_matrix(M, &h->R, take, &L->R)) &&
+        if (!(st = device_matrix(M, &h->P, l, 'P', &L->P)) &&
+            !(st = device_matrix(M, &h->R, l, 'R', &L->R)) &&
             !(st = o->alloc(ctx, h->n, &L->wdinv)) && !(st = o->alloc(ctx, h->n, &L->r)) &&
             opt->amg.smoother == SPK_AMG_CHEBYSHEV)
             st = o->alloc(ctx, h->n, &L->d);
     }
     if (!st)
-        st = device_matrix(M, &M->H.Cinv, 0, &M->Cinv);
+        st = device_matrix(M, &M->H.Cinv, 0, 'I', &M->Cinv);
     /* fp32 values: resolved here once, and kept in the hierarchy's options for a rebuild */
     M->fp32 = opt->amg.fp32 > 0 || (opt->amg.fp32 == 0 && opt->precision == SPK_PRECISION_MIXED);
     M->H.opt.fp32 = M->fp32 ? 1 : -1;
@@ -423,6 +431,15 @@ static double matrix_bytes(const spk_matrix *A)
     return (double)A->info.bytes[A->be->format];
 }
 
+/* A level matrix's own device bytes: its layout's, or where the layout is a CSR over the
+ * kept hierarchy's arrays (shared) only its 64-bit row offsets */
+static double level_bytes(const spk_matrix *A, int shared)
+{
+    if (A && shared)
+        return 8.0 * (double)(A->csr.nrows + 1);
+    return matrix_bytes(A);
+}
+
 /* snprintf at buf + used, as far as len allows; returns what the text needs */
 static size_t put(char *buf, size_t len, size_t used, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -485,8 +502,9 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
         const spk_matrix *A = L->A;
         /* what the level holds on the device: its A (level 0's is the solver's), P, R and
          * vectors; the coarsest level's dense inverse is counted on the line below */
-        double bytes = l > 0 ? matrix_bytes(A) + 16.0 * (double)L->n : 0.0;
-        bytes += matrix_bytes(L->P) + matrix_bytes(L->R);
+        const int own = M->shared && l + 1 < H->nlevels;   /* layouts on the kept arrays */
+        double bytes = l > 0 ? level_bytes(A, own) + 16.0 * (double)L->n : 0.0;
+        bytes += level_bytes(L->P, own) + level_bytes(L->R, own);
         bytes += 8.0 * (double)L->n * ((L->wdinv != NULL) + (L->r != NULL) + (L->d != NULL));
         total += bytes;
         PUT("  %5d %10lld %12lld %8.1f  %-6s  %11.4g  %7.3f  %9.1f\n", l, (long long)A->csr.nrows,
@@ -518,15 +536,15 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
     else
         PUT("  values: fp64\n");
     if (H->dev)
-        PUT("  kept on the device for refreshes (every level's A, S, T, P, A P, R): %.1f MB\n",
-            H->dev_bytes / 1e6);
+        PUT("  kept on the device for refreshes (every level's A, S, T, P, A P, R%s): %.1f MB\n",
+            M->shared ? "; the cycle's A, P and R are these" : "", H->dev_bytes / 1e6);
     PUT("  device memory beyond the solver's own A: %.1f MB%s\n", total / 1e6,
         M->n32 > 0 ? (M->ctx->device == SPK_DEVICE_CPU ? " (and the fp32 twins: a copy of each "
         "layout with 4-byte values)" : " (and the fp32 values: 4 bytes an entry, the indices "
         "shared)") : "");
     PUT("  setup %.3f s (the hierarchy %.3f s, %s; the level matrices' handles %.3f s, their "
-        "layouts %.3f s)", M->setup_s, M->host_s, H->device ? "on the GPU" : "on the host",
-        M->copy_s, M->format_s);
+        "layouts %.3f s%s)", M->setup_s, M->host_s, H->device ? "on the GPU" : "on the host",
+        M->copy_s, M->format_s, M->shared ? ": CSR over the hierarchy's device arrays" : "");
 #undef PUT
     return used;
 }

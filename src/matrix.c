@@ -273,6 +273,19 @@ spk_status spk_matrix_csr(const spk_matrix *A, const int64_t **rowptr, const int
     return SPK_OK;
 }
 
+/* A's layout becomes be's state (made on ctx), the previous one destroyed. */
+static void install(spk_context *ctx, spk_matrix *A, const spk_spmv_backend *be, void *state,
+                    const char *why)
+{
+    if (A->be)
+        A->be->destroy(A->state);
+    A->be = be;
+    A->state = state;
+    A->layout_gen++;
+    A->ctx_prepared = ctx;
+    snprintf(A->format_reason, sizeof A->format_reason, "%s", why);
+}
+
 spk_status spk_matrix_prepare(spk_context *ctx, spk_matrix *A, spk_format fmt)
 {
     if (!ctx || !matrix_ok(A))
@@ -300,13 +313,17 @@ spk_status spk_matrix_prepare(spk_context *ctx, spk_matrix *A, spk_format fmt)
     spk_status st = spk_matrix_host_values(ctx, A);     /* a new layout reads the values */
     if (st || (st = be->setup(ctx, &A->csr, &state)))
         return st;
-    if (A->be)
-        A->be->destroy(A->state);
-    A->be = be;
-    A->state = state;
-    A->layout_gen++;
-    A->ctx_prepared = ctx;
-    memcpy(A->format_reason, why, sizeof why);
+    install(ctx, A, be, state, why);
+    return SPK_OK;
+}
+
+spk_status spk_matrix_adopt_layout(spk_context *ctx, spk_matrix *A,
+                                   const struct spk_spmv_backend *be, void *state,
+                                   const char *why)
+{
+    if (!ctx || !matrix_ok(A) || !be || !state)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_adopt_layout: NULL argument");
+    install(ctx, A, be, state, why);
     return SPK_OK;
 }
 

@@ -347,6 +347,12 @@ struct spk_matrix {
 spk_status spk_matrix_from_canonical(spk_context *ctx, const spk_csr *src, spk_matrix **out);
 /* The same taking src's arrays over: src keeps its sizes, its arrays become NULL. */
 spk_status spk_matrix_from_canonical_owned(spk_context *ctx, spk_csr *src, spk_matrix **out);
+/* Give A a layout made elsewhere: state, a state of be's on ctx for A's pattern and values
+ * (the AMG levels' CSR over the GPU hierarchy's arrays); A's previous layout is destroyed and
+ * why becomes its format reason. */
+spk_status spk_matrix_adopt_layout(spk_context *ctx, spk_matrix *A,
+                                   const struct spk_spmv_backend *be, void *state,
+                                   const char *why);
 /* The statistics with the value-dependent ones (symmetric, diag_positive) brought up to date
  * after an update: recomputed here, on demand, so that an update stays a copy. */
 const spk_matrix_info *spk_matrix_info_of(spk_matrix *A);

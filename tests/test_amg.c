@@ -612,6 +612,12 @@ static void test_describe(void)
         T_CHECK(strstr(buf, where) && strstr(buf, agg ? "aggregation: standard"
                                                       : "aggregation: MIS(2)"),
                 "setup device, aggregation %s: %s", agg ? "standard" : "auto", buf);
+        /* a GPU build's level matrices are CSRs over its own device arrays, and only then */
+        const int shared = !agg && dev == SPK_DEVICE_CUDA;
+        T_CHECK(!strstr(buf, "CSR over the hierarchy's device arrays") == !shared &&
+                    (!shared || strstr(buf, "P, R formats by level: 0: csr, csr")),
+                "setup device, aggregation %s: the levels' layouts: %s",
+                agg ? "standard" : "auto", buf);
         spk_solver_destroy(S);
     }
     opt.amg.setup = SPK_AMG_SETUP_AUTO;
