@@ -118,6 +118,7 @@ typedef struct spk_amg_hier {
     double         spgemm_bound;   /* the bound it was held to                               */
     int            spgemm_chunked; /* products made in chunks to stay below it               */
     double         xfer_s;         /* of the device build: its copies of A, P, R to and fro  */
+    double         xfer_up_s;      /* of which the upload of A                              */
     void          *dev;            /* a GPU build's device hierarchy, kept for refreshes     */
     double         dev_bytes;      /* its device memory                                      */
     int            mis_rounds[32]; /* MIS(2) rounds per level                                */

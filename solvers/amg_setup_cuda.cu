@@ -48,6 +48,7 @@ typedef struct dev_build {
     double            bound;       /* what a product's working memory may take (bytes)       */
     int               chunked;     /* products made by the chunked algorithm                 */
     double            xfer_s;      /* the level matrices' copies between host and device     */
+    double            up_s;        /* of which the uploads (A's)                             */
 } dev_build;
 
 static spk_status cusp(spk_context *ctx, cusparseStatus_t s, const char *what)
@@ -140,6 +141,7 @@ static spk_status dcsr_upload(dev_build *B, const spk_csr *h, dcsr *A)
     if (st)
         dcsr_free(A);
     B->xfer_s += spk_now() - t0;
+    B->up_s += spk_now() - t0;
     return st;
 }
 
@@ -1303,6 +1305,7 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetr
     H->spgemm_bound = B->bound;
     H->spgemm_chunked = B->chunked;
     H->xfer_s = B->xfer_s;
+    H->xfer_up_s = B->up_s;
     st = SPK_OK;
 fail:
     dfree(Bl);

@@ -493,8 +493,9 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
     if (H->device)
         PUT(", the products by cuSPARSE SpGEMM (working memory at most %.1f MB, bound "
             "%.1f MB, %d product%s in chunks); the levels' copies between host and device "
-            "%.3f s\n", H->spgemm_bytes / 1e6, H->spgemm_bound / 1e6, H->spgemm_chunked,
-            H->spgemm_chunked == 1 ? "" : "s", H->xfer_s);
+            "%.3f s (A up %.3f s, the levels' CSRs down %.3f s)\n", H->spgemm_bytes / 1e6,
+            H->spgemm_bound / 1e6, H->spgemm_chunked, H->spgemm_chunked == 1 ? "" : "s",
+            H->xfer_s, H->xfer_up_s, H->xfer_s - H->xfer_up_s);
     PUT("  level       rows     nonzeros  per row  format  rho(D^-1 A)  setup s  device MB\n");
     double total = 0.0;
     for (int l = 0; l < H->nlevels; l++) {
