@@ -66,7 +66,8 @@ typedef struct spk_cuda_plugin {
     int         (*select)(int local_rank, int *ordinal, char *why, size_t why_len);
     /* the AMG hierarchy built on the GPU (solvers/amg.h) */
     spk_status  (*amg_build_device)(spk_context *ctx, const spk_csr *A, int symmetric,
-                                    const spk_amg_options *opt, spk_amg_hier *H);
+                                    const spk_amg_options *opt, int host_values,
+                                    spk_amg_hier *H);
     spk_status  (*amg_refresh_device)(spk_context *ctx, const spk_csr *A, spk_amg_hier *H);
     void        (*amg_device_free)(spk_amg_hier *H);
     spk_status  (*amg_device_layout)(spk_context *ctx, spk_amg_hier *H, int l, char which,

@@ -141,10 +141,13 @@ void spk_amg_free(spk_amg_hier *H);
  * cuSPARSE's SpGEMM), the hierarchy's A, P, R, aggregates, B and D^-1 then copied into H as
  * spk_amg_build leaves them (T, S and A P stay on the device only, in H->dev, for
  * spk_amg_refresh_device), the coarsest level's inverse on the host. The same hierarchy as spk_amg_build with
- * aggregation = MIS(2) up to the products' rounding. SPK_ERR_UNSUPPORTED (nothing kept) for
- * what it does not take: more than 2^31 - 1 rows or entries in a level. */
+ * aggregation = MIS(2) up to the products' rounding. host_values 0: the values of the levels'
+ * P, R and A (but the coarsest A's) stay on the device only (at lev[l].dP, dR, dA; the host
+ * arrays hold the patterns, their values unset), for a caller whose level matrices take them
+ * from there. SPK_ERR_UNSUPPORTED (nothing kept) for what it does not take: more than
+ * 2^31 - 1 rows or entries in a level. */
 spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A, int symmetric,
-                                const spk_amg_options *opt, spk_amg_hier *H);
+                                const spk_amg_options *opt, int host_values, spk_amg_hier *H);
 /* A GPU build's refresh after a value update (A's host values current), on the device with
  * what the build kept there (H->dev: every level's A, S, T, P, A P, R and R's map): D^-1 and
  * rho, S, P = S T, R, A P and R (A P) recomputed in their patterns by a kernel of 1-32 lanes

@@ -145,8 +145,8 @@ static spk_status dcsr_upload(dev_build *B, const spk_csr *h, dcsr *A)
     return st;
 }
 
-/* The device CSR into a new host CSR. */
-static spk_status dcsr_download(dev_build *B, const dcsr *A, spk_csr *h)
+/* The device CSR into a new host CSR (values: 0, its pattern only, the values unset). */
+static spk_status dcsr_download(dev_build *B, const dcsr *A, spk_csr *h, int values)
 {
     const double t0 = spk_now();
     spk_status st = spk_csr_alloc(B->ctx, A->m, A->n, A->nnz, h);
@@ -158,7 +158,7 @@ static spk_status dcsr_download(dev_build *B, const dcsr *A, spk_csr *h)
         return spk_fail(B->ctx, SPK_ERR_NOMEM, "AMG setup on the GPU: row offsets: out of memory");
     }
     if (!(st = get(B, rp, A->rp, ((size_t)A->m + 1) * sizeof *rp)) &&
-        !(st = get(B, h->colind, A->ci, (size_t)A->nnz * sizeof *h->colind)))
+        !(st = get(B, h->colind, A->ci, (size_t)A->nnz * sizeof *h->colind)) && values)
         st = get(B, h->val, A->v, (size_t)A->nnz * sizeof *h->val);
     for (int64_t i = 0; !st && i <= A->m; i++)
         h->rowptr[i] = rp[i];
@@ -1173,7 +1173,7 @@ static spk_status products(dev_build *B, const dcsr *A, const dcsr *Bm, const dc
 static int fits(const dcsr *A) { return A->m < INT32_MAX && A->nnz < INT32_MAX && A->n < INT32_MAX; }
 
 spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetric,
-                                const spk_amg_options *in, spk_amg_hier *H)
+                                const spk_amg_options *in, int host_values, spk_amg_hier *H)
 {
     if (A0->nrows >= INT32_MAX || A0->nnz >= INT32_MAX)
         return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "AMG setup on the GPU: %lld rows, %lld entries "
@@ -1277,8 +1277,9 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetr
             st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG level %d: out of memory", l + 1);
             goto fail;
         }
-        if ((st = dcsr_download(B, &D->P[l], &h->P)) || (st = dcsr_download(B, &D->R[l], &h->R)) ||
-            (st = dcsr_download(B, &D->A[l + 1], &c->A)) ||
+        if ((st = dcsr_download(B, &D->P[l], &h->P, host_values)) ||
+            (st = dcsr_download(B, &D->R[l], &h->R, host_values)) ||
+            (st = dcsr_download(B, &D->A[l + 1], &c->A, host_values)) ||
             (st = get(B, c->B, Bc, (size_t)(nc * k) * sizeof *Bc)))
             goto fail;
         h->dP = D->P[l].v;
@@ -1294,6 +1295,13 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetr
         c->k = k;
         H->nlevels = l + 2;
         H->setup_s[l] = spk_now() - t0;
+    }
+    if (!host_values && H->nlevels > 1) {   /* the coarsest A's values, for its inverse */
+        const int L = H->nlevels - 1;
+        const double t0 = spk_now();
+        if ((st = get(B, H->lev[L].A.val, D->A[L].v, (size_t)H->lev[L].A.nnz * sizeof(double))))
+            goto fail;
+        B->xfer_s += spk_now() - t0;
     }
     for (int l = 0; l < 32; l++)
         D->bytes += dcsr_bytes(&D->A[l]) + dcsr_bytes(&D->S[l]) + dcsr_bytes(&D->T[l]) +

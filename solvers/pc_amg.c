@@ -224,6 +224,27 @@ static void amg_destroy(void *state)
     spk_free(M);
 }
 
+/* A shared level's values, which the build left on the device (its host CSR holds the
+ * pattern): made the handle's own through a device update, so that its host copy is fetched
+ * only when something reads it (spk_matrix_host_values); where the device cannot take that
+ * update (its memory short), downloaded now. */
+static spk_status device_values(pc_amg *M, spk_matrix *D, int l, char which)
+{
+    const spk_amg_level *h = &M->H.lev[which == 'A' ? l - 1 : l];
+    const double *d = which == 'P' ? h->dP : which == 'R' ? h->dR : h->dA;
+    if (spk_matrix_update_values(M->ctx, D, D->csr.nnz, d, 1) == SPK_OK && D->be)
+        return SPK_OK;
+    spk_status st = spk_cuda_download_bytes(M->ctx, D->csr.val, d,
+                                            (size_t)D->csr.nnz * sizeof *D->csr.val);
+    if (!st) {
+        D->host_stale = 0;
+        D->info_stale = 1;
+    }
+    if (!st && !D->be)             /* the failed update dropped the layout: the host's now */
+        st = spk_matrix_prepare(M->ctx, D, SPK_FMT_CSR);
+    return st;
+}
+
 /* A level matrix's handle from the hierarchy's CSR (level l's A, P or R: which): a copy,
  * prepared in its own layout; or, for a GPU-built hierarchy (M->shared), c's arrays taken
  * over and the layout a CSR over the device hierarchy's own arrays: no conversion, no upload,
@@ -241,9 +262,11 @@ static spk_status device_matrix(pc_amg *M, spk_csr *c, int l, char which, spk_ma
     void *state = NULL;
     if (st)
         ;
-    else if (take && !(st = spk_amg_device_layout(M->ctx, &M->H, l, which, &(*out)->csr, &state)))
-        st = spk_matrix_adopt_layout(M->ctx, *out, spk_backend_find(SPK_FMT_CSR, SPK_DEVICE_CUDA),
-                                     state, "csr: the GPU-built hierarchy's own arrays");
+    else if (take && !(st = spk_amg_device_layout(M->ctx, &M->H, l, which, &(*out)->csr, &state)) &&
+             !(st = spk_matrix_adopt_layout(M->ctx, *out,
+                                            spk_backend_find(SPK_FMT_CSR, SPK_DEVICE_CUDA), state,
+                                            "csr: the GPU-built hierarchy's own arrays")))
+        st = device_values(M, *out, l, which);
     else if (!take)
         st = spk_matrix_prepare(M->ctx, *out, nrows < AMG_CSR_ROWS ? SPK_FMT_CSR : SPK_FMT_AUTO);
     M->format_s += spk_now() - t1;
@@ -264,7 +287,7 @@ static spk_status build(pc_amg *M, spk_matrix *A, const spk_options *opt)
         snprintf(M->where, sizeof M->where, "on the host (standard aggregation asked for: the "
                  "GPU's build aggregates by MIS(2))");
     } else if (ctx->device == SPK_DEVICE_CUDA) {
-        spk_status st = spk_amg_build_device(ctx, &A->csr, info->symmetric, &opt->amg, &M->H);
+        spk_status st = spk_amg_build_device(ctx, &A->csr, info->symmetric, &opt->amg, 0, &M->H);
         if (st != SPK_ERR_UNSUPPORTED) {
             snprintf(M->where, sizeof M->where, "on the GPU");
             return st;
@@ -432,11 +455,12 @@ static double matrix_bytes(const spk_matrix *A)
 }
 
 /* A level matrix's own device bytes: its layout's, or where the layout is a CSR over the
- * kept hierarchy's arrays (shared) only its 64-bit row offsets */
+ * kept hierarchy's arrays (shared) its 64-bit row offsets and the device update's two value
+ * arrays (canonical and staging, device_values) */
 static double level_bytes(const spk_matrix *A, int shared)
 {
     if (A && shared)
-        return 8.0 * (double)(A->csr.nrows + 1);
+        return 8.0 * (double)(A->csr.nrows + 1) + (A->dev ? 16.0 * (double)A->csr.nnz : 0.0);
     return matrix_bytes(A);
 }
 

@@ -518,6 +518,57 @@ static void test_option_errors(void)
     spk_matrix_destroy(A);
 }
 
+/* A GPU-built hierarchy leaves its levels' values on the device (the handles' host copies are
+ * fetched when read): the fp32 cycle, whose twins check the host values' range, takes every
+ * matrix, and gives the fp64 cycle's count within 1; after a refresh too. */
+static void test_device_fp32(void)
+{
+    spk_matrix *A = t_matrix(ctx, "poisson3d:24");
+    const int64_t n = A->csr.nrows;
+    double *b = t_rand_vec(n, 7), *x = calloc((size_t)n, sizeof *x),
+           *val = malloc((size_t)A->csr.nnz * sizeof *val);
+    for (int64_t p = 0; p < A->csr.nnz; p++)
+        val[p] = 2.0 * A->csr.val[p];
+    int64_t its[2] = {-1, -1};
+    for (int k = 0; k < 2; k++) {
+        spk_options opt;
+        spk_options_default(&opt);
+        opt.method = SPK_METHOD_CG;
+        opt.precond = SPK_PRECOND_AMG;
+        opt.amg.max_coarse = 40;
+        opt.amg.setup = SPK_AMG_SETUP_DEVICE;
+        opt.amg.fp32 = k ? 1 : -1;
+        spk_solver *S = NULL;
+        spk_result res;
+        T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_OK, "%s", spk_last_error(ctx));
+        for (int round = 0; round < 2 && S; round++) {
+            if (round == 1)
+                T_CHECK(spk_matrix_update_values(ctx, A, A->csr.nnz, val, 0) == SPK_OK &&
+                            spk_solver_refresh(S) == SPK_OK,
+                        "refresh: %s", spk_last_error(ctx));
+            memset(x, 0, (size_t)n * sizeof *x);
+            T_CHECK(spk_solver_solve(S, b, x, &res) == SPK_OK && res.reason > 0,
+                    "fp32 %d round %d: %s", k, round, spk_last_error(ctx));
+            its[k] = res.iterations;
+            char buf[4096];
+            spk_solver_precond_describe(S, buf, sizeof buf);
+            const char *v = strstr(buf, "values: fp32 in the cycle for ");
+            int live = -1, all = -2;
+            if (k && v)
+                sscanf(v, "values: fp32 in the cycle for %d of its %d", &live, &all);
+            T_CHECK(k ? live == all : strstr(buf, "values: fp64") != NULL,
+                    "fp32 %d round %d: %s", k, round, buf);
+        }
+        spk_solver_destroy(S);
+    }
+    T_CHECK(its[0] > 0 && llabs(its[1] - its[0]) <= 1, "fp32 cycle %lld iterations, fp64 %lld",
+            (long long)its[1], (long long)its[0]);
+    free(b);
+    free(x);
+    free(val);
+    spk_matrix_destroy(A);
+}
+
 /* After a value update, refresh recomputes the hierarchy's values: the solve then takes the
  * iterations of a solver made afresh on the new values, and from the second refresh on
  * nothing is allocated. With amg.rebuild the refresh is a whole setup on the new values, so
@@ -869,7 +920,7 @@ static void test_device_setup(void)
         spk_amg_hier H, D;
         T_CHECK(spk_amg_build(ctx, &A, 1, &o, &H) == SPK_OK, "%s host: %s", specs[s],
                 spk_last_error(ctx));
-        spk_status st = spk_amg_build_device(ctx, &A, 1, &o, &D);
+        spk_status st = spk_amg_build_device(ctx, &A, 1, &o, 1, &D);
         T_CHECK(st == SPK_OK && D.device, "%s device: %s", specs[s], spk_last_error(ctx));
         if (st) {
             spk_amg_free(&H);
@@ -946,13 +997,13 @@ static void test_device_refresh(void)
             xyz = rigid_modes_of(specs[s], &o);
         }
         spk_amg_hier D, F;
-        T_CHECK(spk_amg_build_device(ctx, &A, 1, &o, &D) == SPK_OK, "%s: %s", specs[s],
+        T_CHECK(spk_amg_build_device(ctx, &A, 1, &o, 1, &D) == SPK_OK, "%s: %s", specs[s],
                 spk_last_error(ctx));
         for (int64_t i = 0; i < A.nrows; i++)            /* new values, still symmetric */
             for (int64_t p = A.rowptr[i]; p < A.rowptr[i + 1]; p++)
                 A.val[p] *= (1.0 + 0.5 * (i % 4 == 0)) * (1.0 + 0.5 * (A.colind[p] % 4 == 0));
         T_CHECK(spk_amg_refresh_device(ctx, &A, &D) == SPK_OK &&
-                    spk_amg_build_device(ctx, &A, 1, &o, &F) == SPK_OK,
+                    spk_amg_build_device(ctx, &A, 1, &o, 1, &F) == SPK_OK,
                 "%s: %s", specs[s], spk_last_error(ctx));
         int same = D.nlevels == F.nlevels && D.nlevels >= 2;
         double worst = 0.0;
@@ -1009,6 +1060,7 @@ int main(int argc, char **argv)
     } else {
         test_device_setup();
         test_device_refresh();
+        test_device_fp32();
     }
     test_counts();
     test_symmetric();
