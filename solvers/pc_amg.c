@@ -65,8 +65,10 @@ typedef struct pc_amg {
     double             setup_s;    /* the whole setup: hierarchy, matrices, uploads         */
     double             host_s;     /* the hierarchy's build (on the host or the device)     */
     char               where[320]; /* where it was built, and why there                     */
-    double             copy_s;     /* the level matrices' handles (copies of the CSRs)      */
-    double             format_s;   /* their layouts on the device (conversions, uploads)    */
+    double             copy_s;     /* the level matrices' handles (their CSRs copied or taken
+                                      over, their statistics)                                */
+    double             format_s;   /* their layouts on the device (conversions and uploads,
+                                      or CSRs over the GPU hierarchy's arrays and values)    */
     int                shared;     /* the levels' layouts are CSRs over the GPU hierarchy's
                                       arrays (device_matrix)                                 */
     const char        *b_source;   /* what the near-null space is, for describe            */
@@ -255,20 +257,18 @@ static spk_status device_matrix(pc_amg *M, spk_csr *c, int l, char which, spk_ma
     const double t0 = spk_now();
     const int64_t nrows = c->nrows;
     const int take = M->shared && which != 'I' && !(which == 'A' && l == M->H.nlevels - 1);
-    spk_status st = take ? spk_matrix_from_canonical_owned(M->ctx, c, out)
+    spk_status st = take ? spk_matrix_from_canonical_owned(M->ctx, c, 0, out)
                          : spk_matrix_from_canonical(M->ctx, c, out);
     const double t1 = spk_now();
     M->copy_s += t1 - t0;
     void *state = NULL;
-    if (st)
-        ;
-    else if (take && !(st = spk_amg_device_layout(M->ctx, &M->H, l, which, &(*out)->csr, &state)) &&
+    if (!st && !take)
+        st = spk_matrix_prepare(M->ctx, *out, nrows < AMG_CSR_ROWS ? SPK_FMT_CSR : SPK_FMT_AUTO);
+    else if (!st && !(st = spk_amg_device_layout(M->ctx, &M->H, l, which, &(*out)->csr, &state)) &&
              !(st = spk_matrix_adopt_layout(M->ctx, *out,
                                             spk_backend_find(SPK_FMT_CSR, SPK_DEVICE_CUDA), state,
                                             "csr: the GPU-built hierarchy's own arrays")))
         st = device_values(M, *out, l, which);
-    else if (!take)
-        st = spk_matrix_prepare(M->ctx, *out, nrows < AMG_CSR_ROWS ? SPK_FMT_CSR : SPK_FMT_AUTO);
     M->format_s += spk_now() - t1;
     return st;
 }

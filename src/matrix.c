@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Wrap a canonical CSR (taken over, not copied) into a new handle with its statistics. */
-static spk_status matrix_from_owned_csr(spk_context *ctx, spk_csr *csr, spk_matrix **out)
+/* Wrap a canonical CSR (taken over, not copied) into a new handle with its statistics
+ * (values 0: its values not set yet, their statistics stale). */
+static spk_status matrix_from_owned_csr(spk_context *ctx, spk_csr *csr, int values,
+                                        spk_matrix **out)
 {
     spk_matrix *A = spk_calloc(ctx, 1, sizeof *A);
     if (!A) {
@@ -17,7 +19,11 @@ static spk_status matrix_from_owned_csr(spk_context *ctx, spk_csr *csr, spk_matr
     }
     A->csr = *csr;
     memset(csr, 0, sizeof *csr);
-    spk_stats_compute(&A->csr, &A->info);
+    if (values)
+        spk_stats_compute(&A->csr, &A->info);
+    else
+        spk_stats_pattern(&A->csr, &A->info);
+    A->info_stale = !values;
     A->nnz_in = A->csr.nnz;                  /* canonical order until from_coo says otherwise */
     A->magic = SPK_MATRIX_MAGIC;
     *out = A;
@@ -36,17 +42,18 @@ spk_status spk_matrix_from_canonical(spk_context *ctx, const spk_csr *src, spk_m
         memcpy(c.colind, src->colind, (size_t)src->nnz * sizeof *c.colind);
         memcpy(c.val, src->val, (size_t)src->nnz * sizeof *c.val);
     }
-    return matrix_from_owned_csr(ctx, &c, out);
+    return matrix_from_owned_csr(ctx, &c, 1, out);
 }
 
-spk_status spk_matrix_from_canonical_owned(spk_context *ctx, spk_csr *src, spk_matrix **out)
+spk_status spk_matrix_from_canonical_owned(spk_context *ctx, spk_csr *src, int values,
+                                           spk_matrix **out)
 {
     *out = NULL;
     spk_csr c = *src;
     src->rowptr = NULL;
     src->colind = NULL;
     src->val = NULL;
-    return matrix_from_owned_csr(ctx, &c, out);
+    return matrix_from_owned_csr(ctx, &c, values, out);
 }
 
 static int matrix_ok(const spk_matrix *A)
@@ -80,7 +87,7 @@ spk_status spk_matrix_read_mtx(spk_context *ctx, const char *path, spk_matrix **
     }
     if (st)
         return st;
-    st = matrix_from_owned_csr(ctx, &csr, A);
+    st = matrix_from_owned_csr(ctx, &csr, 1, A);
     if (!st) {
         (*A)->summed_in = summed;
         (*A)->both_triangles = hdr.both_triangles;
@@ -98,7 +105,7 @@ spk_status spk_matrix_generate(spk_context *ctx, const char *spec, spk_matrix **
     spk_status st = spk_generate_csr(ctx, spec, &csr);
     if (st)
         return st;
-    return matrix_from_owned_csr(ctx, &csr, A);
+    return matrix_from_owned_csr(ctx, &csr, 1, A);
 }
 
 static spk_status check_dims(spk_context *ctx, const char *fn, int64_t nrows, int64_t ncols,
@@ -162,7 +169,7 @@ spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t ncols, i
     spk_coo_free(&coo);
     if (st)
         return st;
-    if ((st = matrix_from_owned_csr(ctx, &csr, A))) {
+    if ((st = matrix_from_owned_csr(ctx, &csr, 1, A))) {
         spk_free(gptr);
         spk_free(gsrc);
         return st;

@@ -272,6 +272,9 @@ spk_status spk_generate_csr(spk_context *ctx, const char *spec, spk_csr *out);
 
 /* ---- statistics and format choice (src/stats.c, src/select.c) ---------------------------- */
 void spk_stats_compute(const spk_csr *A, spk_matrix_info *info);
+/* All but the value-dependent ones below, which are left zero (A's values not set yet: the
+ * caller marks them stale). */
+void spk_stats_pattern(const spk_csr *A, spk_matrix_info *info);
 /* Only the value-dependent statistics: symmetric and diag_positive (after a value update). */
 void spk_stats_values(const spk_csr *A, spk_matrix_info *info);
 /* --format auto on the GPU. Measured (bench_spmv, NVIDIA H200, 2026-11-29, bench/results/2026-11-29-nvidia-h200-spmv.json):
@@ -345,8 +348,11 @@ struct spk_matrix {
 /* A new handle holding a copy of a canonical CSR (the AMG levels' matrices): no sorting, no
  * checks; its value updates take the identity map. */
 spk_status spk_matrix_from_canonical(spk_context *ctx, const spk_csr *src, spk_matrix **out);
-/* The same taking src's arrays over: src keeps its sizes, its arrays become NULL. */
-spk_status spk_matrix_from_canonical_owned(spk_context *ctx, spk_csr *src, spk_matrix **out);
+/* The same taking src's arrays over: src keeps its sizes, its arrays become NULL. values 0:
+ * src's values are not set yet (the caller sets them before anything reads them; their
+ * statistics are stale until then). */
+spk_status spk_matrix_from_canonical_owned(spk_context *ctx, spk_csr *src, int values,
+                                           spk_matrix **out);
 /* Give A a layout made elsewhere: state, a state of be's on ctx for A's pattern and values
  * (the AMG levels' CSR over the GPU hierarchy's arrays); A's previous layout is destroyed and
  * why becomes its format reason. */

@@ -234,7 +234,7 @@ static void format_bytes(const spk_csr *A, const spk_matrix_info *s, size_t *byt
                                  bytes3(s->row_max + 1, 8, 1));
 }
 
-void spk_stats_compute(const spk_csr *A, spk_matrix_info *info)
+void spk_stats_pattern(const spk_csr *A, spk_matrix_info *info)
 {
     const int64_t n = A->nrows;
     memset(info, 0, sizeof *info);
@@ -297,7 +297,6 @@ void spk_stats_compute(const spk_csr *A, spk_matrix_info *info)
     info->hyb_coo_nnz = tail;
 
     info->ell_fill = A->nnz ? (double)n * (double)mx / (double)A->nnz : 1.0;
-    spk_stats_values(A, info);
     format_bytes(A, info, info->bytes);
     info->bytes[SPK_FMT_DIA] = nd <= SPK_DIA_MAX_DIAGS ? spk_dia_bytes_for(n, nd, dia_fix) : SIZE_MAX;
     /* BSR: the largest block size the pattern is made of (most patterns fail on their first
@@ -334,4 +333,10 @@ void spk_stats_values(const spk_csr *A, spk_matrix_info *info)
     info->symmetric = spk_csr_is_symmetric(A);
     diagonal_signs(A, &info->diag_positive, &info->diag_nonzero);
     value_range(A, &info->val_absmax, &info->val_absmin);
+}
+
+void spk_stats_compute(const spk_csr *A, spk_matrix_info *info)
+{
+    spk_stats_pattern(A, info);
+    spk_stats_values(A, info);
 }
