@@ -512,7 +512,9 @@ typedef struct spk_options {
     /* default DOUBLE. MIXED: the method on A's values in fp32 inside iterative refinement
      * in fp64; runs in double instead (spk_result.precision_reason says why) when a value
      * does not fit fp32 (|a| > FLT_MAX, or a nonzero |a| < FLT_MIN) or the system runs
-     * scaled. AUTO: MIXED for CG without a preconditioner or with Jacobi on a matrix larger
+     * scaled. With SPK_PRECOND_AMG, MIXED is the method in fp64 on A and AMG's V-cycle in
+     * fp32 (its values, and its vectors where every level matrix fuses its steps; a matrix
+     * whose values leave fp32's range keeps fp64), without refinement. AUTO: MIXED for CG without a preconditioner or with Jacobi on a matrix larger
      * than the device's cache (the rule of docs/solvers.md), DOUBLE otherwise (AMG's cycle
      * then on fp32 values unless amg.fp32 says otherwise). A distributed
      * solve takes DOUBLE or AUTO (which is DOUBLE there). */

@@ -467,6 +467,7 @@ extern "C" const spk_spmv_backend spk_backend_bsr32_cuda = {
     .setup_from = bsr32_setup_from,
     .refill = bsr32_refill,
     .spmv_dot32 = bsr_spmv_dot32,
+    .spmv_step = NULL,
 };
 
 extern "C" const spk_spmv_backend spk_backend_bsr_cuda = {
@@ -483,4 +484,5 @@ extern "C" const spk_spmv_backend spk_backend_bsr_cuda = {
     .setup_from = NULL,              /* a twin's entries */
     .refill = NULL,
     .spmv_dot32 = NULL,
+    .spmv_step = NULL,
 };

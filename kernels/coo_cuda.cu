@@ -39,22 +39,22 @@
  * 64 warps are all busy from nnz ~ 2M up. */
 #define SPK_COO_TILE (32 * 8)
 
-template <class V>
+/* X, Y: the vectors' types (double; float for AMG's fp32-vector cycle, spk_coo_dev_accumulate). */
+template <class V, class X, class Y>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 coo_atomic_kernel(int64_t nnz, const int32_t *__restrict__ Ai, const int32_t *__restrict__ Aj,
-                  const V *__restrict__ Ax, const double *__restrict__ x, double alpha,
-                  double *y)
+                  const V *__restrict__ Ax, const X *__restrict__ x, double alpha, Y *y)
 {
     for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < nnz;
          k += (int64_t)gridDim.x * blockDim.x)
-        atomicAdd(&y[__ldg(&Ai[k])], alpha * ((double)__ldg(&Ax[k]) * __ldg(&x[__ldg(&Aj[k])])));
+        atomicAdd(&y[__ldg(&Ai[k])],
+                  (Y)(alpha * ((double)__ldg(&Ax[k]) * (double)__ldg(&x[__ldg(&Aj[k])]))));
 }
 
-template <class V>
+template <class V, class X, class Y>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 coo_segmented_kernel(int64_t nnz, const int32_t *__restrict__ Ai, const int32_t *__restrict__ Aj,
-                     const V *__restrict__ Ax, const double *__restrict__ x, double alpha,
-                     double *y)
+                     const V *__restrict__ Ax, const X *__restrict__ x, double alpha, Y *y)
 {
     const int lane = threadIdx.x & 31;
     const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -75,7 +75,9 @@ coo_segmented_kernel(int64_t nnz, const int32_t *__restrict__ Ai, const int32_t 
             const int64_t k = base + lane;
             const bool valid = k < end;
             const int32_t r = valid ? spk_ldm<true>(&Ai[k]) : -1;
-            double v = valid ? (double)spk_ldm<true>(&Ax[k]) * __ldg(&x[spk_ldm<true>(&Aj[k])]) : 0.0;
+            double v = valid ? (double)spk_ldm<true>(&Ax[k]) *
+                                   (double)__ldg(&x[spk_ldm<true>(&Aj[k])])
+                             : 0.0;
 
             /* Segmented inclusive scan: after the step with offset `off`, v holds the sum of
              * this lane's run over the last 2*off lanes (runs are contiguous in sorted rows). */
@@ -101,25 +103,19 @@ coo_segmented_kernel(int64_t nnz, const int32_t *__restrict__ Ai, const int32_t 
             if (run_end) {
                 const double add = alpha * v;
                 if ((first_shared && r == first_row) || (last_shared && r == last_row))
-                    atomicAdd(&y[r], add);
+                    atomicAdd(&y[r], (Y)add);
                 else
-                    y[r] += add;
+                    y[r] = (Y)((double)y[r] + add);
             }
         }
     }
 }
 
-spk_status spk_coo_dev_spmv(spk_context *ctx, const spk_coo_dev *A, double alpha,
-                            const double *x, double beta, double *y, int accumulate)
+/* y += alpha A x with the build's kernel. */
+template <class X, class Y>
+static spk_status coo_run(spk_context *ctx, const spk_cuda_state *cs, const spk_coo_dev *A,
+                          double alpha, const X *x, Y *y)
 {
-    spk_cuda_state *cs;
-    spk_status st = spk_cuda_state_of(ctx, &cs);
-    if (st || A->nrows == 0)                           /* never launch a zero-size grid */
-        return st;
-    if (!accumulate && (st = spk_cuda_yscale(ctx, A->nrows, beta, y)))
-        return st;
-    if (A->nnz == 0)
-        return SPK_OK;
 #if SPK_COO_KERNEL == SPK_COO_ATOMIC
     const unsigned grid = spk_cuda_grid(cs, A->nnz, SPK_CUDA_BLOCK);
     if (A->val32)
@@ -140,6 +136,36 @@ spk_status spk_coo_dev_spmv(spk_context *ctx, const spk_coo_dev *A, double alpha
                                                                       A->val, x, alpha, y);
     return spk_cuda_launched(ctx, "coo_segmented_kernel");
 #endif
+}
+
+spk_status spk_coo_dev_accumulate(spk_context *ctx, const spk_coo_dev *A, double alpha,
+                                  const void *x, int x32, void *y, int y32)
+{
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st || A->nrows == 0 || A->nnz == 0)
+        return st;
+    if (x32 && y32)
+        return coo_run(ctx, cs, A, alpha, (const float *)x, (float *)y);
+    if (x32)
+        return coo_run(ctx, cs, A, alpha, (const float *)x, (double *)y);
+    if (y32)
+        return coo_run(ctx, cs, A, alpha, (const double *)x, (float *)y);
+    return coo_run(ctx, cs, A, alpha, (const double *)x, (double *)y);
+}
+
+spk_status spk_coo_dev_spmv(spk_context *ctx, const spk_coo_dev *A, double alpha,
+                            const double *x, double beta, double *y, int accumulate)
+{
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st || A->nrows == 0)                           /* never launch a zero-size grid */
+        return st;
+    if (!accumulate && (st = spk_cuda_yscale(ctx, A->nrows, beta, y)))
+        return st;
+    if (A->nnz == 0)
+        return SPK_OK;
+    return coo_run(ctx, cs, A, alpha, x, y);
 }
 
 spk_status spk_coo_dev_upload(spk_context *ctx, const spk_coo_fmt *h, int fp32, spk_coo_dev *d)
@@ -338,6 +364,7 @@ extern "C" const spk_spmv_backend spk_backend_coo32_cuda = {
     .setup_from = coo32_setup_from,
     .refill = coo32_refill,
     .spmv_dot32 = NULL,
+    .spmv_step = NULL,
 };
 
 extern "C" const spk_spmv_backend spk_backend_coo_cuda = {
@@ -354,4 +381,5 @@ extern "C" const spk_spmv_backend spk_backend_coo_cuda = {
     .setup_from = NULL,              /* a twin's entries */
     .refill = NULL,
     .spmv_dot32 = NULL,
+    .spmv_step = NULL,
 };

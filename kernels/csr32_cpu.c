@@ -113,6 +113,21 @@ static spk_status csr32_spmv_dot32(spk_context *ctx, const void *state, const fl
     return SPK_OK;
 }
 
+/* AMG's fused step (spk_step) over the fp32 values: csr-cpu's step with (double)a_ij. */
+static spk_status csr32_spmv_step(spk_context *ctx, const void *state, const spk_step *s)
+{
+    (void)ctx;
+    const spk_csr32 *A = state;
+#pragma omp parallel for schedule(static) if (A->nnz > 32768)
+    for (int64_t i = 0; i < A->nrows; i++) {
+        double t = 0.0;
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+            t += (double)A->val[p] * spk_step_get(s->x, s->x32, A->colind[p]);
+        spk_step_put(s, i, t);
+    }
+    return SPK_OK;
+}
+
 static void csr32_destroy(void *state) { csr32_free(state); }
 
 static spk_status csr32_update(spk_context *ctx, void *state, const spk_csr *A)
@@ -133,4 +148,5 @@ const spk_spmv_backend spk_backend_csr32_cpu = {
     .destroy = csr32_destroy,
     .update = csr32_update,
     .spmv_dot32 = csr32_spmv_dot32,
+    .spmv_step = csr32_spmv_step,
 };

@@ -17,6 +17,22 @@ static spk_status csr_spmv(spk_context *ctx, const void *state, double alpha, co
     return SPK_OK;
 }
 
+/* AMG's fused step (spk_step): each row's sum as spk_csr_spmv_ref forms it, then y_i from it
+ * (spk_step_put), the CUDA rows' spmv_step on the host. */
+static spk_status csr_spmv_step(spk_context *ctx, const void *state, const spk_step *s)
+{
+    (void)ctx;
+    const spk_csr *A = state;
+#pragma omp parallel for schedule(static) if (A->nnz > 32768)
+    for (int64_t i = 0; i < A->nrows; i++) {
+        double t = 0.0;
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+            t += A->val[p] * spk_step_get(s->x, s->x32, A->colind[p]);
+        spk_step_put(s, i, t);
+    }
+    return SPK_OK;
+}
+
 static void csr_destroy(void *state) { (void)state; }
 
 /* The state is the matrix's own CSR, whose values the update has already written. */
@@ -38,4 +54,5 @@ const spk_spmv_backend spk_backend_csr_cpu = {
     /* spmv_dot: kept apart, see docs/benchmarks.md (CPU) */
     /* update_device: the host refill is the update */
     .fp32 = &spk_backend_csr32_cpu,
+    .spmv_step = csr_spmv_step,
 };

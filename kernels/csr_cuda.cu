@@ -287,6 +287,79 @@ static spk_status csr_spmv_dot(spk_context *ctx, const void *state, const double
     return spk_cuda_launched(ctx, "csr_vector_kernel (with dot)");
 }
 
+/* ---- AMG's fused step ------------------------------------------------------------------------ */
+
+/* CSR-vector's row loop (K = 1: a thread a row, CSR-scalar's sums) with the step's epilogue
+ * in each row's lane 0: y_i = beta u_i + w_i (b_i + alpha (A x)_i), vectors of S's types. */
+template <class V, int K, class X, class S>
+__global__ void SPK_RESIDENT_BOUNDS
+csr_step_kernel(int64_t nrows, const int64_t *__restrict__ Ap, const int32_t *__restrict__ Aj,
+                const V *__restrict__ Ax, const X *__restrict__ x, S s)
+{
+    const int lane = threadIdx.x % K;
+    const int64_t rows_per_grid = (int64_t)gridDim.x * (blockDim.x / K);
+    const int64_t warp_row0 = ((int64_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31)) / K;
+    for (int64_t base = warp_row0; base < nrows; base += rows_per_grid) {   /* warp-uniform */
+        const int64_t row = base + (threadIdx.x & 31) / K;
+        int64_t begin = 0, end = 0;
+        if (row < nrows) {
+            begin = __ldg(&Ap[row]);
+            end = __ldg(&Ap[row + 1]);
+        }
+        double t = 0.0;
+#pragma unroll 4
+        for (int64_t j = begin + lane; j < end; j += K)
+            t += (double)__ldg(&Ax[j]) * (double)__ldg(&x[__ldg(&Aj[j])]);
+#pragma unroll
+        for (int off = K / 2; off > 0; off >>= 1)
+            t += __shfl_down_sync(SPK_FULL_MASK, t, off, K);
+        if (lane == 0 && row < nrows)
+            s.put(row, t);
+    }
+}
+
+template <class V, int K, class X, class S>
+static void csr_step_launch(const spk_cuda_state *cs, const csr_dev *A, const V *Av, const X *x,
+                            const S &s)
+{
+    csr_step_kernel<V, K><<<spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK / K), SPK_CUDA_BLOCK, 0,
+                            cs->stream>>>(A->nrows, A->rowptr, A->col, Av, x, s);
+}
+
+template <class V, class X, class S>
+static void csr_step_group(const spk_cuda_state *cs, const csr_dev *A, const V *Av, const X *x,
+                           const S &s)
+{
+    switch (A->group) {
+    case 1: csr_step_launch<V, 1>(cs, A, Av, x, s); break;
+    case 2: csr_step_launch<V, 2>(cs, A, Av, x, s); break;
+    case 4: csr_step_launch<V, 4>(cs, A, Av, x, s); break;
+    case 8: csr_step_launch<V, 8>(cs, A, Av, x, s); break;
+    case 16: csr_step_launch<V, 16>(cs, A, Av, x, s); break;
+    default: csr_step_launch<V, 32>(cs, A, Av, x, s); break;
+    }
+}
+
+/* Fused where the rows kernels alone make the product (no long rows, neither the merge path
+ * nor the row blocks): SPK_ERR_UNSUPPORTED otherwise, for spk_twin_step to compose. */
+static spk_status csr_spmv_step(spk_context *ctx, const void *state, const spk_step *s)
+{
+    const csr_dev *A = (const csr_dev *)state;
+    if (A->kernel != SPK_CSR_VECTOR || A->nlong > 0)
+        return SPK_ERR_UNSUPPORTED;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st || A->nrows == 0)
+        return st;
+    const bool fused = spk_step_dispatch(s, [&](const auto &typed, const auto *x) {
+        if (A->val32)
+            csr_step_group(cs, A, A->val32, x, typed);
+        else
+            csr_step_group(cs, A, A->val, x, typed);
+    });
+    return fused ? spk_cuda_launched(ctx, "csr_step_kernel") : SPK_ERR_UNSUPPORTED;
+}
+
 /* ---- the choice ------------------------------------------------------------------------------ */
 
 /* Row blocks (csr_adaptive_cuda.cu) when the row lengths' standard deviation exceeds
@@ -629,6 +702,7 @@ extern "C" const spk_spmv_backend spk_backend_csr32_cuda = {
     .setup_from = csr32_setup_from,
     .refill = csr32_refill,
     .spmv_dot32 = NULL,
+    .spmv_step = csr_spmv_step,
 };
 
 extern "C" const spk_spmv_backend spk_backend_csr_cuda = {
@@ -645,4 +719,5 @@ extern "C" const spk_spmv_backend spk_backend_csr_cuda = {
     .setup_from = NULL,              /* a twin's entries */
     .refill = NULL,
     .spmv_dot32 = NULL,
+    .spmv_step = csr_spmv_step,
 };

@@ -255,6 +255,8 @@ spk_status spk_ell_dev_spmv(spk_context *ctx, const spk_ell_dev *A, double alpha
 spk_status spk_ell_dev_spmv_dot(spk_context *ctx, const spk_ell_dev *A, const double *x,
                                 double *y, const spk_dot_sink *sink);
 /* The same with x and y in float (spmv_dot32): fp32 values only. */
+/* AMG's fused step (spk_spmv_backend.spmv_step) over the layout. */
+spk_status spk_ell_dev_spmv_step(spk_context *ctx, const spk_ell_dev *A, const spk_step *s);
 spk_status spk_ell_dev_spmv_dot32(spk_context *ctx, const spk_ell_dev *A, const float *x,
                                   float *y, const spk_dot_sink *sink);
 
@@ -272,6 +274,9 @@ void spk_coo_dev_free(spk_coo_dev *d);
  * which is how HYB adds its COO tail to the ELL part's result. */
 spk_status spk_coo_dev_spmv(spk_context *ctx, const spk_coo_dev *A, double alpha,
                             const double *x, double beta, double *y, int accumulate);
+/* y += alpha A x with x and y each fp64 or (x32, y32) fp32: HYB's tail in AMG's fused step. */
+spk_status spk_coo_dev_accumulate(spk_context *ctx, const spk_coo_dev *A, double alpha,
+                                  const void *x, int x32, void *y, int y32);
 
 /* Merge-path CSR SpMV (kernels/csr_merge_cuda.cu), the CSR backend's kernel for irregular
  * rows when SPK_CSR_KERNEL=merge. Pattern data only (tile coordinates, rows shared by tiles), so value updates keep it;
@@ -357,6 +362,54 @@ template <bool STREAM, class T>
 __device__ __forceinline__ T spk_ldm(const T *p)
 {
     return STREAM ? __ldcs(p) : __ldg(p);
+}
+
+/* A fused step's vectors with their types (spk_step): X for x, u and w, B for b, Y for y;
+ * put() is spk_step_put's expression, the same order of operations. */
+template <class X, class B, class Y>
+struct spk_step_t {
+    const X *u, *w;
+    const B *b;
+    Y *y;
+    double alpha, beta;
+    __device__ __forceinline__ void put(int64_t i, double t) const
+    {
+        double v = alpha * t;
+        if (b)
+            v = (double)b[i] + v;
+        if (w)
+            v = (double)w[i] * v;
+        if (u)
+            v = beta * (double)u[i] + v;
+        y[i] = (Y)v;
+    }
+};
+
+template <class X, class B, class Y>
+static inline spk_step_t<X, B, Y> spk_step_typed(const spk_step *s)
+{
+    return spk_step_t<X, B, Y>{(const X *)s->u, (const X *)s->w, (const B *)s->b, (Y *)s->y,
+                               s->alpha, s->beta};
+}
+
+/* f(step, x) with s's vectors typed: all fp64; all fp32; fp32 but b (the V-cycle's finest
+ * level, whose b is the method's residual), and y too (its last sweep, into the method's z).
+ * false, nothing called: another combination (the caller composes it). */
+template <class F>
+static inline bool spk_step_dispatch(const spk_step *s, F &&f)
+{
+    const bool b32 = s->b ? s->b32 != 0 : s->x32 && s->y32;   /* no b: either type */
+    if (!s->x32 && !b32 && !s->y32)
+        f(spk_step_typed<double, double, double>(s), (const double *)s->x);
+    else if (s->x32 && b32 && s->y32)
+        f(spk_step_typed<float, float, float>(s), (const float *)s->x);
+    else if (s->x32 && !b32 && s->y32)
+        f(spk_step_typed<float, double, float>(s), (const float *)s->x);
+    else if (s->x32 && !b32 && !s->y32)
+        f(spk_step_typed<float, double, double>(s), (const float *)s->x);
+    else
+        return false;
+    return true;
 }
 
 /* The SpMV epilogue, the same expression as spk_csr_spmv_ref: beta == 0 never reads y. */

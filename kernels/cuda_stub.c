@@ -213,6 +213,10 @@ static spk_status s_pmul_axpby(spk_context *ctx, int64_t n, double a, const doub
 {
     return no_cuda(ctx);
 }
+static spk_status s_step(spk_context *ctx, int64_t n, const double *t, const spk_step *s)
+{
+    return no_cuda(ctx);
+}
 static spk_status s_invert(spk_context *ctx, int64_t n, double *d, int allow_negative,
                            int64_t *bad)
 {
@@ -255,6 +259,7 @@ static const spk_vec_ops stub_ops = {
     .scal = s_scal,
     .pmul = s_pmul,
     .pmul_axpby = s_pmul_axpby,
+    .step = s_step,
     .invert = s_invert,
     .gemv_n_sub = s_gemv_n_sub,
     .sync = s_sync,

@@ -418,6 +418,90 @@ spk_status spk_ell_dev_spmv(spk_context *ctx, const spk_ell_dev *A, double alpha
     return spk_cuda_launched(ctx, "ell_kernel");
 }
 
+/* The fused step of AMG's V-cycle (spk_step): each row's sum as ell_kernel forms it, then
+ * y_i from it in the same thread, vectors of the step's types. */
+template <class V, class Idx, bool STREAM, int R, class X, class S>
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
+ell_step_kernel(int64_t nrows, int64_t width, const Idx *__restrict__ Aj,
+                const V *__restrict__ Ax, const X *__restrict__ x, S s)
+{
+    for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < (nrows + R - 1) / R;
+         g += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t i = g * R;
+        if constexpr (R == 4) {
+            if (i + 3 < nrows) {
+                double q4[4];
+                ell_quad<V, Idx, STREAM>(i, nrows, width, Aj, Ax, x, q4);
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    s.put(i + q, q4[q]);
+            } else {
+                for (int64_t r = i; r < nrows; r++)
+                    s.put(r, ell_row<V, Idx, STREAM>(r, nrows, width, Aj, Ax, x));
+            }
+        } else {
+            double s0, s1;
+            if (ell_group<V, Idx, STREAM, R>(i, nrows, width, Aj, Ax, x, s0, s1) == 2) {
+                s.put(i, s0);
+                s.put(i + 1, s1);
+            } else {
+                s.put(i, s0);
+            }
+        }
+    }
+}
+
+template <class V, class Idx, int R, class X, class S>
+static void ell_step_launch(const spk_cuda_state *cs, const spk_ell_dev *A, const Idx *Aj,
+                            const V *Av, const X *x, const S &s)
+{
+    const unsigned grid = spk_cuda_grid(cs, (A->nrows + R - 1) / R, SPK_CUDA_BLOCK);
+    if (A->stream)
+        ell_step_kernel<V, Idx, true, R><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->width, Aj, Av, x, s);
+    else
+        ell_step_kernel<V, Idx, false, R><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->width, Aj, Av, x, s);
+}
+
+template <class V, class X, class S>
+static void ell_step_dispatch(const spk_cuda_state *cs, const spk_ell_dev *A, const V *Av,
+                              const X *x, const S &s)
+{
+    if constexpr (sizeof(V) == 4) {
+        if (A->rows == 4) {
+            if (A->off)
+                ell_step_launch<V, int16_t, 4>(cs, A, A->off, Av, x, s);
+            else
+                ell_step_launch<V, int32_t, 4>(cs, A, A->col, Av, x, s);
+            return;
+        }
+    }
+    if (A->off && A->rows == 2)
+        ell_step_launch<V, int16_t, 2>(cs, A, A->off, Av, x, s);
+    else if (A->off)
+        ell_step_launch<V, int16_t, 1>(cs, A, A->off, Av, x, s);
+    else if (A->rows == 2)
+        ell_step_launch<V, int32_t, 2>(cs, A, A->col, Av, x, s);
+    else
+        ell_step_launch<V, int32_t, 1>(cs, A, A->col, Av, x, s);
+}
+
+spk_status spk_ell_dev_spmv_step(spk_context *ctx, const spk_ell_dev *A, const spk_step *s)
+{
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st || A->nrows == 0)
+        return st;
+    const bool fused = spk_step_dispatch(s, [&](const auto &typed, const auto *x) {
+        if (A->val32)
+            ell_step_dispatch(cs, A, A->val32, x, typed);
+        else
+            ell_step_dispatch(cs, A, A->val, x, typed);
+    });
+    return fused ? spk_cuda_launched(ctx, "ell_step_kernel") : SPK_ERR_UNSUPPORTED;
+}
+
 /* Rows per thread: two where the rows hold at most SPK_ELL_PAIR_WIDTH slots, one otherwise
  * (measured: docs/benchmarks.md); the knob SPK_ELL_ROWS=1 or 2 forces either, for A/B runs and
  * tests. */
@@ -679,6 +763,11 @@ static spk_status ell_spmv(spk_context *ctx, const void *state, double alpha, co
     return spk_ell_dev_spmv(ctx, &((const ell_cuda *)state)->dev, alpha, x, beta, y);
 }
 
+static spk_status ell_spmv_step(spk_context *ctx, const void *state, const spk_step *s)
+{
+    return spk_ell_dev_spmv_step(ctx, &((const ell_cuda *)state)->dev, s);
+}
+
 static spk_status ell_spmv_dot(spk_context *ctx, const void *state, const double *x, double *y,
                                const spk_dot_sink *sink)
 {
@@ -740,6 +829,7 @@ extern "C" const spk_spmv_backend spk_backend_ell32_cuda = {
     .setup_from = ell32_setup_from,
     .refill = ell32_refill,
     .spmv_dot32 = ell_spmv_dot32,
+    .spmv_step = ell_spmv_step,
 };
 
 extern "C" const spk_spmv_backend spk_backend_ell_cuda = {
@@ -756,4 +846,5 @@ extern "C" const spk_spmv_backend spk_backend_ell_cuda = {
     .setup_from = NULL,              /* a twin's entries */
     .refill = NULL,
     .spmv_dot32 = NULL,
+    .spmv_step = ell_spmv_step,
 };

@@ -182,6 +182,23 @@ static spk_status hyb_spmv(spk_context *ctx, const void *state, double alpha, co
     return spk_coo_dev_spmv(ctx, &d->coo, alpha, x, 1.0, y, 1);
 }
 
+/* AMG's fused step: the ELL part's step, then the tail added. Only a step linear in A x (no w,
+ * no b: the cycle's R r and x + P x') comes apart so; the others are composed by the caller. */
+static spk_status hyb_spmv_step(spk_context *ctx, const void *state, const spk_step *s)
+{
+    const hyb_dev *d = (const hyb_dev *)state;
+    if (d->coo.nnz > 0 && (s->w || s->b))
+        return SPK_ERR_UNSUPPORTED;
+    spk_status st;
+    if (d->ell.width > 0)
+        st = spk_ell_dev_spmv_step(ctx, &d->ell, s);
+    else                                               /* y = beta u */
+        st = spk_vec_ops_cuda()->step(ctx, d->nrows, NULL, s);
+    if (st || d->coo.nnz == 0)
+        return st;
+    return spk_coo_dev_accumulate(ctx, &d->coo, s->alpha, s->x, s->x32, s->y, s->y32);
+}
+
 static spk_status hyb_update(spk_context *ctx, void *state, const spk_csr *A)
 {
     hyb_dev *d = (hyb_dev *)state;
@@ -293,6 +310,7 @@ extern "C" const spk_spmv_backend spk_backend_hyb32_cuda = {
     .setup_from = hyb32_setup_from,
     .refill = hyb32_refill,
     .spmv_dot32 = NULL,
+    .spmv_step = hyb_spmv_step,
 };
 
 extern "C" const spk_spmv_backend spk_backend_hyb_cuda = {
@@ -309,4 +327,5 @@ extern "C" const spk_spmv_backend spk_backend_hyb_cuda = {
     .setup_from = NULL,              /* a twin's entries */
     .refill = NULL,
     .spmv_dot32 = NULL,
+    .spmv_step = hyb_spmv_step,
 };

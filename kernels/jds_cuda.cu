@@ -280,6 +280,7 @@ extern "C" const spk_spmv_backend spk_backend_jds32_cuda = {
     .setup_from = jds32_setup_from,
     .refill = jds32_refill,
     .spmv_dot32 = NULL,
+    .spmv_step = NULL,
 };
 
 extern "C" const spk_spmv_backend spk_backend_jds_cuda = {
@@ -296,4 +297,5 @@ extern "C" const spk_spmv_backend spk_backend_jds_cuda = {
     .setup_from = NULL,              /* a twin's entries */
     .refill = NULL,
     .spmv_dot32 = NULL,
+    .spmv_step = NULL,
 };

@@ -181,6 +181,14 @@ static spk_status v_pmul_axpby(spk_context *ctx, int64_t n, double a, const doub
     return SPK_OK;
 }
 
+static spk_status v_step(spk_context *ctx, int64_t n, const double *t, const spk_step *s)
+{
+#pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
+    for (int64_t i = 0; i < n; i++)
+        spk_step_put(s, i, t ? t[i] : 0.0);
+    return SPK_OK;
+}
+
 static spk_status v_invert(spk_context *ctx, int64_t n, double *d, int allow_negative,
                            int64_t *bad)
 {
@@ -254,6 +262,7 @@ static const spk_vec_ops cpu_ops = {
     .scal = v_scal,
     .pmul = v_pmul,
     .pmul_axpby = v_pmul_axpby,
+    .step = v_step,
     .invert = v_invert,
     .gemv_n_sub = v_gemv_n_sub,
     .sync = v_sync,

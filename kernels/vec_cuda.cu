@@ -419,6 +419,42 @@ static spk_status c_pmul_axpby(spk_context *ctx, int64_t n, double a, const doub
     return spk_cuda_launched(ctx, "pmul_axpby_kernel");
 }
 
+/* The vector part of a fused step (spk_vec_ops.step): t NULL reads as 0. */
+template <class X, class B, class Y>
+__global__ void step_kernel(int64_t n, const double *__restrict__ t, spk_step_t<X, B, Y> s)
+{
+    SPK_GRID_STRIDE(i, n)
+        s.put(i, t ? t[i] : 0.0);
+}
+
+template <class X, class B, class Y>
+static void step_launch(const spk_cuda_state *cs, int64_t n, const double *t, const spk_step *s)
+{
+    step_kernel<X, B, Y><<<spk_cuda_grid(cs, n, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0, cs->stream>>>(
+        n, t, spk_step_typed<X, B, Y>(s));
+}
+
+/* Every combination of precisions (the SpMV kernels fuse four of them, and compose the rest
+ * from this): x's flag types u and w. */
+static spk_status c_step(spk_context *ctx, int64_t n, const double *t, const spk_step *s)
+{
+    spk_cuda_state *cs;
+    spk_status st = vec_begin(ctx, n, &cs, "step");
+    if (st || n == 0)
+        return st;
+    switch ((s->x32 ? 4 : 0) | (s->b32 ? 2 : 0) | (s->y32 ? 1 : 0)) {
+    case 0: step_launch<double, double, double>(cs, n, t, s); break;
+    case 1: step_launch<double, double, float>(cs, n, t, s); break;
+    case 2: step_launch<double, float, double>(cs, n, t, s); break;
+    case 3: step_launch<double, float, float>(cs, n, t, s); break;
+    case 4: step_launch<float, double, double>(cs, n, t, s); break;
+    case 5: step_launch<float, double, float>(cs, n, t, s); break;
+    case 6: step_launch<float, float, double>(cs, n, t, s); break;
+    default: step_launch<float, float, float>(cs, n, t, s); break;
+    }
+    return spk_cuda_launched(ctx, "step_kernel");
+}
+
 /* Two passes, as the CPU table: find the first bad entry; invert only when there is none, so
  * a failed check leaves d as it was. Runs once per solve setup, so the extra pass is cheap. */
 static spk_status c_invert(spk_context *ctx, int64_t n, double *d, int allow_negative,
@@ -529,6 +565,7 @@ static const spk_vec_ops cuda_ops = {
     .scal = c_scal,
     .pmul = c_pmul,
     .pmul_axpby = c_pmul_axpby,
+    .step = c_step,
     .invert = c_invert,
     .gemv_n_sub = c_gemv_n_sub,
     .sync = c_sync,

@@ -47,7 +47,10 @@ typedef struct amg_level_dev {
     spk_matrix *P, *R;             /* to the next level; NULL on the coarsest               */
     spk_twin    A32, P32, R32;     /* their fp32 twins (spk_amg_options.fp32)               */
     double     *wdinv;             /* Jacobi: omega D^-1; Chebyshev: D^-1 (device)         */
-    double     *x, *b, *r, *d;     /* device vectors (level 0: x and b are the apply's)    */
+    double     *x, *b, *r, *d;     /* device vectors (level 0: x and b are the apply's);
+                                      with fp32 vectors (v32) they hold floats             */
+    double     *t;                 /* the fused cycle's smoothed x, d its ping-pong partner */
+    double     *w32;               /* v32: omega D^-1 in float                              */
     int64_t     n;
     double      lmin, lmax;        /* Chebyshev's interval                                  */
 } amg_level_dev;
@@ -61,6 +64,10 @@ typedef struct pc_amg {
     spk_twin           Cinv32;     /* its fp32 twin                                         */
     int                fp32;       /* the cycle asked for fp32 values                       */
     int                n32, nmat;  /* matrices that have a twin, of the cycle's matrices    */
+    int                fused;      /* the Jacobi cycle's fused steps (fcycle), not vcycle's */
+    int                v32;        /* the fused cycle's vectors in fp32                     */
+    char               v32_why[160];
+    double            *xd, *td;    /* spk_twin_step's scratch for the steps it composes     */
     double            *host;       /* n_0 doubles: staging of the diagonals                 */
     double             setup_s;    /* the whole setup: hierarchy, matrices, uploads         */
     double             host_s;     /* the hierarchy's build (on the host or the device)     */
@@ -146,9 +153,68 @@ static spk_status vcycle(pc_amg *M, int l, const double *b, double *x)
     return smooth(M, L, b, x, 0);
 }
 
+/* ---- the fused Jacobi cycle -------------------------------------------------------------- */
+
+/* One step (spk_step) with a level matrix, fused by its row or composed (spk_twin_step). */
+static spk_status fstep(pc_amg *M, const spk_matrix *A, const spk_twin *t, spk_step s)
+{
+    return spk_twin_step(M->ctx, A, t, &s, M->xd, M->td);
+}
+
+/* vcycle's V(sweeps, sweeps) Jacobi cycle in one pass a step: a sweep x' = x + w (b - A x)
+ * writes another vector than it reads (t and d in turn, the last post-sweep into x), the
+ * residual r = b - A x is one product, as are b' = R r and t += P x'. Level l's vectors hold
+ * floats where M->v32, but for level 0's b and x, the method's fp64 r and z (b32, x32 say
+ * which). Per sweep 5 vector passes of the finest level fewer than vcycle's. */
+static spk_status fcycle(pc_amg *M, int l, const void *b, int b32, void *x, int x32)
+{
+    amg_level_dev *L = &M->lev[l];
+    const int v = M->v32;
+    if (l == M->H.nlevels - 1)
+        return fstep(M, M->Cinv, &M->Cinv32,
+                     (spk_step){.x = b, .y = x, .alpha = 1.0, .x32 = b32, .y32 = x32});
+    amg_level_dev *C = &M->lev[l + 1];
+    const void *w = v ? (const void *)L->w32 : (const void *)L->wdinv;
+    void *cur = L->t, *spare = L->d, *swap;
+    const int sw = M->H.opt.sweeps;
+    /* the first sweep from x = 0: t = w b */
+    const spk_step first = {.w = w, .b = b, .y = cur, .alpha = 1.0, .x32 = v, .b32 = b32,
+                            .y32 = v};
+    spk_status st = M->ops->step(M->ctx, L->n, NULL, &first);
+    for (int k = 1; k < sw && !st; k++) {
+        st = fstep(M, L->A, &L->A32,
+                   (spk_step){.x = cur, .u = cur, .w = w, .b = b, .y = spare, .alpha = -1.0,
+                              .beta = 1.0, .x32 = v, .b32 = b32, .y32 = v});
+        swap = cur, cur = spare, spare = swap;
+    }
+    if (!st)
+        st = fstep(M, L->A, &L->A32,
+                   (spk_step){.x = cur, .b = b, .y = L->r, .alpha = -1.0, .x32 = v, .b32 = b32,
+                              .y32 = v});
+    if (!st)
+        st = fstep(M, L->R, &L->R32,
+                   (spk_step){.x = L->r, .y = C->b, .alpha = 1.0, .x32 = v, .y32 = v});
+    if (!st)
+        st = fcycle(M, l + 1, C->b, v, C->x, v);
+    if (!st)
+        st = fstep(M, L->P, &L->P32,
+                   (spk_step){.x = C->x, .u = cur, .y = cur, .alpha = 1.0, .beta = 1.0,
+                              .x32 = v, .y32 = v});
+    for (int k = 0; k < sw && !st; k++) {
+        const int last = k == sw - 1;
+        st = fstep(M, L->A, &L->A32,
+                   (spk_step){.x = cur, .u = cur, .w = w, .b = b, .y = last ? x : spare,
+                              .alpha = -1.0, .beta = 1.0, .x32 = v, .b32 = b32,
+                              .y32 = last ? x32 : v});
+        swap = cur, cur = spare, spare = swap;
+    }
+    return st;
+}
+
 static spk_status amg_apply(void *state, const double *r, double *z)
 {
-    return vcycle(state, 0, r, z);
+    pc_amg *M = state;
+    return M->fused ? fcycle(M, 0, r, 0, z, 0) : vcycle(M, 0, r, z);
 }
 
 /* The device's diagonals of every level from the hierarchy (setup and refresh). */
@@ -164,6 +230,10 @@ static spk_status upload_diagonals(pc_amg *M)
         L->lmax = 1.1 * h->rho;
         L->lmin = h->rho / 30.0;
         st = M->ops->upload(M->ctx, h->n, M->host, L->wdinv);
+        if (!st && L->w32) {
+            const spk_step narrow = {.b = L->wdinv, .y = L->w32, .alpha = 1.0, .y32 = 1};
+            st = M->ops->step(M->ctx, h->n, NULL, &narrow);
+        }
     }
     return st;
 }
@@ -198,6 +268,69 @@ static spk_status twins(pc_amg *M, spk_matrix *A)
     return st;
 }
 
+/* The fused cycle's vectors in fp32: with fp32 values, where every matrix of the cycle fuses
+ * its steps (spk_twin_fuses: ELL, CSR and HYB on the GPU), or as SPK_AMG_VECTORS says; why
+ * into why for describe. */
+static int vectors32(pc_amg *M, char *why, size_t len)
+{
+    const int knob = M->ctx->tune.amg_vectors;
+    why[0] = '\0';
+    if (!M->fused || !M->fp32)
+        return 0;
+    if (knob) {
+        snprintf(why, len, "%s (SPK_AMG_VECTORS)", knob == 2 ? "fp32" : "fp64");
+        return knob == 2;
+    }
+    for (int l = 0; l + 1 < M->H.nlevels; l++) {
+        const amg_level_dev *L = &M->lev[l];
+        const spk_matrix *D[3] = {L->A, L->P, L->R};
+        const spk_twin *t[3] = {&L->A32, &L->P32, &L->R32};
+        for (int k = 0; k < 3; k++)
+            if (!spk_twin_fuses(D[k], t[k])) {
+                snprintf(why, len, "fp64: level %d's %c (%s) does not fuse its steps", l,
+                         "APR"[k], D[k]->be->name);
+                return 0;
+            }
+    }
+    if (!spk_twin_fuses(M->Cinv, &M->Cinv32)) {
+        snprintf(why, len, "fp64: the coarsest inverse (%s) does not fuse its steps",
+                 M->Cinv->be->name);
+        return 0;
+    }
+    snprintf(why, len, "fp32: every matrix of the cycle fuses its steps");
+    return 1;
+}
+
+/* The cycle's vectors (after vectors32: fp32 ones take half the doubles) and the scratch of
+ * the steps spk_twin_step composes. */
+static spk_status vectors(pc_amg *M, int chebyshev)
+{
+    const spk_vec_ops *o = M->ops;
+    spk_context *ctx = M->ctx;
+    spk_status st = SPK_OK;
+    int64_t nmax = 1;
+    for (int l = 0; l < M->H.nlevels && !st; l++) {
+        amg_level_dev *L = &M->lev[l];
+        const int64_t nv = M->v32 ? (L->n + 1) / 2 : L->n;   /* doubles that hold n entries */
+        nmax = L->n > nmax ? L->n : nmax;
+        if (l > 0 && !(st = o->alloc(ctx, nv, &L->x)))
+            st = o->alloc(ctx, nv, &L->b);
+        if (st || l == M->H.nlevels - 1)
+            break;
+        if (!(st = o->alloc(ctx, nv, &L->r)) && (chebyshev || M->fused))
+            st = o->alloc(ctx, nv, &L->d);
+        if (!st && M->fused)
+            st = o->alloc(ctx, nv, &L->t);
+        if (!st && M->v32)
+            st = o->alloc(ctx, nv, &L->w32);
+    }
+    if (!st && M->fused)
+        st = o->alloc(ctx, nmax, &M->td);
+    if (!st && M->v32)
+        st = o->alloc(ctx, nmax, &M->xd);
+    return st;
+}
+
 static void amg_destroy(void *state)
 {
     pc_amg *M = state;
@@ -218,7 +351,11 @@ static void amg_destroy(void *state)
         M->ops->free(M->ctx, L->wdinv);
         M->ops->free(M->ctx, L->r);
         M->ops->free(M->ctx, L->d);
+        M->ops->free(M->ctx, L->t);
+        M->ops->free(M->ctx, L->w32);
     }
+    M->ops->free(M->ctx, M->xd);
+    M->ops->free(M->ctx, M->td);
     spk_twin_free(&M->Cinv32);
     spk_matrix_destroy(M->Cinv);
     spk_amg_free(&M->H);
@@ -328,16 +465,13 @@ static spk_status amg_setup(spk_context *ctx, spk_matrix *A, const spk_options *
         L->n = h->n;
         if (l == 0)
             L->A = A;
-        else if (!(st = device_matrix(M, &h->A, l, 'A', &L->A)) &&
-                 !(st = o->alloc(ctx, h->n, &L->x)))
-            st = o->alloc(ctx, h->n, &L->b);
+        else
+            st = device_matrix(M, &h->A, l, 'A', &L->A);
         if (st || l == M->H.nlevels - 1)
             break;
         if (!(st = device_matrix(M, &h->P, l, 'P', &L->P)) &&
-            !(st = device_matrix(M, &h->R, l, 'R', &L->R)) &&
-            !(st = o->alloc(ctx, h->n, &L->wdinv)) && !(st = o->alloc(ctx, h->n, &L->r)) &&
-            opt->amg.smoother == SPK_AMG_CHEBYSHEV)
-            st = o->alloc(ctx, h->n, &L->d);
+            !(st = device_matrix(M, &h->R, l, 'R', &L->R)))
+            st = o->alloc(ctx, h->n, &L->wdinv);
     }
     if (!st)
         st = device_matrix(M, &M->H.Cinv, 0, 'I', &M->Cinv);
@@ -346,6 +480,10 @@ static spk_status amg_setup(spk_context *ctx, spk_matrix *A, const spk_options *
     M->H.opt.fp32 = M->fp32 ? 1 : -1;
     if (!st && M->fp32)
         st = twins(M, A);
+    M->fused = !ctx->tune.amg_plain && opt->amg.smoother != SPK_AMG_CHEBYSHEV;
+    M->v32 = !st && vectors32(M, M->v32_why, sizeof M->v32_why);
+    if (!st)
+        st = vectors(M, opt->amg.smoother == SPK_AMG_CHEBYSHEV);
     if (!st)
         st = upload_diagonals(M);
     if (!st)
@@ -528,9 +666,11 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
         /* what the level holds on the device: its A (level 0's is the solver's), P, R and
          * vectors; the coarsest level's dense inverse is counted on the line below */
         const int own = M->shared && l + 1 < H->nlevels;   /* layouts on the kept arrays */
-        double bytes = l > 0 ? level_bytes(A, own) + 16.0 * (double)L->n : 0.0;
+        const double entry = M->v32 ? 4.0 : 8.0;   /* bytes of a cycle vector's entry */
+        double bytes = l > 0 ? level_bytes(A, own) + 2.0 * entry * (double)L->n : 0.0;
         bytes += level_bytes(L->P, own) + level_bytes(L->R, own);
-        bytes += 8.0 * (double)L->n * ((L->wdinv != NULL) + (L->r != NULL) + (L->d != NULL));
+        bytes += (double)L->n * (8.0 * (L->wdinv != NULL) + 4.0 * (L->w32 != NULL) +
+                                 entry * ((L->r != NULL) + (L->d != NULL) + (L->t != NULL)));
         total += bytes;
         PUT("  %5d %10lld %12lld %8.1f  %-6s  %11.4g  %7.3f  %9.1f\n", l, (long long)A->csr.nrows,
             (long long)A->csr.nnz,
@@ -538,6 +678,7 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
             A->be ? spk_format_str(A->be->format) : "-", H->lev[l].rho, H->setup_s[l], bytes / 1e6);
     }
     total += matrix_bytes(M->Cinv);
+    total += 8.0 * (double)M->lev[0].n * ((M->td != NULL) + (M->xd != NULL));
     PUT("  P, R formats by level:");
     for (int l = 0; l + 1 < H->nlevels; l++)
         PUT(" %d: %s, %s%s", l, M->lev[l].P->be ? spk_format_str(M->lev[l].P->be->format) : "-",
@@ -560,6 +701,21 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
             "since: level 0 until the next refresh)" : "");
     else
         PUT("  values: fp64\n");
+    if (M->fused) {
+        int fused = 0;                   /* matrices whose row fuses the cycle's steps */
+        for (int l = 0; l + 1 < H->nlevels; l++)
+            fused += spk_twin_fuses(M->lev[l].A, &M->lev[l].A32) +
+                     spk_twin_fuses(M->lev[l].P, &M->lev[l].P32) +
+                     spk_twin_fuses(M->lev[l].R, &M->lev[l].R32);
+        fused += spk_twin_fuses(M->Cinv, &M->Cinv32);
+        PUT("  cycle: fused steps (a Jacobi sweep, the residual, R r and x + P x' one pass "
+            "each), in one kernel for %d of its %d matrices; vectors %s\n", fused,
+            3 * (H->nlevels - 1) + 1, M->v32_why[0] ? M->v32_why : "fp64 (fp64 values)");
+    } else {
+        PUT("  cycle: %s\n", o->smoother == SPK_AMG_CHEBYSHEV
+                                ? "the vector table's steps (Chebyshev's recurrence)"
+                                : "the vector table's steps (SPK_AMG_STEPS=plain)");
+    }
     if (H->dev)
         PUT("  kept on the device for refreshes (every level's A, S, T, P, A P, R%s): %.1f MB\n",
             M->shared ? "; the cycle's A, P and R are these" : "", H->dev_bytes / 1e6);
@@ -588,6 +744,37 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
         (out) = (spk_now() - t0_) / (double)(reps);                                           \
     } while (0)
 
+/* spk_amg_time_parts of the fused cycle: a level's A step timed as its residual (a sweep
+ * also reads x and w), 2 sweeps' worth a cycle, and the first sweep's vector step. */
+static spk_status time_fused(pc_amg *M, const double *r, double *z, int reps, spk_amg_timing *t)
+{
+    const int v = M->v32, sw = M->H.opt.sweeps;
+    for (int l = 0; l + 1 < M->H.nlevels; l++) {
+        amg_level_dev *L = &M->lev[l], *C = &M->lev[l + 1];
+        const int b32 = l == 0 ? 0 : v;
+        const void *b = l == 0 ? (const void *)r : (const void *)L->b;
+        const spk_step res = {.x = L->t, .b = b, .y = L->r, .alpha = -1.0, .x32 = v,
+                              .b32 = b32, .y32 = v},
+                       restrict_ = {.x = L->r, .y = C->b, .alpha = 1.0, .x32 = v, .y32 = v},
+                       prolong = {.x = C->x, .u = L->t, .y = L->t, .alpha = 1.0, .beta = 1.0,
+                                  .x32 = v, .y32 = v},
+                       first = {.w = v ? (const void *)L->w32 : (const void *)L->wdinv, .b = b,
+                                .y = L->t, .alpha = 1.0, .x32 = v, .b32 = b32, .y32 = v};
+        TIME_PART(M, reps, t->spmv_a[l], fstep(M, L->A, &L->A32, res));
+        TIME_PART(M, reps, t->spmv_r[l], fstep(M, L->R, &L->R32, restrict_));
+        TIME_PART(M, reps, t->spmv_p[l], fstep(M, L->P, &L->P32, prolong));
+        TIME_PART(M, reps, t->vec[l], M->ops->step(M->ctx, L->n, NULL, &first));
+        t->count_a[l] = 2 * sw;
+    }
+    amg_level_dev *Lc = &M->lev[M->H.nlevels - 1];
+    const int one = M->H.nlevels == 1;
+    const spk_step coarse = {.x = one ? (const void *)r : (const void *)Lc->b,
+                             .y = one ? (void *)z : (void *)Lc->x, .alpha = 1.0,
+                             .x32 = one ? 0 : v, .y32 = one ? 0 : v};
+    TIME_PART(M, reps, t->coarse, fstep(M, M->Cinv, &M->Cinv32, coarse));
+    return SPK_OK;
+}
+
 spk_status spk_amg_time_parts(void *state, const double *r, double *z, int reps,
                               spk_amg_timing *t)
 {
@@ -600,6 +787,8 @@ spk_status spk_amg_time_parts(void *state, const double *r, double *z, int reps,
     TIME_PART(M, reps, t->vcycle, amg_apply(M, r, z));
     const int jac = M->H.opt.smoother != SPK_AMG_CHEBYSHEV, sw = M->H.opt.sweeps,
               deg = M->H.opt.degree;
+    if (M->fused)
+        return time_fused(M, r, z, reps, t);
     for (int l = 0; l + 1 < M->H.nlevels; l++) {
         amg_level_dev *L = &M->lev[l], *C = &M->lev[l + 1];
         const double *b = l == 0 ? r : L->b;

@@ -60,3 +60,32 @@ spk_status spk_twin_spmv(spk_context *ctx, const spk_matrix *A, const spk_twin *
     return spk_twin_live(A, t) ? t->be->spmv(ctx, t->s, alpha, x, beta, y)
                                : A->be->spmv(ctx, A->state, alpha, x, beta, y);
 }
+
+spk_status spk_twin_step(spk_context *ctx, const spk_matrix *A, const spk_twin *t,
+                         const spk_step *s, double *xd, double *td)
+{
+    const int live = spk_twin_live(A, t);
+    const spk_spmv_backend *be = live ? t->be : A->be;
+    const void *state = live ? t->s : A->state;
+    if (be->spmv_step) {
+        const spk_status st = be->spmv_step(ctx, state, s);
+        if (st != SPK_ERR_UNSUPPORTED)
+            return st;
+    }
+    const spk_vec_ops *ops = spk_vec_ops_for(be->device);
+    const double *x = s->x;
+    spk_status st = SPK_OK;
+    if (s->x32) {
+        const spk_step widen = {.b = s->x, .b32 = 1, .y = xd, .alpha = 1.0};
+        st = ops->step(ctx, A->csr.ncols, NULL, &widen);
+        x = xd;
+    }
+    if (!st)
+        st = be->spmv(ctx, state, 1.0, x, 0.0, td);
+    return st ? st : ops->step(ctx, A->csr.nrows, td, s);
+}
+
+int spk_twin_fuses(const spk_matrix *A, const spk_twin *t)
+{
+    return (spk_twin_live(A, t) ? t->be : A->be)->spmv_step != NULL;
+}

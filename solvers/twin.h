@@ -40,4 +40,13 @@ spk_status spk_twin_sync(spk_context *ctx, const spk_matrix *A, const double *v,
 spk_status spk_twin_spmv(spk_context *ctx, const spk_matrix *A, const spk_twin *t, double alpha,
                          const double *x, double beta, double *y);
 
+/* The fused step s (spk_step) with A, through its twin where it is live: in one pass where
+ * the row's spmv_step fuses it, else composed: an fp32 x widened into xd (A's ncols doubles),
+ * t = A x into td (A's nrows doubles), then the vector table's step. */
+spk_status spk_twin_step(spk_context *ctx, const spk_matrix *A, const spk_twin *t,
+                         const spk_step *s, double *xd, double *td);
+
+/* The row that runs A's products (its twin's where live) fuses steps (has spmv_step). */
+int spk_twin_fuses(const spk_matrix *A, const spk_twin *t);
+
 #endif

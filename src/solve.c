@@ -38,6 +38,8 @@ struct spk_solver {
     int                a_fits;       /* 0: no power of two brings A's magnitudes into range    */
     spk_options        opt_run;      /* the options as the method sees them (atol scaled)      */
     spk_mixed          mix;          /* precision MIXED: A32 and whether it runs (src/mixed.c) */
+    int                mixed_cycle;  /* precision MIXED with AMG: the V-cycle in fp32 inside the
+                                        fp64 method, no refinement (solver_create)           */
     double             pending_setup_s; /* creation time, reported by the first solve          */
     double             precond_setup_s; /* the preconditioner's share of it (or of a refresh)  */
 };
@@ -326,7 +328,19 @@ static spk_status solver_create(spk_context *ctx, spk_matrix *A, const spk_optio
                      "; V-cycle on fp32 values (measured faster)");
         }
     }
-    if (S->opt.precision == SPK_PRECISION_MIXED &&
+    /* MIXED with AMG: the V-cycle, most of an iteration's bytes, on fp32 values and (where its
+     * matrices fuse their steps) fp32 vectors, inside CG on the fp64 A, whose residual then
+     * is the fp64 one at every iteration: no refinement loop, whose restarts cost AMG-CG more
+     * than A32 saves (docs/solvers.md, "Mixed precision") */
+    if (S->opt.precision == SPK_PRECISION_MIXED && S->opt.precond == SPK_PRECOND_AMG && !M->dist) {
+        S->mixed_cycle = 1;
+        if (S->opt.amg.fp32 == 0)
+            S->opt.amg.fp32 = 1;
+        snprintf(S->mix.why, sizeof S->mix.why, "%s", S->opt.amg.fp32 > 0
+                 ? "mixed: AMG's V-cycle in fp32 inside the method on the fp64 A (no refinement)"
+                 : "mixed: the method on the fp64 A; AMG's V-cycle kept in fp64 (amg.fp32 < 0)");
+    }
+    if (S->opt.precision == SPK_PRECISION_MIXED && !S->mixed_cycle &&
         (st = spk_mixed_prepare(ctx, &S->mix, M, S->a_scale)))
         goto fail;
     S->pc = spk_precond_find(S->opt.precond, ctx->device);
@@ -399,7 +413,7 @@ static spk_status solver_refresh(spk_solver *S)
         S->a_scale = matrix_scale(spk_matrix_info_of(S->M), &S->a_fits);
     /* mixed: the fp32 copy of the matrix the method runs on, rounded and checked again (on
      * the GPU from its device layout, already refilled) */
-    if (S->opt.precision == SPK_PRECISION_MIXED)
+    if (S->opt.precision == SPK_PRECISION_MIXED && !S->mixed_cycle)
         st = spk_mixed_prepare(S->ctx, &S->mix, S->M, S->a_scale);
     if (st)
         return st;
@@ -511,10 +525,12 @@ static spk_status solver_ready(spk_solver *S, spk_result *res)
         st = solver_refresh(S);
     /* M's layout made again (another solver's format, or dropped after an update elsewhere):
      * the fp32 operator, which on the GPU borrows from it, is made again too */
-    else if (!st && S->opt.precision == SPK_PRECISION_MIXED && S->mix.gen != S->M->layout_gen)
+    else if (!st && S->opt.precision == SPK_PRECISION_MIXED && !S->mixed_cycle &&
+             S->mix.gen != S->M->layout_gen)
         st = spk_mixed_prepare(S->ctx, &S->mix, S->M, S->a_scale);
-    res->precision = S->opt.precision == SPK_PRECISION_MIXED && S->mix.ok ? SPK_PRECISION_MIXED
-                                                                         : SPK_PRECISION_DOUBLE;
+    res->precision = S->opt.precision == SPK_PRECISION_MIXED && (S->mix.ok || S->mixed_cycle)
+                         ? SPK_PRECISION_MIXED
+                         : SPK_PRECISION_DOUBLE;
     snprintf(res->precision_reason, sizeof res->precision_reason, "%s", S->mix.why);
     snprintf(res->precision_choice, sizeof res->precision_choice, "%s", S->precision_choice);
     return st;

@@ -42,6 +42,10 @@ typedef struct spk_tuning {
     int    mixed_vectors; /* SPK_MIXED_VECTORS: a mixed solve's inner CG vectors: 0 (auto) by
                             their size (src/mixed.c), 1 fp64 always, 2 fp32 wherever the
                             operator has spmv_dot32                                            */
+    int    amg_vectors;  /* SPK_AMG_VECTORS: the V-cycle's vectors with fp32 values: 0 (auto:
+                            fp32 on a GPU where every matrix of the cycle has spmv_step), 1 fp64,
+                            2 fp32 (any matrix: the others through spk_twin_step's fallback)  */
+    int    amg_plain;    /* SPK_AMG_STEPS=plain: the V-cycle's unfused steps (A/B of the fused) */
 } spk_tuning;
 /* The knobs from the environment; SPK_ERR_ARG (message on ctx) for a value a knob does not
  * take. spk_context_create calls it; a test that changes a variable calls it again. */
@@ -100,6 +104,38 @@ typedef struct spk_comm {
 
 struct spk_spmv_backend;
 struct spk_vec_ops;
+/* One fused step of AMG's V-cycle (solvers/pc_amg.c; spk_spmv_backend.spmv_step and
+ * spk_vec_ops.step): with t = A x (t = 0 for the vector table's step),
+ *     y_i = beta u_i + w_i (b_i + alpha t_i),   u, w, b NULL reading as 0, 1, 0,
+ * so that r = b - A x, x' = x + w (b - A x) (Jacobi), y = R r and y += P x each make one pass.
+ * Each vector is fp64 or, where its flag says so, fp32: x, u and w by x32, b by b32, y by
+ * y32; sums and products are formed in fp64 and y rounded once. u may be y itself (each row
+ * reads its u_i before writing y_i); y never aliases x or b. */
+typedef struct spk_step {
+    const void *x, *u, *w, *b;
+    void       *y;
+    double      alpha, beta;
+    int         x32, b32, y32;
+} spk_step;
+/* Entry i of a step's vector v (fp32 when is32) as a double; y_i of step s from t_i. */
+static inline double spk_step_get(const void *v, int is32, int64_t i)
+{
+    return is32 ? (double)((const float *)v)[i] : ((const double *)v)[i];
+}
+static inline void spk_step_put(const spk_step *s, int64_t i, double t)
+{
+    double v = s->alpha * t;
+    if (s->b)
+        v = spk_step_get(s->b, s->b32, i) + v;
+    if (s->w)
+        v = spk_step_get(s->w, s->x32, i) * v;
+    if (s->u)
+        v = s->beta * spk_step_get(s->u, s->x32, i) + v;
+    if (s->y32)
+        ((float *)s->y)[i] = (float)v;
+    else
+        ((double *)s->y)[i] = v;
+}
 /* The part of a distributed matrix that libspk reads: the matrix handle's csr is the rank's
  * diagonal block (its rows and its columns, local numbering), which the preconditioners see,
  * so each of them is block-Jacobi over the ranks; the method sees the global operator. */
@@ -467,6 +503,11 @@ typedef struct spk_spmv_backend {
      * the rest of the row's traffic is its values and indices. */
     spk_status (*spmv_dot32)(spk_context *ctx, const void *state, const float *x, float *y,
                              const struct spk_dot_sink *sink);
+    /* Optional (NULL: spk_twin_step composes it from spmv and the vector table's step): the
+     * fused step s (spk_step) in one pass. SPK_ERR_UNSUPPORTED, with nothing queued and no
+     * message, for a combination of precisions or a layout (CSR's long rows ...) it does not
+     * fuse: the caller composes that one. */
+    spk_status (*spmv_step)(spk_context *ctx, const void *state, const spk_step *s);
 } spk_spmv_backend;
 
 /* The registry (kernels/backends.c): the backend for (format, device), or NULL. A backend of a
@@ -502,6 +543,9 @@ typedef struct spk_vec_ops {
     /* y = a (d .* x) + b y; b == 0 ignores the old y (AMG's smoothing steps) */
     spk_status (*pmul_axpby)(spk_context *ctx, int64_t n, double a, const double *d,
                              const double *x, double b, double *y);
+    /* The vector part of a fused step (spk_step) with t given, n doubles, or NULL (t = 0: then
+     * y = beta u + w b, and with u, w NULL a conversion y = b between precisions). */
+    spk_status (*step)(spk_context *ctx, int64_t n, const double *t, const spk_step *s);
     /* d = 1 / d, checking d: first index with d <= 0 (or == 0 if allow_negative) into *bad,
      * else -1. */
     spk_status (*invert)(spk_context *ctx, int64_t n, double *d, int allow_negative,

@@ -569,6 +569,82 @@ static void test_device_fp32(void)
     spk_matrix_destroy(A);
 }
 
+/* SPK_AMG_STEPS / SPK_AMG_VECTORS set (value NULL: unset) and the context's knobs read again. */
+static void amg_knob(const char *name, const char *value)
+{
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
+    T_CHECK(spk_tuning_read(ctx, &ctx->tune) == SPK_OK, "%s=%s: %s", name, value ? value : "",
+            spk_last_error(ctx));
+}
+
+/* The Jacobi cycle three ways: the vector table's steps (SPK_AMG_STEPS=plain), fused steps
+ * with fp64 vectors, fused with fp32 values and vectors (forced on the CPU, where the steps
+ * are composed; on the GPU the rule's own choice, every matrix here being CSR or ELL): the
+ * fused fp64 cycle takes plain's iterations within 1, the fp32 one within 2, each to the
+ * true residual; one and two sweeps (the second exercises the ping-pong of t and d); the
+ * fp32 cycle's refresh allocates nothing. */
+static void test_cycle_steps(void)
+{
+    const char *specs[] = {"poisson3d:20", "jump3d:16"};
+    for (int m = 0; m < 2; m++) {
+        spk_matrix *A = t_matrix(ctx, specs[m]);
+        const int64_t n = A->csr.nrows;
+        double *b = t_rand_vec(n, 17), *x = calloc((size_t)n, sizeof *x);
+        for (int sweeps = 1; sweeps <= 2; sweeps++) {
+            int64_t its[3] = {-1, -1, -1};
+            for (int k = 0; k < 3; k++) {
+                amg_knob("SPK_AMG_STEPS", k == 0 ? "plain" : NULL);
+                amg_knob("SPK_AMG_VECTORS", k == 2 && dev == SPK_DEVICE_CPU ? "fp32" : NULL);
+                spk_options opt;
+                spk_options_default(&opt);
+                opt.method = SPK_METHOD_CG;
+                opt.precond = SPK_PRECOND_AMG;
+                opt.amg.max_coarse = 40;
+                opt.amg.sweeps = sweeps;
+                opt.amg.fp32 = k == 2 ? 1 : -1;
+                spk_solver *S = NULL;
+                spk_result res;
+                T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_OK, "%s", spk_last_error(ctx));
+                if (!S)
+                    continue;
+                uint64_t before = spk_context_alloc_count(ctx);
+                T_CHECK(spk_solver_refresh(S) == SPK_OK, "refresh: %s", spk_last_error(ctx));
+                if (k == 2)
+                    T_CHECK(spk_context_alloc_count(ctx) == before, "%s fp32 cycle: the refresh "
+                            "allocated %llu times", specs[m],
+                            (unsigned long long)(spk_context_alloc_count(ctx) - before));
+                memset(x, 0, (size_t)n * sizeof *x);
+                T_CHECK(spk_solver_solve(S, b, x, &res) == SPK_OK && res.reason > 0,
+                        "%s way %d sweeps %d: %s", specs[m], k, sweeps, spk_last_error(ctx));
+                its[k] = res.iterations;
+                const double rel = t_true_rel(A, b, x);
+                T_CHECK(rel <= 1.01e-8, "%s way %d sweeps %d: true residual %.3g", specs[m], k,
+                        sweeps, rel);
+                char buf[4096];
+                spk_solver_precond_describe(S, buf, sizeof buf);
+                const char *want = k == 0 ? "cycle: the vector table's steps (SPK_AMG_STEPS=plain)"
+                                   : k == 1 ? "; vectors fp64"
+                                            : "; vectors fp32";
+                T_CHECK(strstr(buf, want) != NULL, "%s way %d: no \"%s\" in\n%s", specs[m], k,
+                        want, buf);
+                spk_result_free(&res);
+                spk_solver_destroy(S);
+            }
+            T_CHECK(its[0] > 0 && llabs(its[1] - its[0]) <= 1 && llabs(its[2] - its[0]) <= 2,
+                    "%s sweeps %d: plain %lld, fused %lld, fp32 vectors %lld iterations", specs[m],
+                    sweeps, (long long)its[0], (long long)its[1], (long long)its[2]);
+        }
+        free(b);
+        free(x);
+        spk_matrix_destroy(A);
+    }
+    amg_knob("SPK_AMG_STEPS", NULL);
+    amg_knob("SPK_AMG_VECTORS", NULL);
+}
+
 /* After a value update, refresh recomputes the hierarchy's values: the solve then takes the
  * iterations of a solver made afresh on the new values, and from the second refresh on
  * nothing is allocated. With amg.rebuild the refresh is a whole setup on the new values, so
@@ -1071,6 +1147,7 @@ int main(int argc, char **argv)
     test_refresh(0, SPK_AMG_SETUP_DEVICE);
     test_describe();
     test_nonsymmetric();
+    test_cycle_steps();
     spk_context_destroy(ctx);
     return t_done("test_amg");
 }

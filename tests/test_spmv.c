@@ -426,6 +426,177 @@ static void check_spmv_dot(const char *be_name, const char *mname, const spk_spm
     free(got);
 }
 
+/* ---- AMG's fused step (spk_spmv_backend.spmv_step) ----------------------------------------- */
+
+static void check_steps(const char *be_name, const char *mname, const spk_spmv_backend *be,
+                        const void *state, const spk_csr *A);
+/* Every value holds in fp32 (a twin's setup refuses none, but the reference must be exact). */
+static int fits_fp32_values(const spk_csr *A)
+{
+    for (int64_t p = 0; p < A->nnz; p++) {
+        const double a = fabs(A->val[p]);
+        if (a > 3.4e38 || (a != 0.0 && a < 1.2e-38))
+            return 0;
+    }
+    return 1;
+}
+
+/* n entries of v onto the device as doubles or (is32) floats, d holding n doubles. */
+static spk_status put_typed(const double *v, int64_t n, int is32, double *d)
+{
+    if (n == 0)
+        return SPK_OK;
+    if (!is32)
+        return ops->put(ctx, v, (size_t)n * sizeof *v, d);
+    float *f = malloc((size_t)n * sizeof *f);
+    for (int64_t i = 0; i < n; i++)
+        f[i] = (float)v[i];
+    spk_status st = ops->put(ctx, f, (size_t)n * sizeof *f, d);
+    free(f);
+    return st;
+}
+
+/* v rounded as put_typed stores it */
+static void round_typed(double *v, int64_t n, int is32)
+{
+    for (int64_t i = 0; is32 && i < n; i++)
+        v[i] = (double)(float)v[i];
+}
+
+/* The step of one shape (residual: b - A x; Jacobi: u + w (b - A x); product: A x;
+ * accumulate: y + A x, u = y) in one precision combination, against the host's arithmetic on
+ * the same rounded inputs: to 1e-12 with an fp64 y, to 2^-23 with an fp32 one. A row may
+ * refuse a shape (SPK_ERR_UNSUPPORTED: HYB's tail under w or b, CSR's long rows); then y must
+ * be untouched. */
+static void check_step(const char *be_name, const char *mname, const spk_spmv_backend *be,
+                       const void *state, const spk_csr *A, int shape, int x32, int b32, int y32)
+{
+    static const char *const shapes[] = {"residual", "jacobi", "product", "accumulate"};
+    const int64_t m = A->nrows, n = A->ncols;
+    double *x = host_random(n, 41), *b = host_random(m, 42), *w = host_random(m, 43),
+           *u = host_random(m, 44), *ref = malloc(((size_t)m + 1) * sizeof *ref),
+           *got = malloc(((size_t)m + 1) * 2 * sizeof *got);
+    round_typed(x, n, x32);
+    round_typed(b, m, b32);
+    round_typed(w, m, x32);
+    round_typed(u, m, x32);
+    spk_csr_spmv_ref(A, 1.0, x, 0.0, ref);             /* t = A x on the rounded x */
+    const int has_b = shape <= 1, has_w = shape == 1, has_u = shape == 1 || shape == 3;
+    const double alpha = shape <= 1 ? -1.0 : 1.0;
+    for (int64_t i = 0; i < m; i++) {
+        double v = alpha * ref[i];
+        if (has_b)
+            v = b[i] + v;
+        if (has_w)
+            v = w[i] * v;
+        if (has_u)
+            v = u[i] + v;
+        ref[i] = y32 ? (double)(float)v : v;
+    }
+    double *d_x = NULL, *d_b = NULL, *d_w = NULL, *d_u = NULL, *d_y = NULL;
+    spk_status st = ops->alloc(ctx, n + 1, &d_x);
+    if (!st)
+        st = ops->alloc(ctx, m + 1, &d_b);
+    if (!st)
+        st = ops->alloc(ctx, m + 1, &d_w);
+    if (!st)
+        st = ops->alloc(ctx, m + 1, &d_u);
+    if (!st)
+        st = ops->alloc(ctx, m + 1, &d_y);
+    if (!st)
+        st = put_typed(x, n, x32, d_x);
+    if (!st)
+        st = put_typed(b, m, b32, d_b);
+    if (!st)
+        st = put_typed(w, m, x32, d_w);
+    /* accumulate: u is y, in y's type; else y poisoned (NaN) and u in x's */
+    double *poison = malloc(((size_t)m + 1) * sizeof *poison);
+    for (int64_t i = 0; i < m; i++)
+        poison[i] = NAN;
+    if (!st)
+        st = shape == 3 ? put_typed(u, m, y32, d_y) : put_typed(poison, m, y32, d_y);
+    if (!st && shape != 3)
+        st = put_typed(u, m, x32, d_u);
+    const spk_step s = {.x = d_x, .u = has_u ? (shape == 3 ? (void *)d_y : (void *)d_u) : NULL,
+                        .w = has_w ? d_w : NULL, .b = has_b ? d_b : NULL, .y = d_y,
+                        .alpha = alpha, .beta = 1.0, .x32 = x32, .b32 = b32, .y32 = y32};
+    spk_status run = st ? st : be->spmv_step(ctx, state, &s);
+    if (!st)
+        st = ops->sync(ctx);
+    const size_t bytes = (size_t)m * (y32 ? sizeof(float) : sizeof(double));
+    if (!st && m && !(st = ops->fetch(ctx, d_y, bytes, 0, got)))
+        st = ops->fetch_wait(ctx, 0);
+    if (y32)                                           /* widen the floats in place, from the end */
+        for (int64_t i = m - 1; i >= 0; i--)
+            got[i] = (double)((const float *)got)[i];
+    const char *what = shapes[shape];
+    if (run == SPK_ERR_UNSUPPORTED) {
+        T_CHECK(shape <= 1 || be->format != SPK_FMT_HYB,
+                "%s step %s (x32 %d b32 %d y32 %d) on %s: refused", be_name, what, x32, b32, y32,
+                mname);
+        int untouched = 1;
+        for (int64_t i = 0; i < m && shape != 3; i++)
+            untouched &= isnan(got[i]);
+        T_CHECK(untouched, "%s step %s on %s: refused but wrote y", be_name, what, mname);
+    } else {
+        T_CHECK(run == SPK_OK && st == SPK_OK, "%s step %s (x32 %d b32 %d y32 %d) on %s: %s: %s",
+                be_name, what, x32, b32, y32, mname, spk_status_str(run ? run : st),
+                spk_last_error(ctx));
+        if (run == SPK_OK && st == SPK_OK) {
+            const double d = t_rel_diff(got, ref, m), tol = y32 ? 1.2e-7 : TOL;
+            T_CHECK(d <= tol, "%s step %s (x32 %d b32 %d y32 %d) on %s: relative difference "
+                    "%.3g", be_name, what, x32, b32, y32, mname, d);
+        }
+    }
+    ops->free(ctx, d_x);
+    ops->free(ctx, d_b);
+    ops->free(ctx, d_w);
+    ops->free(ctx, d_u);
+    ops->free(ctx, d_y);
+    free(x);
+    free(b);
+    free(w);
+    free(u);
+    free(ref);
+    free(got);
+    free(poison);
+}
+
+/* The steps of be's fp32 twin, made from A, against A with its values rounded to float. */
+static void check_twin_steps(const char *mname, const spk_spmv_backend *be, const spk_csr *A)
+{
+    const spk_spmv_backend *tw = be->fp32;
+    if (!tw || !tw->spmv_step || !fits_fp32_values(A))
+        return;
+    spk_csr R = *A;
+    R.val = malloc(((size_t)A->nnz + 1) * sizeof *R.val);
+    for (int64_t p = 0; p < A->nnz; p++)
+        R.val[p] = (double)(float)A->val[p];
+    void *state = NULL;
+    spk_status st = tw->setup(ctx, A, &state);
+    T_CHECK(st == SPK_OK, "%s setup on %s: %s: %s", tw->name, mname, spk_status_str(st),
+            spk_last_error(ctx));
+    if (st == SPK_OK)
+        check_steps(tw->name, mname, tw, state, &R);
+    tw->destroy(state);
+    free(R.val);
+}
+
+/* Every shape in the four precision combinations the V-cycle runs (all fp64; all fp32; fp32
+ * with an fp64 b; and an fp64 y too), for a row with spmv_step. */
+static void check_steps(const char *be_name, const char *mname, const spk_spmv_backend *be,
+                        const void *state, const spk_csr *A)
+{
+    static const int combo[4][3] = {{0, 0, 0}, {1, 1, 1}, {1, 0, 1}, {1, 0, 0}};
+    if (!be->spmv_step)
+        return;
+    for (int shape = 0; shape < 4; shape++)
+        for (int c = 0; c < 4; c++)
+            if (shape != 3 || combo[c][0] == combo[c][2])   /* u = y: u takes x's type */
+                check_step(be_name, mname, be, state, A, shape, combo[c][0], combo[c][1],
+                           combo[c][2]);
+}
+
 /* The CUDA CSR backend picks CSR-vector, merge path or row blocks at setup, the CUDA BSR
  * backend one of three kernels; run each with every kernel forced through its knob
  * (SPK_CSR_KERNEL, SPK_BSR_KERNEL; the caller's value, if any, is put back) beside the run with
@@ -451,6 +622,7 @@ static void check_csr_kernels(const char *mname, const spk_spmv_backend *be, con
             check_products(name, mname, be, state, A);
             check_repeatable(name, mname, be, state, A);
             check_spmv_dot(name, mname, be, state, A);
+            check_steps(name, mname, be, state, A);
             if (be->format == SPK_FMT_BSR)
                 check_nan_x(name, mname, be, state, A);
         }
@@ -504,6 +676,8 @@ static void check_backends(const char *mname, const spk_csr *A, const spk_matrix
         if (st == SPK_OK) {
             check_products(be->name, mname, be, state, A);
             check_spmv_dot(be->name, mname, be, state, A);     /* backends that have one */
+            check_steps(be->name, mname, be, state, A);
+            check_twin_steps(mname, be, A);
             if (be->format == SPK_FMT_BSR)
                 check_nan_x(be->name, mname, be, state, A);
         }
