@@ -233,6 +233,59 @@ static spk_status bsr_run(spk_context *ctx, const bsr_dev *A, double alpha, cons
     return spk_cuda_launched(ctx, sink ? "bsr_dot_kernel" : "bsr_kernel");
 }
 
+/* AMG's fused step (spk_step): each row's sum as bsr_kernel forms it, y_i from it. */
+template <class V, int D, int KERNEL, class X, class S>
+__global__ void __launch_bounds__(SPK_CUDA_BLOCK)
+bsr_step_kernel(int64_t nrows, int64_t nbrows, int64_t kb, const int32_t *__restrict__ bcol,
+                const V *__restrict__ val, const X *__restrict__ x, S s)
+{
+    const int64_t items = bsr_items<KERNEL>(nrows);
+    for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < items;
+         g += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r;
+        double t;
+        if (bsr_item<V, D, KERNEL>(g, nrows, nbrows, kb, bcol, val, x, r, t))
+            s.put(r, t);
+    }
+}
+
+template <class V, int D, class X, class S>
+static void bsr_step_launch(const spk_cuda_state *cs, const bsr_dev *A, const V *v, const X *x,
+                            const S &s)
+{
+    if (A->kernel == SPK_BSR_SPLIT) {
+        const int64_t items = bsr_items<SPK_BSR_SPLIT>(A->nrows);
+        bsr_step_kernel<V, D, SPK_BSR_SPLIT><<<spk_cuda_grid(cs, items, SPK_CUDA_BLOCK),
+                                               SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->nbrows, A->kb, A->bcol, v, x, s);
+    } else if (A->kernel == SPK_BSR_FLAT) {
+        bsr_step_kernel<V, D, SPK_BSR_FLAT><<<spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK),
+                                              SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->nbrows, A->kb, A->bcol, v, x, s);
+    } else {
+        bsr_step_kernel<V, D, SPK_BSR_BRANCH><<<spk_cuda_grid(cs, A->nrows, SPK_CUDA_BLOCK),
+                                                SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            A->nrows, A->nbrows, A->kb, A->bcol, v, x, s);
+    }
+}
+
+template <class V, class X, class S>
+static void bsr_step_dispatch(const spk_cuda_state *cs, const bsr_dev *A, const V *v,
+                              const X *x, const S &s)
+{
+    switch (A->d) {
+    case 2: bsr_step_launch<V, 2>(cs, A, v, x, s); break;
+    case 3: bsr_step_launch<V, 3>(cs, A, v, x, s); break;
+    case 4: bsr_step_launch<V, 4>(cs, A, v, x, s); break;
+    case 5: bsr_step_launch<V, 5>(cs, A, v, x, s); break;
+    case 6: bsr_step_launch<V, 6>(cs, A, v, x, s); break;
+    case 7: bsr_step_launch<V, 7>(cs, A, v, x, s); break;
+    default: bsr_step_launch<V, 8>(cs, A, v, x, s); break;
+    }
+}
+
+static spk_status bsr_spmv_step(spk_context *ctx, const void *state, const spk_step *s);
+
 /* The kernel of a layout: the knob SPK_BSR_KERNEL, else SPLIT for fp64 values and BRANCH for
  * fp32 ones. Measured on the H200 (bench_spmv, us, branch / flat / split; docs/benchmarks.md):
  * fp64 elasticity3d:60 129.7 / 131.4 / 124.6, lame3d:48 84.5 / 71.0 / 74.2, lame3d:64 167.4 /
@@ -405,6 +458,22 @@ static spk_status bsr_spmv_dot(spk_context *ctx, const void *state, const double
     return bsr_run(ctx, &((const bsr_cuda *)state)->dev, 1.0, x, 0.0, y, sink);
 }
 
+static spk_status bsr_spmv_step(spk_context *ctx, const void *state, const spk_step *s)
+{
+    const bsr_dev *A = &((const bsr_cuda *)state)->dev;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st || A->nrows == 0)
+        return st;
+    const bool fused = spk_step_dispatch(s, [&](const auto &typed, const auto *x) {
+        if (A->val32)
+            bsr_step_dispatch(cs, A, A->val32, x, typed);
+        else
+            bsr_step_dispatch(cs, A, A->val, x, typed);
+    });
+    return fused ? spk_cuda_launched(ctx, "bsr_step_kernel") : SPK_ERR_UNSUPPORTED;
+}
+
 /* The twin's q = A p with fp32 vectors (spmv_dot32). */
 static spk_status bsr_spmv_dot32(spk_context *ctx, const void *state, const float *x, float *y,
                                  const spk_dot_sink *sink)
@@ -467,7 +536,7 @@ extern "C" const spk_spmv_backend spk_backend_bsr32_cuda = {
     .setup_from = bsr32_setup_from,
     .refill = bsr32_refill,
     .spmv_dot32 = bsr_spmv_dot32,
-    .spmv_step = NULL,
+    .spmv_step = bsr_spmv_step,
 };
 
 extern "C" const spk_spmv_backend spk_backend_bsr_cuda = {
@@ -484,5 +553,5 @@ extern "C" const spk_spmv_backend spk_backend_bsr_cuda = {
     .setup_from = NULL,              /* a twin's entries */
     .refill = NULL,
     .spmv_dot32 = NULL,
-    .spmv_step = NULL,
+    .spmv_step = bsr_spmv_step,
 };

@@ -269,7 +269,8 @@ static spk_status twins(pc_amg *M, spk_matrix *A)
 }
 
 /* The fused cycle's vectors in fp32: with fp32 values, where every matrix of the cycle fuses
- * its steps (spk_twin_fuses: ELL, CSR and HYB on the GPU), or as SPK_AMG_VECTORS says; why
+ * its steps (spk_twin_fuses: ELL, CSR, HYB and BSR on the GPU, CSR on the CPU), or as
+ * SPK_AMG_VECTORS says; why
  * into why for describe. */
 static int vectors32(pc_amg *M, char *why, size_t len)
 {

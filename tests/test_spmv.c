@@ -1101,6 +1101,9 @@ int main(int argc, char **argv)
     dev = t_device_from_args(argc, argv);
     ctx = t_context(dev);
     ops = spk_vec_ops_for(dev);
+    int quick = 0;                       /* --quick: a sanitizer's run, the first shapes only */
+    for (int a = 1; a < argc; a++)
+        quick |= !strcmp(argv[a], "--quick");
     spk_csr A;
 
     /* degenerate shapes first */
@@ -1152,6 +1155,12 @@ int main(int argc, char **argv)
         check_random(200 + (int64_t)(seed % 5) * 111, 300 + (int64_t)(seed % 3) * 77,
                      1 + (int64_t)(seed % 4) * 7, seed);
 
+    if (quick) {
+        check_generated("poisson3d:9");
+        check_generated("lame3d:5");
+        spk_context_destroy(ctx);
+        return t_done("spmv_quick");
+    }
     check_generated("poisson2d:31");
     check_generated("poisson3d:20");          /* DIA: 8 blocks, parallel, 27% partial rows */
     {
