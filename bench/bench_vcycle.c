@@ -6,7 +6,7 @@
  * the sum is what the parts cost together beyond their own time: launches and the small
  * levels.
  *
- *   bench_vcycle [--device cpu|gpu|auto] [--reps N] SPEC[@rbm]...
+ *   bench_vcycle [--device cpu|gpu|auto] [--reps N] SPEC[@rbm][@fp32]...
  *
  * Uses the library's internals (solvers/amg.h), as the tests do. */
 #include "spk.h"
@@ -29,7 +29,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--reps") && v && (reps = atoi(v)) > 0)
             first++;
         else {
-            fprintf(stderr, "usage: bench_vcycle [--device cpu|gpu|auto] [--reps N] SPEC[@rbm]...\n");
+            fprintf(stderr, "usage: bench_vcycle [--device cpu|gpu|auto] [--reps N] SPEC[@rbm][@fp32]...\n");
             return 2;
         }
     }
@@ -61,7 +61,12 @@ int main(int argc, char **argv)
         double *xyz = NULL;
         int64_t nodes;
         int dim;
-        if (at && !strcmp(at + 1, "rbm") &&
+        /* the suffixes: @rbm (rigid-body modes from the generator's coordinates), @fp32 (the
+         * cycle on fp32 values, and fp32 vectors where its matrices fuse their steps) */
+        char suffix[256];
+        snprintf(suffix, sizeof suffix, "%s@", at ? strchr(argv[c], '@') : "");
+        opt.amg.fp32 = strstr(suffix, "@fp32@") ? 1 : -1;
+        if (at && strstr(suffix, "@rbm@") &&
             spk_generate_coords(ctx, spec, &xyz, &nodes, &dim) == SPK_OK) {
             opt.amg.coords = xyz;
             opt.amg.coord_dim = dim;
