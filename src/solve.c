@@ -202,12 +202,12 @@ static spk_status solver_create(spk_context *ctx, spk_matrix *A, const spk_optio
  * with fp32 inner vectors, 0.77 and 0.69 (poisson3d:150, :200) of double's solve on the GPU
  * (0.95-0.97 on poisson3d:100-200 with fp64 vectors), 1.2x on poisson3d:50 (9 MB, inside the
  * 50 MB L2); on the CPU 0.53-0.93 on poisson3d:64/100 (15-56 MB of DIA slots),
- * 1.2-1.4x on bcsstk13 (1 MB, in cache). AMG-CG in mixed was slower on every GPU case (its
- * inner restarts add iterations; the cycle's fp32 values gain more inside a double solve,
- * spk_amg_options.fp32, which AUTO therefore takes for AMG: 14.1 and 13.9 ms against 16.6 and
- * 15.6 for the fp64 cycle on poisson3d:150, 10.6 against 11.4 on lame3d:48, the same 15 and 19
- * iterations). CG + block-Jacobi(3), one solve each: 0.81 on elasticity3d:60, 1.05x
- * on lame3d:48. The other methods and preconditioners were not timed in mixed. */
+ * 1.2-1.4x on bcsstk13 (1 MB, in cache). AMG in mixed (its V-cycle in fp32 values and
+ * vectors inside the fp64 method, no refinement) took 0.78 of double's solve on poisson3d:150
+ * and lame3d:48 (H200, 2026-12-03, resident: 9.6 against 12.3 ms, 7.9 against 10.2, the
+ * same 15 and 19 iterations), so AUTO takes it for AMG. CG + block-Jacobi(3), one solve
+ * each: 0.81 on elasticity3d:60, 1.05x on lame3d:48. The other methods and preconditioners
+ * were not timed in mixed. */
 #define AUTO_MIXED_MIN_BYTES_GPU SPK_CACHE_BYTES_GPU   /* above the H200's 50 MB L2      */
 #define AUTO_MIXED_MIN_BYTES_CPU SPK_CACHE_BYTES_CPU
 
@@ -222,11 +222,16 @@ static spk_precision choose_precision(spk_context *ctx, spk_matrix *M, const spk
     const char *no = NULL;
     if (M->dist)
         no = "mixed is not built over MPI ranks";
-    else if (o->method != SPK_METHOD_CG ||
+    else if (o->precond == SPK_PRECOND_AMG && o->amg.fp32 < 0)
+        no = "AMG's V-cycle asked for fp64 values (amg.fp32 < 0)";
+    else if (o->precond == SPK_PRECOND_AMG) {
+        snprintf(why, len, "auto: mixed: AMG's V-cycle in fp32 inside the fp64 method "
+                 "(measured faster)");
+        return SPK_PRECISION_MIXED;
+    } else if (o->method != SPK_METHOD_CG ||
              (o->precond != SPK_PRECOND_NONE && o->precond != SPK_PRECOND_JACOBI))
-        no = o->precond == SPK_PRECOND_AMG ? "AMG-CG in mixed was slower in every measured case"
-                                          : "mixed was measured faster for CG with no or Jacobi "
-                                            "preconditioning only";
+        no = "mixed was measured faster for CG with no or Jacobi preconditioning and for AMG "
+             "only";
     else if (!M->be->fp32 && ctx->device != SPK_DEVICE_CPU)
         no = "the format has no fp32 kernel on this device";
     else if (bytes < min)
@@ -319,19 +324,11 @@ static spk_status solver_create(spk_context *ctx, spk_matrix *A, const spk_optio
     if (opt->precision == SPK_PRECISION_AUTO) {
         S->opt.precision = choose_precision(ctx, M, &S->opt, S->precision_choice,
                                             sizeof S->precision_choice);
-        /* AMG-CG: double, with the cycle on fp32 values where its amg.fp32 is left to auto */
-        if (S->opt.precision == SPK_PRECISION_DOUBLE && S->opt.precond == SPK_PRECOND_AMG &&
-            S->opt.amg.fp32 == 0 && !M->dist) {
-            S->opt.amg.fp32 = 1;
-            const size_t used = strlen(S->precision_choice);
-            snprintf(S->precision_choice + used, sizeof S->precision_choice - used,
-                     "; V-cycle on fp32 values (measured faster)");
-        }
     }
     /* MIXED with AMG: the V-cycle, most of an iteration's bytes, on fp32 values and (where its
-     * matrices fuse their steps) fp32 vectors, inside CG on the fp64 A, whose residual then
-     * is the fp64 one at every iteration: no refinement loop, whose restarts cost AMG-CG more
-     * than A32 saves (docs/solvers.md, "Mixed precision") */
+     * matrices fuse their steps) fp32 vectors, inside the method on the fp64 A, whose residual
+     * then is the fp64 one at every iteration: no refinement loop, whose restarts cost AMG-CG
+     * more than A32 saves (docs/solvers.md, "Mixed precision") */
     if (S->opt.precision == SPK_PRECISION_MIXED && S->opt.precond == SPK_PRECOND_AMG && !M->dist) {
         S->mixed_cycle = 1;
         if (S->opt.amg.fp32 == 0)

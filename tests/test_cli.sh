@@ -339,7 +339,7 @@ check "--precision single exits 2 (rc=$rc)" test "$rc" -eq 2
 check "... naming the values" grep -q "expects double|mixed|auto, got 'single'" "$T/err"
 run "$SOLVE" --help
 check "--help lists --precision" grep -q -- "--precision P       double|mixed|auto" "$T/out"
-# --precision auto: mixed for CG + Jacobi past the CPU's 8 MB, double below it and for AMG,
+# --precision auto: mixed for CG + Jacobi past the CPU's 8 MB and for AMG, double below it,
 # each saying why (the precision line, the JSON's precision_choice)
 run "$SOLVE" -A poisson3d:64 --device cpu --method cg --precond jacobi --precision auto --json
 check "--precision auto on poisson3d:64 runs mixed (rc=$rc)" grep -q '"precision": "mixed"' "$T/out"
@@ -347,7 +347,9 @@ check "... and says why" grep -q '"precision_choice": "auto: mixed: CG + Jacobi 
 run "$SOLVE" -A "$IN/bcsstk09.mtx" --device cpu --method cg --precision auto
 check "--precision auto on bcsstk09 runs double (rc=$rc)" grep -q "^precision auto: double: the matrix is below" "$T/out"
 run "$SOLVE" -A poisson3d:64 --device cpu --method cg --precond amg --precision auto
-check "--precision auto with AMG runs double" grep -q "^precision auto: double: AMG-CG in mixed was slower" "$T/out"
+check "--precision auto with AMG runs AMG's cycle in fp32" grep -q "^precision auto: mixed: AMG's V-cycle in fp32 inside the fp64 method" "$T/out"
+run "$SOLVE" -A poisson3d:64 --device cpu --method cg --precond amg --precision mixed --json
+check "--precision mixed with AMG: no refinement (rc=$rc)" grep -q '"precision_reason": "mixed: AMG.s V-cycle in fp32 inside the method on the fp64 A' "$T/out"
 run "$SOLVE" -A "$IN/bcsstk09.mtx" --device gpu
 rc_double=$rc
 err_double=$err
