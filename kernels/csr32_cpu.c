@@ -118,12 +118,26 @@ static spk_status csr32_spmv_step(spk_context *ctx, const void *state, const spk
 {
     (void)ctx;
     const spk_csr32 *A = state;
+/* a local copy: s's fields then stay in registers (y cannot alias it) */
+    const spk_step c = *s;
+    if (c.x32) {
+        const float *x = c.x;
 #pragma omp parallel for schedule(static) if (A->nnz > 32768)
-    for (int64_t i = 0; i < A->nrows; i++) {
-        double t = 0.0;
-        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
-            t += (double)A->val[p] * spk_step_get(s->x, s->x32, A->colind[p]);
-        spk_step_put(s, i, t);
+        for (int64_t i = 0; i < A->nrows; i++) {
+            double t = 0.0;
+            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+                t += (double)A->val[p] * (double)x[A->colind[p]];
+            spk_step_put(&c, i, t);
+        }
+    } else {
+        const double *x = c.x;
+#pragma omp parallel for schedule(static) if (A->nnz > 32768)
+        for (int64_t i = 0; i < A->nrows; i++) {
+            double t = 0.0;
+            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+                t += (double)A->val[p] * x[A->colind[p]];
+            spk_step_put(&c, i, t);
+        }
     }
     return SPK_OK;
 }

@@ -183,9 +183,10 @@ static spk_status v_pmul_axpby(spk_context *ctx, int64_t n, double a, const doub
 
 static spk_status v_step(spk_context *ctx, int64_t n, const double *t, const spk_step *s)
 {
+    const spk_step c = *s;                 /* a local copy: y cannot alias its fields */
 #pragma omp parallel for schedule(static) if (n > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < n; i++)
-        spk_step_put(s, i, t ? t[i] : 0.0);
+        spk_step_put(&c, i, t ? t[i] : 0.0);
     return SPK_OK;
 }
 

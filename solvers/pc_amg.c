@@ -481,7 +481,11 @@ static spk_status amg_setup(spk_context *ctx, spk_matrix *A, const spk_options *
     M->H.opt.fp32 = M->fp32 ? 1 : -1;
     if (!st && M->fp32)
         st = twins(M, A);
-    M->fused = !ctx->tune.amg_plain && opt->amg.smoother != SPK_AMG_CHEBYSHEV;
+    /* fused steps on a GPU; on the CPU the vector table's, whose loops ran a V-cycle of
+     * poisson3d:64 in 4.3 ms against the fused steps' 6.3 (bench_vcycle, 2-vCPU VM) */
+    const int steps = ctx->tune.amg_steps;
+    M->fused = opt->amg.smoother != SPK_AMG_CHEBYSHEV &&
+               (steps == 1 || (steps == 0 && ctx->device == SPK_DEVICE_CUDA));
     M->v32 = !st && vectors32(M, M->v32_why, sizeof M->v32_why);
     if (!st)
         st = vectors(M, opt->amg.smoother == SPK_AMG_CHEBYSHEV);
@@ -715,7 +719,10 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
     } else {
         PUT("  cycle: %s\n", o->smoother == SPK_AMG_CHEBYSHEV
                                 ? "the vector table's steps (Chebyshev's recurrence)"
-                                : "the vector table's steps (SPK_AMG_STEPS=plain)");
+                              : M->ctx->tune.amg_steps == 2
+                                ? "the vector table's steps (SPK_AMG_STEPS=plain)"
+                                : "the vector table's steps (on the CPU: faster there than "
+                                  "fused steps)");
     }
     if (H->dev)
         PUT("  kept on the device for refreshes (every level's A, S, T, P, A P, R%s): %.1f MB\n",

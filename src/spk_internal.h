@@ -45,7 +45,8 @@ typedef struct spk_tuning {
     int    amg_vectors;  /* SPK_AMG_VECTORS: the V-cycle's vectors with fp32 values: 0 (auto:
                             fp32 on a GPU where every matrix of the cycle has spmv_step), 1 fp64,
                             2 fp32 (any matrix: the others through spk_twin_step's fallback)  */
-    int    amg_plain;    /* SPK_AMG_STEPS=plain: the V-cycle's unfused steps (A/B of the fused) */
+    int    amg_steps;    /* SPK_AMG_STEPS: the Jacobi V-cycle's steps: 0 (auto: fused on a GPU,
+                            plain on the CPU), 1 fused, 2 plain (the vector table's)          */
 } spk_tuning;
 /* The knobs from the environment; SPK_ERR_ARG (message on ctx) for a value a knob does not
  * take. spk_context_create calls it; a test that changes a variable calls it again. */

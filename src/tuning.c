@@ -75,7 +75,7 @@ spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t)
     static const char *const gs_kernel[] = {"auto", "rows"};
     static const char *const mpi_steps[] = {"auto", "host", "composed", "direct"};
     static const char *const mixed_vec[] = {"auto", "fp64", "fp32"};
-    static const char *const amg_steps[] = {"fused", "plain"};
+    static const char *const amg_steps[] = {"auto", "fused", "plain"};
     int w;
     spk_status st = knob_batch(ctx, &t->batch_s);
     if (!st && !(st = knob_word(ctx, "SPK_CUDA_GRAPH", on_off, 2, &w)))
@@ -100,8 +100,8 @@ spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t)
         t->mixed_vectors = w <= 0 ? 0 : w;
     if (!st && !(st = knob_word(ctx, "SPK_AMG_VECTORS", mixed_vec, 3, &w)))
         t->amg_vectors = w <= 0 ? 0 : w;
-    if (!st && !(st = knob_word(ctx, "SPK_AMG_STEPS", amg_steps, 2, &w)))
-        t->amg_plain = w == 1;
+    if (!st && !(st = knob_word(ctx, "SPK_AMG_STEPS", amg_steps, 3, &w)))
+        t->amg_steps = w <= 0 ? 0 : w;
     if (!st) {
         const char *e = getenv("SPK_HOST_MEMORY");
         t->host_memory = host_memory_of(e);
@@ -127,5 +127,5 @@ void spk_tuning_default(spk_tuning *t)
     t->host_memory = 0.0;
     t->mixed_vectors = 0;
     t->amg_vectors = 0;
-    t->amg_plain = 0;
+    t->amg_steps = 0;
 }

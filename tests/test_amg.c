@@ -581,8 +581,9 @@ static void amg_knob(const char *name, const char *value)
 }
 
 /* The Jacobi cycle three ways: the vector table's steps (SPK_AMG_STEPS=plain), fused steps
- * with fp64 vectors, fused with fp32 values and vectors (forced on the CPU, where the steps
- * are composed; on the GPU the rule's own choice, every matrix here being CSR or ELL): the
+ * (SPK_AMG_STEPS=fused: the GPU's default) with fp64 vectors, fused with fp32 values and
+ * vectors (forced on the CPU; on the GPU the rule's own choice, every matrix here being CSR
+ * or ELL): the
  * fused fp64 cycle takes plain's iterations within 1, the fp32 one within 2, each to the
  * true residual; one and two sweeps (the second exercises the ping-pong of t and d); the
  * fp32 cycle's refresh allocates nothing. */
@@ -596,7 +597,7 @@ static void test_cycle_steps(void)
         for (int sweeps = 1; sweeps <= 2; sweeps++) {
             int64_t its[3] = {-1, -1, -1};
             for (int k = 0; k < 3; k++) {
-                amg_knob("SPK_AMG_STEPS", k == 0 ? "plain" : NULL);
+                amg_knob("SPK_AMG_STEPS", k == 0 ? "plain" : "fused");
                 amg_knob("SPK_AMG_VECTORS", k == 2 && dev == SPK_DEVICE_CPU ? "fp32" : NULL);
                 spk_options opt;
                 spk_options_default(&opt);
