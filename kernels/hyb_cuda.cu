@@ -183,7 +183,10 @@ static spk_status hyb_spmv(spk_context *ctx, const void *state, double alpha, co
 }
 
 /* AMG's fused step: the ELL part's step, then the tail added. Only a step linear in A x (no w,
- * no b: the cycle's R r and x + P x') comes apart so; the others are composed by the caller. */
+ * no b: the cycle's R r and x + P x') comes apart so; the others are composed by the caller.
+ * With an fp32 y the tail's run sums are added to the rounded ELL part in float: a row is
+ * rounded once more for each tile of the tail it spans (one or two for the cycle's P and R,
+ * a few hundred for a row of 100,000 entries), not once. */
 static spk_status hyb_spmv_step(spk_context *ctx, const void *state, const spk_step *s)
 {
     const hyb_dev *d = (const hyb_dev *)state;

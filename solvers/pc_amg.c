@@ -65,7 +65,11 @@ typedef struct pc_amg {
     int                fp32;       /* the cycle asked for fp32 values                       */
     int                n32, nmat;  /* matrices that have a twin, of the cycle's matrices    */
     int                fused;      /* the Jacobi cycle's fused steps (fcycle), not vcycle's */
-    int                v32;        /* the fused cycle's vectors in fp32                     */
+    int                v32_ok;     /* the fused cycle may take fp32 vectors (vectors32)     */
+    int                v32;        /* it does now: v32_ok, and every matrix on its fp32 twin
+                                      (live_twins: values that fit fp32, so vectors scaled
+                                      alike do too)                                         */
+    spk_method         method;     /* the method M serves                                   */
     char               v32_why[160];
     double            *xd, *td;    /* spk_twin_step's scratch for the steps it composes     */
     double            *host;       /* n_0 doubles: staging of the diagonals                 */
@@ -240,6 +244,8 @@ static spk_status upload_diagonals(pc_amg *M)
 
 /* ---- the fp32 twins --------------------------------------------------------------------- */
 
+static void live_twins(pc_amg *M);
+
 /* The twins of every matrix of the cycle from their current values (setup and refresh:
  * spk_twin_sync); n32 and nmat count them for describe. */
 static spk_status twins(pc_amg *M, spk_matrix *A)
@@ -265,6 +271,7 @@ static spk_status twins(pc_amg *M, spk_matrix *A)
         st = spk_twin_sync(M->ctx, M->Cinv, H->Cinv.val, &M->Cinv32);
     M->nmat++;
     M->n32 += M->Cinv32.s != NULL;
+    live_twins(M);
     return st;
 }
 
@@ -278,6 +285,15 @@ static int vectors32(pc_amg *M, char *why, size_t len)
     why[0] = '\0';
     if (!M->fused || !M->fp32)
         return 0;
+    /* fp32 vectors make M^-1 vary by their rounding from one apply to the next: CG, BiCGStab
+     * and FGMRES build x from the M^-1 products they made, GMRES applies M^-1 again to a
+     * combination of its basis at the end, and MINRES needs M fixed and symmetric */
+    if (M->method != SPK_METHOD_CG && M->method != SPK_METHOD_BICGSTAB &&
+        M->method != SPK_METHOD_FGMRES) {
+        snprintf(why, len, "fp64: %s needs a fixed M (fp32 vectors vary it by their rounding)",
+                 spk_method_str(M->method));
+        return 0;
+    }
     if (knob) {
         snprintf(why, len, "%s (SPK_AMG_VECTORS)", knob == 2 ? "fp32" : "fp64");
         return knob == 2;
@@ -302,8 +318,21 @@ static int vectors32(pc_amg *M, char *why, size_t len)
     return 1;
 }
 
-/* The cycle's vectors (after vectors32: fp32 ones take half the doubles) and the scratch of
- * the steps spk_twin_step composes. */
+/* M->v32 from v32_ok and the twins as they are now (setup and every refresh): a matrix whose
+ * values left fp32's range runs in fp64, and so do the vectors, whose magnitudes follow the
+ * values' (A scaled by 1e-39: D^-1 b ~ 1, b - A x ~ 1e-39, below FLT_MIN). */
+static void live_twins(pc_amg *M)
+{
+    int live = M->v32_ok;
+    for (int l = 0; l + 1 < M->H.nlevels && live; l++)
+        live = spk_twin_live(M->lev[l].A, &M->lev[l].A32) &&
+               spk_twin_live(M->lev[l].P, &M->lev[l].P32) &&
+               spk_twin_live(M->lev[l].R, &M->lev[l].R32);
+    M->v32 = live && spk_twin_live(M->Cinv, &M->Cinv32);
+}
+
+/* The cycle's vectors (n doubles each, which hold fp32 ones too) and the scratch of the steps
+ * spk_twin_step composes. */
 static spk_status vectors(pc_amg *M, int chebyshev)
 {
     const spk_vec_ops *o = M->ops;
@@ -312,7 +341,7 @@ static spk_status vectors(pc_amg *M, int chebyshev)
     int64_t nmax = 1;
     for (int l = 0; l < M->H.nlevels && !st; l++) {
         amg_level_dev *L = &M->lev[l];
-        const int64_t nv = M->v32 ? (L->n + 1) / 2 : L->n;   /* doubles that hold n entries */
+        const int64_t nv = L->n;          /* n doubles: either type, as live_twins decides */
         nmax = L->n > nmax ? L->n : nmax;
         if (l > 0 && !(st = o->alloc(ctx, nv, &L->x)))
             st = o->alloc(ctx, nv, &L->b);
@@ -322,12 +351,12 @@ static spk_status vectors(pc_amg *M, int chebyshev)
             st = o->alloc(ctx, nv, &L->d);
         if (!st && M->fused)
             st = o->alloc(ctx, nv, &L->t);
-        if (!st && M->v32)
-            st = o->alloc(ctx, nv, &L->w32);
+        if (!st && M->v32_ok)
+            st = o->alloc(ctx, (L->n + 1) / 2, &L->w32);
     }
     if (!st && M->fused)
         st = o->alloc(ctx, nmax, &M->td);
-    if (!st && M->v32)
+    if (!st && M->v32_ok)
         st = o->alloc(ctx, nmax, &M->xd);
     return st;
 }
@@ -486,7 +515,9 @@ static spk_status amg_setup(spk_context *ctx, spk_matrix *A, const spk_options *
     const int steps = ctx->tune.amg_steps;
     M->fused = opt->amg.smoother != SPK_AMG_CHEBYSHEV &&
                (steps == 1 || (steps == 0 && ctx->device == SPK_DEVICE_CUDA));
-    M->v32 = !st && vectors32(M, M->v32_why, sizeof M->v32_why);
+    M->method = opt->method;
+    M->v32_ok = !st && vectors32(M, M->v32_why, sizeof M->v32_why);
+    live_twins(M);
     if (!st)
         st = vectors(M, opt->amg.smoother == SPK_AMG_CHEBYSHEV);
     if (!st)
@@ -671,7 +702,7 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
         /* what the level holds on the device: its A (level 0's is the solver's), P, R and
          * vectors; the coarsest level's dense inverse is counted on the line below */
         const int own = M->shared && l + 1 < H->nlevels;   /* layouts on the kept arrays */
-        const double entry = M->v32 ? 4.0 : 8.0;   /* bytes of a cycle vector's entry */
+        const double entry = 8.0;   /* a cycle vector's entry, allocated for either type */
         double bytes = l > 0 ? level_bytes(A, own) + 2.0 * entry * (double)L->n : 0.0;
         bytes += level_bytes(L->P, own) + level_bytes(L->R, own);
         bytes += (double)L->n * (8.0 * (L->wdinv != NULL) + 4.0 * (L->w32 != NULL) +
@@ -715,7 +746,10 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
         fused += spk_twin_fuses(M->Cinv, &M->Cinv32);
         PUT("  cycle: fused steps (a Jacobi sweep, the residual, R r and x + P x' one pass "
             "each), in one kernel for %d of its %d matrices; vectors %s\n", fused,
-            3 * (H->nlevels - 1) + 1, M->v32_why[0] ? M->v32_why : "fp64 (fp64 values)");
+            3 * (H->nlevels - 1) + 1,
+            M->v32_ok && !M->v32 ? "fp64 while a matrix's values leave fp32's range"
+            : M->v32_why[0]      ? M->v32_why
+                                 : "fp64 (fp64 values)");
     } else {
         PUT("  cycle: %s\n", o->smoother == SPK_AMG_CHEBYSHEV
                                 ? "the vector table's steps (Chebyshev's recurrence)"

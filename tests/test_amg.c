@@ -646,6 +646,55 @@ static void test_cycle_steps(void)
     amg_knob("SPK_AMG_VECTORS", NULL);
 }
 
+/* The fp32 cycle's vectors follow its values: after a refresh to values below FLT_MIN (the
+ * matrices back on fp64) the vectors are fp64 too, and the solve converges; back in range,
+ * fp32 again. Fused steps and fp32 vectors forced on the CPU, the rule's on the GPU. */
+static void test_cycle_range(void)
+{
+    amg_knob("SPK_AMG_STEPS", "fused");
+    amg_knob("SPK_AMG_VECTORS", dev == SPK_DEVICE_CPU ? "fp32" : NULL);
+    spk_matrix *A = t_matrix(ctx, "poisson3d:16");
+    const int64_t n = A->csr.nrows, nnz = A->csr.nnz;
+    double *val = malloc((size_t)nnz * sizeof *val), *b = malloc((size_t)n * sizeof *b),
+           *x = calloc((size_t)n, sizeof *x), *x_true = t_rand_vec(n, 3),
+           *orig = malloc((size_t)nnz * sizeof *orig);
+    memcpy(orig, A->csr.val, (size_t)nnz * sizeof *orig);
+    spk_options opt;
+    spk_options_default(&opt);
+    opt.method = SPK_METHOD_CG;
+    opt.precond = SPK_PRECOND_AMG;
+    opt.amg.max_coarse = 40;
+    opt.amg.fp32 = 1;
+    spk_solver *S = NULL;
+    T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_OK, "%s", spk_last_error(ctx));
+    const double scales[3] = {1.0, 1e-39, 1.0};
+    for (int k = 0; k < 3 && S; k++) {
+        for (int64_t p = 0; p < nnz; p++)
+            val[p] = scales[k] * orig[p];
+        if (k > 0)
+            T_CHECK(spk_matrix_update_values(ctx, A, nnz, val, 0) == SPK_OK &&
+                        spk_solver_refresh(S) == SPK_OK,
+                    "refresh to scale %g: %s", scales[k], spk_last_error(ctx));
+        spk_csr_spmv_ref(&A->csr, 1.0, x_true, 0.0, b);
+        spk_result res;
+        memset(x, 0, (size_t)n * sizeof *x);
+        T_CHECK(spk_solver_solve(S, b, x, &res) == SPK_OK && res.reason > 0 &&
+                    t_true_rel(A, b, x) <= 1.01e-8,
+                "scale %g: %s, true residual %.3g", scales[k], spk_reason_str(res.reason),
+                t_true_rel(A, b, x));
+        char buf[4096];
+        spk_solver_precond_describe(S, buf, sizeof buf);
+        const char *want = k == 1 ? "vectors fp64 while a matrix's values leave fp32's range"
+                                  : "; vectors fp32";
+        T_CHECK(strstr(buf, want) != NULL, "scale %g: no \"%s\" in\n%s", scales[k], want, buf);
+    }
+    spk_solver_destroy(S);
+    free(val), free(b), free(x), free(x_true), free(orig);
+    spk_matrix_destroy(A);
+    amg_knob("SPK_AMG_STEPS", NULL);
+    amg_knob("SPK_AMG_VECTORS", NULL);
+}
+
 /* After a value update, refresh recomputes the hierarchy's values: the solve then takes the
  * iterations of a solver made afresh on the new values, and from the second refresh on
  * nothing is allocated. With amg.rebuild the refresh is a whole setup on the new values, so
@@ -1149,6 +1198,7 @@ int main(int argc, char **argv)
     test_describe();
     test_nonsymmetric();
     test_cycle_steps();
+    test_cycle_range();
     spk_context_destroy(ctx);
     return t_done("test_amg");
 }
