@@ -275,10 +275,9 @@ static spk_status twins(pc_amg *M, spk_matrix *A)
     return st;
 }
 
-/* The fused cycle's vectors in fp32: with fp32 values, where every matrix of the cycle fuses
- * its steps (spk_twin_fuses: ELL, CSR, HYB and BSR on the GPU, CSR on the CPU), or as
- * SPK_AMG_VECTORS says; why
- * into why for describe. */
+/* The fused cycle may take fp32 vectors: with fp32 values, for a method that tolerates the
+ * M^-1 they make, where every matrix of the cycle fuses its steps (spk_twin_fuses: ELL, CSR,
+ * HYB and BSR on the GPU, CSR on the CPU), or as SPK_AMG_VECTORS says; why into why. */
 static int vectors32(pc_amg *M, char *why, size_t len)
 {
     const int knob = M->ctx->tune.amg_vectors;
