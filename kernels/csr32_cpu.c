@@ -113,32 +113,42 @@ static spk_status csr32_spmv_dot32(spk_context *ctx, const void *state, const fl
     return SPK_OK;
 }
 
-/* AMG's fused step (spk_step) over the fp32 values: csr-cpu's step with (double)a_ij. */
+/* Row i's sum a_i x, values V and vector X (each a double or a float), then y_i. */
+#define CSR_STEP_ROWS(V, X)                                                                   \
+    do {                                                                                      \
+        const V *v_ = (const V *)(vals);                                                      \
+        const X *x_ = (const X *)c.x;                                                         \
+        _Pragma("omp parallel for schedule(static) if (rowptr[nrows] > 32768)")               \
+        for (int64_t i = 0; i < nrows; i++) {                                                 \
+            double t = 0.0;                                                                   \
+            for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++)                               \
+                t += (double)v_[p] * (double)x_[colind[p]];                                   \
+            spk_step_put(&c, i, t);                                                           \
+        }                                                                                     \
+    } while (0)
+
+void spk_csr_step_host(int64_t nrows, const int64_t *rowptr, const int32_t *colind,
+                       const double *val, const float *val32, const spk_step *s)
+{
+    const spk_step c = *s;             /* a local copy: y cannot alias its fields */
+    const void *vals = val ? (const void *)val : (const void *)val32;
+    if (val && c.x32)
+        CSR_STEP_ROWS(double, float);
+    else if (val)
+        CSR_STEP_ROWS(double, double);
+    else if (c.x32)
+        CSR_STEP_ROWS(float, float);
+    else
+        CSR_STEP_ROWS(float, double);
+}
+#undef CSR_STEP_ROWS
+
+/* AMG's fused step (spk_step) over the fp32 values (spk_csr_step_host). */
 static spk_status csr32_spmv_step(spk_context *ctx, const void *state, const spk_step *s)
 {
     (void)ctx;
     const spk_csr32 *A = state;
-/* a local copy: s's fields then stay in registers (y cannot alias it) */
-    const spk_step c = *s;
-    if (c.x32) {
-        const float *x = c.x;
-#pragma omp parallel for schedule(static) if (A->nnz > 32768)
-        for (int64_t i = 0; i < A->nrows; i++) {
-            double t = 0.0;
-            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
-                t += (double)A->val[p] * (double)x[A->colind[p]];
-            spk_step_put(&c, i, t);
-        }
-    } else {
-        const double *x = c.x;
-#pragma omp parallel for schedule(static) if (A->nnz > 32768)
-        for (int64_t i = 0; i < A->nrows; i++) {
-            double t = 0.0;
-            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
-                t += (double)A->val[p] * x[A->colind[p]];
-            spk_step_put(&c, i, t);
-        }
-    }
+    spk_csr_step_host(A->nrows, A->rowptr, A->colind, NULL, A->val, s);
     return SPK_OK;
 }
 

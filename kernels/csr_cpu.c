@@ -23,27 +23,7 @@ static spk_status csr_spmv_step(spk_context *ctx, const void *state, const spk_s
 {
     (void)ctx;
     const spk_csr *A = state;
-/* a local copy: s's fields then stay in registers (y cannot alias it) */
-    const spk_step c = *s;
-    if (c.x32) {
-        const float *x = c.x;
-#pragma omp parallel for schedule(static) if (A->nnz > 32768)
-        for (int64_t i = 0; i < A->nrows; i++) {
-            double t = 0.0;
-            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
-                t += A->val[p] * (double)x[A->colind[p]];
-            spk_step_put(&c, i, t);
-        }
-    } else {
-        const double *x = c.x;
-#pragma omp parallel for schedule(static) if (A->nnz > 32768)
-        for (int64_t i = 0; i < A->nrows; i++) {
-            double t = 0.0;
-            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
-                t += A->val[p] * x[A->colind[p]];
-            spk_step_put(&c, i, t);
-        }
-    }
+    spk_csr_step_host(A->nrows, A->rowptr, A->colind, A->val, NULL, s);
     return SPK_OK;
 }
 

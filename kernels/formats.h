@@ -210,6 +210,11 @@ typedef struct spk_csr32 {
     int32_t *colind;
     float   *val;
 } spk_csr32;
+/* AMG's fused step (spk_step) over CSR rows on the host, values fp64 (val) or fp32 (val32,
+ * val NULL): each row summed as spk_csr_spmv_ref sums it, y_i by spk_step_put. The spmv_step
+ * of csr-cpu and csr32-cpu. */
+void spk_csr_step_host(int64_t nrows, const int64_t *rowptr, const int32_t *colind,
+                       const double *val, const float *val32, const spk_step *s);
 /* The twins of the CPU rows: csr32-cpu, coo32-cpu, ell32-cpu, hyb32-cpu, jds32-cpu,
  * dia32-cpu, bsr32-cpu. */
 extern const spk_spmv_backend spk_backend_csr32_cpu, spk_backend_coo32_cpu,
