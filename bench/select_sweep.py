@@ -29,7 +29,7 @@ import re
 import subprocess
 import sys
 
-FORMATS = ["csr", "coo", "ell", "hyb", "jds"]
+FORMATS = ["csr", "coo", "ell", "hyb", "jds", "sell"]
 NEAR_HALF = 4096
 # mean row length -> (rows, spreads r): lengths uniform in [m - r, m + r]
 GRID = [

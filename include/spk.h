@@ -72,10 +72,12 @@ typedef enum spk_format {
     SPK_FMT_HYB,
     SPK_FMT_JDS,
     SPK_FMT_DIA,           /* diagonals (stencils, banded): the CPU only, see docs/formats.md */
-    SPK_FMT_BSR            /* dense d x d blocks, one column index a block (d = 2 .. 8: nodal
+    SPK_FMT_BSR,           /* dense d x d blocks, one column index a block (d = 2 .. 8: nodal
                               unknowns of elasticity), for a pattern made of such blocks      */
+    SPK_FMT_SELL           /* SELL-C-sigma: rows sorted by length within windows of 256,
+                              slices of 32 padded to their own longest row (skewed rows)     */
 } spk_format;
-#define SPK_FMT_COUNT 8
+#define SPK_FMT_COUNT 9
 
 typedef enum spk_method {
     SPK_METHOD_AUTO = 0,   /* CG if symmetric with a positive diagonal, MINRES if symmetric
@@ -296,6 +298,9 @@ typedef struct spk_matrix_info {
     double  bsr_fill;                      /* BSR's block slots over its blocks: block rows x
                                               the longest one / blocks (1 = no padding; 0
                                               when bsr_block is 1)                            */
+    double  sell_fill;                     /* SELL's slots / nnz: each slice of 32 rows padded
+                                              to its longest after sorting the rows by length
+                                              within windows of 256 (1 when nnz = 0)          */
 } spk_matrix_info;
 SPK_API spk_status spk_matrix_get_info(const spk_matrix *A, spk_matrix_info *info);
 

@@ -7,9 +7,10 @@
 static const spk_spmv_backend *const all_backends[] = {
     &spk_backend_coo_cpu,  &spk_backend_csr_cpu,  &spk_backend_ell_cpu,
     &spk_backend_hyb_cpu,  &spk_backend_jds_cpu,  &spk_backend_dia_cpu,
-    &spk_backend_bsr_cpu,
+    &spk_backend_bsr_cpu,  &spk_backend_sell_cpu,
     &spk_backend_coo_cuda, &spk_backend_csr_cuda, &spk_backend_ell_cuda,
     &spk_backend_hyb_cuda, &spk_backend_jds_cuda, &spk_backend_bsr_cuda,
+    &spk_backend_sell_cuda,
 };
 
 const spk_spmv_backend *const *spk_backend_all(size_t *count)

@@ -401,8 +401,9 @@ static spk_status csr_kernel_choose(spk_context *ctx, const spk_csr *A, int *ker
 /* ---- setup ----------------------------------------------------------------------------------- */
 
 /* Choose K and the long-row threshold from the row lengths (see SPK_CSR_LANE_ENTRIES and
- * SPK_CSR_LONG_TRIPS). The weighted mean leaves out rows that are long for any K. */
-static void csr_plan(const spk_csr *A, csr_dev *d)
+ * SPK_CSR_LONG_TRIPS), or K from the knob SPK_CSR_GROUP. The weighted mean leaves out rows
+ * that are long for any K. */
+static void csr_plan(const spk_context *ctx, const spk_csr *A, csr_dev *d)
 {
     const int64_t cap = 32 * (int64_t)SPK_CSR_LONG_TRIPS;
     double s1 = 0.0, s2 = 0.0;
@@ -417,9 +418,8 @@ static void csr_plan(const spk_csr *A, csr_dev *d)
     int k = 1;
     while (k < 32 && (double)(2 * k) * SPK_CSR_LANE_ENTRIES <= w)
         k *= 2;
-#ifdef SPK_CSR_FORCE_GROUP               /* measurement knob: one width for every matrix */
-    k = SPK_CSR_FORCE_GROUP;
-#endif
+    if (ctx->tune.csr_group > 0)
+        k = ctx->tune.csr_group;
     d->group = k;
     d->long_row = (int64_t)k * SPK_CSR_LONG_TRIPS;
 }
@@ -532,7 +532,7 @@ static spk_status csr_setup_as(spk_context *ctx, const spk_csr *A, int fp32, voi
     d->nrows = A->nrows;
     d->ncols = A->ncols;
     d->nnz = A->nnz;
-    csr_plan(A, d);
+    csr_plan(ctx, A, d);
     /* irregular rows (or SPK_CSR_KERNEL): row blocks or merge path instead of the row kernels */
     if ((st = csr_kernel_choose(ctx, A, &d->kernel)) ||
         (st = d->kernel == SPK_CSR_MERGE      ? spk_csr_merge_setup(ctx, A, &d->mp)
@@ -582,7 +582,7 @@ spk_status spk_csr_dev_adopt(spk_context *ctx, const spk_csr *A, const int32_t *
     d->col = d_col;
     d->val = d_val;
     d->shared = 1;
-    csr_plan(A, d);
+    csr_plan(ctx, A, d);
     if ((st = csr_kernel_choose(ctx, A, &d->kernel)) ||
         (st = d->kernel == SPK_CSR_MERGE      ? spk_csr_merge_setup(ctx, A, &d->mp)
               : d->kernel == SPK_CSR_ADAPTIVE ? spk_csr_adaptive_setup(ctx, A, &d->ad)

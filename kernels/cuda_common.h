@@ -364,6 +364,20 @@ __device__ __forceinline__ T spk_ldm(const T *p)
     return STREAM ? __ldcs(p) : __ldg(p);
 }
 
+/* Column of a slot of row i from its stored index: the column (int32) or i plus the stored
+ * offset (int16, the compact layouts of ELL and SELL); false for padding (SPK_ELL_PAD or
+ * SPK_ELL_PAD16). */
+__device__ __forceinline__ bool ell_real(int32_t j, int64_t, int64_t &c)
+{
+    c = j;
+    return j != SPK_ELL_PAD;
+}
+__device__ __forceinline__ bool ell_real(int16_t o, int64_t i, int64_t &c)
+{
+    c = i + o;
+    return o != SPK_ELL_PAD16;
+}
+
 /* A fused step's vectors with their types (spk_step): X for x, u and w, B for b, Y for y;
  * put() is spk_step_put's expression, the same order of operations. */
 template <class X, class B, class Y>

@@ -44,19 +44,20 @@ static const spk_cuda_plugin *plugin_check(void *h, const char *path)
     }
     /* the table's layout first: a backend of another ABI has rows of another shape, whose
      * members below must not be read. Then every row and its fp32 twin have what the
-     * forwarding rows below call: update_device on all, the fused spmv_dot on CSR, ELL and
+     * forwarding rows below call: update_device on all, the fused spmv_dot on CSR, ELL, SELL and
      * BSR, and spmv_dot32 on the ELL and BSR twins */
     const int same = p->abi == SPK_CUDA_PLUGIN_ABI && strcmp(p->version, SPK_VERSION_STRING) == 0 &&
                      p->context_size == sizeof(spk_context);
     int shape_ok = same && p->backend[1] && p->backend[1]->spmv_dot && p->backend[2] &&
-                   p->backend[2]->spmv_dot && p->backend[5] && p->backend[5]->spmv_dot;
-    for (int i = 0; i < 6 && shape_ok; i++) {
+                   p->backend[2]->spmv_dot && p->backend[5] && p->backend[5]->spmv_dot &&
+                   p->backend[6] && p->backend[6]->spmv_dot;
+    for (int i = 0; i < 7 && shape_ok; i++) {
         shape_ok = shape_ok && p->backend[i] && p->backend[i]->setup && p->backend[i]->spmv &&
                    p->backend[i]->update && p->backend[i]->update_device && p->backend[i]->fp32;
         const spk_spmv_backend *t = shape_ok ? p->backend[i]->fp32 : NULL;
         shape_ok = shape_ok && t->setup && t->spmv && t->update && t->update_device &&
                    t->setup_from && t->refill &&
-                   (i != 1 && i != 2 && i != 5 ? 1 : t->spmv_dot != NULL) &&
+                   (i != 1 && i != 2 && i != 5 && i != 6 ? 1 : t->spmv_dot != NULL) &&
                    (i != 2 && i != 5 ? 1 : t->spmv_dot32 != NULL);
     }
     if (!same || !shape_ok) {
@@ -248,6 +249,7 @@ BACKEND_ROW(2, SPK_FMT_ELL, ell)
 BACKEND_ROW(3, SPK_FMT_HYB, hyb)
 BACKEND_ROW(4, SPK_FMT_JDS, jds)
 BACKEND_ROW(5, SPK_FMT_BSR, bsr)
+BACKEND_ROW(6, SPK_FMT_SELL, sell)
 
 /* The fp32 twins (spk_spmv_backend.fp32): the backend's row idx's twin, checked at load. */
 #define BACKEND_ROW32(idx, name_)                                                             \
@@ -293,8 +295,9 @@ BACKEND_ROW32(2, ell)
 BACKEND_ROW32(3, hyb)
 BACKEND_ROW32(4, jds)
 BACKEND_ROW32(5, bsr)
+BACKEND_ROW32(6, sell)
 
-/* The fused y = A x, x'y of the rows that have one (CSR, ELL and BSR, checked at load); the
+/* The fused y = A x, x'y of the rows that have one (CSR, ELL, BSR and SELL, checked at load); the
  * others' spmv_dot stays NULL, and the methods take their spmv + dot path, as they do with the
  * static library. */
 static spk_status fwd_spmv_dot_1(spk_context *ctx, const void *state, const double *x,
@@ -316,6 +319,16 @@ static spk_status fwd32_spmv_dot_5(spk_context *ctx, const void *state, const do
                                    double *y, const struct spk_dot_sink *sink)
 {
     return plugin()->backend[5]->fp32->spmv_dot(ctx, state, x, y, sink);
+}
+static spk_status fwd_spmv_dot_6(spk_context *ctx, const void *state, const double *x,
+                                 double *y, const struct spk_dot_sink *sink)
+{
+    return plugin()->backend[6]->spmv_dot(ctx, state, x, y, sink);
+}
+static spk_status fwd32_spmv_dot_6(spk_context *ctx, const void *state, const double *x,
+                                   double *y, const struct spk_dot_sink *sink)
+{
+    return plugin()->backend[6]->fp32->spmv_dot(ctx, state, x, y, sink);
 }
 static spk_status fwd32_spmv_dot_1(spk_context *ctx, const void *state, const double *x,
                                    double *y, const struct spk_dot_sink *sink)
@@ -358,6 +371,8 @@ const spk_spmv_backend spk_backend_hyb32_cuda = ROW32(3, SPK_FMT_HYB, hyb, NULL,
 const spk_spmv_backend spk_backend_jds32_cuda = ROW32(4, SPK_FMT_JDS, jds, NULL, NULL);
 const spk_spmv_backend spk_backend_bsr32_cuda = ROW32(5, SPK_FMT_BSR, bsr, fwd32_spmv_dot_5,
                                                       fwd32_spmv_dot32_5);
+const spk_spmv_backend spk_backend_sell32_cuda = ROW32(6, SPK_FMT_SELL, sell, fwd32_spmv_dot_6,
+                                                       NULL);
 
 #define ROW(idx, fmt, name_, dot)                                                             \
     {                                                                                         \
@@ -373,6 +388,7 @@ const spk_spmv_backend spk_backend_ell_cuda = ROW(2, SPK_FMT_ELL, ell, fwd_spmv_
 const spk_spmv_backend spk_backend_hyb_cuda = ROW(3, SPK_FMT_HYB, hyb, NULL);
 const spk_spmv_backend spk_backend_jds_cuda = ROW(4, SPK_FMT_JDS, jds, NULL);
 const spk_spmv_backend spk_backend_bsr_cuda = ROW(5, SPK_FMT_BSR, bsr, fwd_spmv_dot_5);
+const spk_spmv_backend spk_backend_sell_cuda = ROW(6, SPK_FMT_SELL, sell, fwd_spmv_dot_6);
 
 int spk_ell_cuda_state_rows(const void *state)
 {

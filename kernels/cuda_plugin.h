@@ -25,8 +25,8 @@ extern "C" {
  * tuning.mpi_composed; 5: the rows' fp32 twins, spk_spmv_backend.fp32; 6: the BSR row; 7: the
  * twins' spmv_dot32, CG's fp32-vector steps and tuning.mixed_vectors; 8: the AMG setup on
  * the GPU, spk_amg_hier's new fields; 9: amg_device_layout; 10: the rows' spmv_step and the
- * vector table's step): a libspk_cuda.so of another layout is refused. */
-#define SPK_CUDA_PLUGIN_ABI 10
+ * vector table's step; 11: tuning.csr_group and the SELL row): a libspk_cuda.so of another layout is refused. */
+#define SPK_CUDA_PLUGIN_ABI 11
 
 struct spk_cg_ops;
 struct spk_bicg_ops;
@@ -47,7 +47,7 @@ typedef struct spk_cuda_plugin {
     spk_status  (*matrix_dev_download)(spk_context *ctx, spk_matrix *A);
     void        (*matrix_dev_free)(struct spk_matrix_dev *d);
     /* the SpMV rows: COO, CSR, ELL, HYB, JDS, BSR (each with its fp32 twin, .fp32) */
-    const spk_spmv_backend *backend[6];
+    const spk_spmv_backend *backend[7];
     int         (*ell_state_rows)(const void *state);
     int         (*hyb_state_rows)(const void *state);
     const spk_vec_ops           *(*vec_ops)(void);

@@ -161,6 +161,15 @@ SPK_CUDA_STUB_SCOPE const spk_spmv_backend SPK_CUDA_STUB(spk_backend_bsr_cuda) =
     .destroy = stub_destroy,
     .update = stub_update,
 };
+SPK_CUDA_STUB_SCOPE const spk_spmv_backend SPK_CUDA_STUB(spk_backend_sell_cuda) = {
+    .name = "sell-cuda",
+    .format = SPK_FMT_SELL,
+    .device = SPK_DEVICE_CUDA,
+    .setup = stub_setup,
+    .spmv = stub_spmv,
+    .destroy = stub_destroy,
+    .update = stub_update,
+};
 
 /* ---- vector ops -------------------------------------------------------------------------- */
 

@@ -24,20 +24,6 @@
  * the latency of the dependent x gathers; more only adds registers. */
 static constexpr int SPK_ELL_UNROLL = 4;   /* a constant expression, as #pragma unroll needs */
 
-/* Column of a slot of row i from its stored index: the column (int32) or i plus the stored
- * offset (int16, the compact layout of spk_ell_dev); false for padding (SPK_ELL_PAD or
- * SPK_ELL_PAD16). */
-__device__ __forceinline__ bool ell_real(int32_t j, int64_t, int64_t &c)
-{
-    c = j;
-    return j != SPK_ELL_PAD;
-}
-__device__ __forceinline__ bool ell_real(int16_t o, int64_t i, int64_t &c)
-{
-    c = i + o;
-    return o != SPK_ELL_PAD16;
-}
-
 /* Row i's sum. The value is loaded whether or not the slot is padding (padding holds 0), so
  * that the unrolled index and value loads carry no dependence on the test and all issue
  * ahead of the gathers; only the gather of x is conditional (no 0 * NaN from padding). The

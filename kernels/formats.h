@@ -1,4 +1,4 @@
-/* kernels/formats.h -- host layouts of the seven formats, built from the canonical CSR by the
+/* kernels/formats.h -- host layouts of the eight formats, built from the canonical CSR by the
  * conversions in <fmt>_cpu.c. The CPU backends compute on them directly; the CUDA backends
  * build the same layout on the host and upload it, so the two can never disagree on layout.
  * Each layout holds its values in double (val) or, in an fp32 twin's layout
@@ -52,6 +52,31 @@ typedef struct spk_jds_fmt {          /* rows sorted by length, descending      
     float   *val32;                   /* an fp32 twin's values (val NULL), else NULL           */
 } spk_jds_fmt;
 
+/* SELL-C-sigma (Kreutzer, Hager, Wellein, Fehske, Bishop, "A unified sparse matrix data
+ * format for efficient general sparse matrix-vector multiplication on modern processors with
+ * wide SIMD units", SISC 36(5) 2014) with C = 32 rows a slice and sigma = 1024 rows a window:
+ * within each window of 1024 consecutive rows (rows [1024 w, 1024 w + 1024)) the rows are
+ * sorted by length, longest first (stable), and each run of 32 sorted rows is a slice padded
+ * to its longest row, stored column-major: entry j of the slice's row r (0..31) at
+ * slice_ptr[s] + 32 j + r. Sorting only within a window keeps a window's columns where the
+ * rows had them (x's locality) and pads a slice only to its own longest row, so skewed rows
+ * cost little padding where ELL pads every row to the longest of the matrix. perm[k] is the
+ * row of sorted position k as an offset in its window (two bytes). sigma: rows of lengths
+ * skewed to short ones (the selection sweep's, max / mean 2.3-3.8) pad 1.17-1.24x at 256,
+ * 1.04-1.06x at 1024 and 1.01x at 4096; 1024 is a CUDA block, one window a block. */
+#define SPK_SELL_C 32
+#define SPK_SELL_SIGMA 1024
+typedef struct spk_sell_fmt {
+    int64_t  nrows, ncols, nnz;
+    int64_t  nslices;                 /* ceil(nrows / 32); the last one's missing rows empty  */
+    int64_t  slots;                   /* slice_ptr[nslices]: 32 x the sum of slice widths     */
+    int64_t *slice_ptr;               /* nslices + 1 slot offsets                             */
+    uint16_t *perm;                   /* nrows: sorted position k -> row k - k % 1024 + perm  */
+    int32_t *col;                     /* slots, SPK_ELL_PAD in padding                         */
+    double  *val;                     /* slots, 0 in padding                                   */
+    float   *val32;                   /* an fp32 twin's values (val NULL), else NULL           */
+} spk_sell_fmt;
+
 typedef struct spk_dia_fmt {          /* diagonals: a(i, i + off[d]) at val[d * nrows + i]     */
     int64_t   nrows, ncols, nnz, ndiag;
     int64_t  *off;                    /* ndiag offsets, ascending                              */
@@ -104,6 +129,7 @@ spk_status spk_ell_from_csr(spk_context *ctx, const spk_csr *A, int64_t width, i
                             spk_ell_fmt *out);
 spk_status spk_hyb_from_csr(spk_context *ctx, const spk_csr *A, spk_hyb_fmt *out);
 spk_status spk_jds_from_csr(spk_context *ctx, const spk_csr *A, spk_jds_fmt *out);
+spk_status spk_sell_from_csr(spk_context *ctx, const spk_csr *A, spk_sell_fmt *out);
 /* DIA refuses (SPK_ERR_UNSUPPORTED) more than SPK_DIA_MAX_DIAGS diagonals or a fill above
  * SPK_DIA_MAX_FILL. */
 spk_status spk_dia_from_csr(spk_context *ctx, const spk_csr *A, spk_dia_fmt *out);
@@ -115,6 +141,7 @@ void spk_coo_fmt_free(spk_coo_fmt *f);
 void spk_ell_fmt_free(spk_ell_fmt *f);
 void spk_hyb_fmt_free(spk_hyb_fmt *f);
 void spk_jds_fmt_free(spk_jds_fmt *f);
+void spk_sell_fmt_free(spk_sell_fmt *f);
 void spk_dia_fmt_free(spk_dia_fmt *f);
 
 /* Value refills for spk_matrix_update_values: A has the pattern the layout was built from and
@@ -128,6 +155,8 @@ void spk_ell_fill_values(const spk_csr *A, int64_t width, double *val);
 void spk_hyb_fill_values(const spk_csr *A, int64_t width, double *ell_val, double *tail_val);
 void spk_jds_fill_values(const spk_csr *A, const int32_t *perm, const int64_t *jd_ptr,
                          double *val);
+/* SELL: the slots of the layout f built from A's pattern (padding keeps its 0). */
+void spk_sell_fill_values(const spk_csr *A, const spk_sell_fmt *f, double *val);
 /* DIA: the slots of the layout f built from A's pattern (zero where no entry). */
 void spk_dia_fill_values(const spk_csr *A, const spk_dia_fmt *f, double *val);
 
@@ -136,6 +165,7 @@ spk_status spk_coo_to_csr(spk_context *ctx, const spk_coo_fmt *f, spk_csr *out);
 spk_status spk_ell_to_csr(spk_context *ctx, const spk_ell_fmt *f, spk_csr *out);
 spk_status spk_hyb_to_csr(spk_context *ctx, const spk_hyb_fmt *f, spk_csr *out);
 spk_status spk_jds_to_csr(spk_context *ctx, const spk_jds_fmt *f, spk_csr *out);
+spk_status spk_sell_to_csr(spk_context *ctx, const spk_sell_fmt *f, spk_csr *out);
 spk_status spk_dia_to_csr(spk_context *ctx, const spk_dia_fmt *f, spk_csr *out);
 spk_status spk_bsr_to_csr(spk_context *ctx, const spk_bsr_fmt *f, spk_csr *out);
 
@@ -144,6 +174,11 @@ size_t spk_coo_bytes(const spk_coo_fmt *f);
 size_t spk_ell_bytes(const spk_ell_fmt *f);
 size_t spk_hyb_bytes(const spk_hyb_fmt *f);
 size_t spk_jds_bytes(const spk_jds_fmt *f);
+size_t spk_sell_bytes(const spk_sell_fmt *f);
+/* SELL's slots for A's row lengths without building it (spk_stats_pattern's sell_fill):
+ * O(nrows + nnz). */
+int64_t spk_sell_slots(const spk_csr *A);
+size_t spk_sell_bytes_for(int64_t nrows, int64_t slots, int value_bytes);
 size_t spk_dia_bytes(const spk_dia_fmt *f);
 size_t spk_bsr_bytes(const spk_bsr_fmt *f);
 
@@ -158,15 +193,16 @@ const char *spk_dia_cpu_kernel(void);
 
 /* The backend table's rows, one per file (kernels/<fmt>_cpu.c, kernels/<fmt>_cuda.cu). */
 extern const spk_spmv_backend spk_backend_csr_cpu, spk_backend_coo_cpu, spk_backend_ell_cpu,
-    spk_backend_hyb_cpu, spk_backend_jds_cpu, spk_backend_dia_cpu, spk_backend_bsr_cpu;
+    spk_backend_hyb_cpu, spk_backend_jds_cpu, spk_backend_dia_cpu, spk_backend_bsr_cpu,
+    spk_backend_sell_cpu;
 extern const spk_spmv_backend spk_backend_csr_cuda, spk_backend_coo_cuda, spk_backend_ell_cuda,
-    spk_backend_hyb_cuda, spk_backend_jds_cuda, spk_backend_bsr_cuda;
+    spk_backend_hyb_cuda, spk_backend_jds_cuda, spk_backend_bsr_cuda, spk_backend_sell_cuda;
 /* Their fp32 twins (spk_spmv_backend.fp32; not in the registry): the same layouts with float
  * values, the same kernels instantiated for them. A build without CUDA has none (the stub
  * rows' fp32 is NULL). */
 extern const spk_spmv_backend spk_backend_csr32_cuda, spk_backend_coo32_cuda,
     spk_backend_ell32_cuda, spk_backend_hyb32_cuda, spk_backend_jds32_cuda,
-    spk_backend_bsr32_cuda;
+    spk_backend_bsr32_cuda, spk_backend_sell32_cuda;
 
 /* ---- the fp32 twins (spk_spmv_backend.fp32): the CPU rows with their values in float -------
  * The operators of a mixed-precision solve's inner method (src/mixed.c), kept out of the
@@ -201,6 +237,7 @@ void spk_hyb_fill_values32(const spk_csr *A, int64_t width, float *ell_val, floa
 void spk_jds_fill_values32(const spk_csr *A, const int32_t *perm, const int64_t *jd_ptr,
                            float *val);
 void spk_dia_fill_values32(const spk_csr *A, const spk_dia_fmt *f, float *val);
+void spk_sell_fill_values32(const spk_csr *A, const spk_sell_fmt *f, float *val);
 
 /* CSR with fp32 values (kernels/csr32_cpu.c): setup copies rowptr and colind and rounds the
  * values to float; update rounds them again. The layout: */
@@ -216,10 +253,10 @@ typedef struct spk_csr32 {
 void spk_csr_step_host(int64_t nrows, const int64_t *rowptr, const int32_t *colind,
                        const double *val, const float *val32, const spk_step *s);
 /* The twins of the CPU rows: csr32-cpu, coo32-cpu, ell32-cpu, hyb32-cpu, jds32-cpu,
- * dia32-cpu, bsr32-cpu. */
+ * dia32-cpu, bsr32-cpu, sell32-cpu. */
 extern const spk_spmv_backend spk_backend_csr32_cpu, spk_backend_coo32_cpu,
     spk_backend_ell32_cpu, spk_backend_hyb32_cpu, spk_backend_jds32_cpu, spk_backend_dia32_cpu,
-    spk_backend_bsr32_cpu;
+    spk_backend_bsr32_cpu, spk_backend_sell32_cpu;
 
 /* Rows per thread of the CUDA ELL layout in a state made by spk_backend_ell_cuda's or
  * spk_backend_hyb_cuda's setup (1 or 2), for tests; 0 in a build without CUDA. */

@@ -294,7 +294,7 @@ const char *spk_reason_str(spk_reason r)
 }
 
 static const char *const format_names[SPK_FMT_COUNT] = {"auto", "coo", "csr", "ell", "hyb", "jds",
-                                                             "dia", "bsr"};
+                                                             "dia", "bsr", "sell"};
 static const char *const method_names[] = {"auto", "cg", "bicgstab", "gmres", "fgmres", "minres"};
 #define METHOD_COUNT ((int)(sizeof method_names / sizeof method_names[0]))
 static const char *const device_names[] = {"auto", "cpu", "cuda"};

@@ -28,6 +28,7 @@ typedef struct spk_tuning {
     double batch_s;      /* SPK_BATCH_US: seconds of GPU work between read-backs             */
     int    cuda_graph;   /* SPK_CUDA_GRAPH: 0 launches the iterations one by one             */
     int    csr_kernel;   /* SPK_CSR_KERNEL: SPK_CSR_VECTOR / _MERGE / _ADAPTIVE, or AUTO     */
+    int    csr_group;    /* SPK_CSR_GROUP: CSR-vector's lanes per row, 1..32; 0: the rule    */
     int    ell_index32;  /* SPK_ELL_INDEX=32: keep int32 columns, never int16 offsets         */
     int    ell_rows;     /* SPK_ELL_ROWS: 1, 2 or 4 (fp32 values) rows per thread; 0: rule   */
     int    bsr_kernel;   /* SPK_BSR_KERNEL: SPK_BSR_BRANCH / _FLAT / _SPLIT, or AUTO            */

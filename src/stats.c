@@ -310,6 +310,9 @@ void spk_stats_pattern(const spk_csr *A, spk_matrix_info *info)
     } else {
         info->bytes[SPK_FMT_BSR] = SIZE_MAX;
     }
+    const int64_t slots = spk_sell_slots(A);
+    info->sell_fill = A->nnz && slots >= 0 ? (double)slots / (double)A->nnz : 1.0;
+    info->bytes[SPK_FMT_SELL] = slots >= 0 ? spk_sell_bytes_for(n, slots, 8) : SIZE_MAX;
 }
 
 /* The largest |a_ij| and the smallest nonzero one (0 and 0 without nonzeros). */

@@ -753,6 +753,38 @@ static void check_jds_order(const char *mname, const spk_csr *A, const spk_jds_f
     free(seen);
 }
 
+/* SELL: each window's rows a stable descending sort by length, each slice as wide as its
+ * first (longest) row, and the statistics' fill the layout's. */
+static void check_sell_order(const char *mname, const spk_csr *A, const spk_sell_fmt *f,
+                             const spk_matrix_info *info)
+{
+    char *seen = calloc((size_t)f->nrows + 1, 1);
+    int ok = 1;
+    for (int64_t k = 0; k < f->nrows && ok; k++) {
+        const int64_t w0 = k - k % SPK_SELL_SIGMA, r = w0 + f->perm[k];
+        const int64_t lr = A->rowptr[r + 1] - A->rowptr[r];
+        if (r >= f->nrows || seen[r])
+            ok = 0;
+        else
+            seen[r] = 1;
+        if (ok && k > w0) {
+            const int64_t q = w0 + f->perm[k - 1], lq = A->rowptr[q + 1] - A->rowptr[q];
+            if (lq < lr || (lq == lr && q > r))
+                ok = 0;
+        }
+        const int64_t s = k / SPK_SELL_C;
+        const int64_t width = (f->slice_ptr[s + 1] - f->slice_ptr[s]) / SPK_SELL_C;
+        if (ok && k % SPK_SELL_C == 0 && width != lr)
+            ok = 0;
+    }
+    T_CHECK(ok, "sell on %s: not a stable descending sort within windows, slices as wide as "
+            "their first row", mname);
+    T_CHECK(f->nnz == 0 || info->sell_fill == (double)f->slots / (double)f->nnz,
+            "sell fill on %s: stats %.6f, layout %lld slots for %lld entries", mname,
+            info->sell_fill, (long long)f->slots, (long long)f->nnz);
+    free(seen);
+}
+
 /* Equal bit for bit, except that any NaN matches any NaN (the payload of a NaN made from two
  * NaNs depends on the order of an add's operands, which C leaves to the compiler). */
 static int same_bits(const double *a, const double *b, int64_t m)
@@ -993,6 +1025,15 @@ static void check_conversions(const char *mname, const spk_csr *A, const spk_mat
     }
     spk_jds_fmt_free(&jds);
 
+    spk_sell_fmt sell;
+    st = spk_sell_from_csr(ctx, A, &sell);
+    T_CHECK(st == SPK_OK, "sell from %s: %s", mname, spk_last_error(ctx));
+    if (!st) {
+        ROUND_TRIP("sell", SPK_FMT_SELL, sell, spk_sell_to_csr, spk_sell_bytes);
+        check_sell_order(mname, A, &sell, info);
+    }
+    spk_sell_fmt_free(&sell);
+
     check_dia_layout(mname, A, info);
     check_bsr_layout(mname, A, info);
 
@@ -1011,7 +1052,7 @@ static void check_nomem(void)
     csr_band(700, offs, 5, &band);
     spk_csr blk;
     t_block_csr(ctx, 150, 150, 3, 4, 32, &blk);
-    for (int f = SPK_FMT_COO; f <= SPK_FMT_BSR; f++) {
+    for (int f = SPK_FMT_COO; f < SPK_FMT_COUNT; f++) {
         const spk_spmv_backend *be = spk_backend_find((spk_format)f, SPK_DEVICE_CPU);
         int k, failed = 0;
         for (k = 1; k <= 20; k++) {

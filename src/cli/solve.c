@@ -150,8 +150,9 @@ static const char usage_text[] =
     "  --ilut-drop X       ILUT: drop entries below X times their row's mean magnitude\n"
     "                      (||a_i||_1 / nnz(a_i); default 1e-4)\n"
     "  --ilut-fill X       ILUT: at most X nnz(A) entries in L + U (default 10)\n"
-    "  --format F          auto|coo|csr|ell|hyb|jds|dia|bsr (default auto: from row-length\n"
-    "                      statistics; dia: the CPU only; bsr: a pattern of d x d blocks)\n"
+    "  --format F          auto|coo|csr|ell|hyb|jds|dia|bsr|sell (default auto: from\n"
+    "                      row-length statistics; dia: the CPU only; bsr: a pattern of\n"
+    "                      d x d blocks; sell: SELL-C-sigma, for rows of uneven length)\n"
     "  --reorder R         none|rcm|degree (default none; the others are opt-in): solve\n"
     "                      P A P^T, P the reverse Cuthill-McKee order of A + A^T (rcm) or\n"
     "                      the rows by length, longest first (degree) (x stays in A's order);\n"
@@ -400,7 +401,7 @@ static void parse_args(int argc, char **argv, cli *c)
         } else if (!strcmp(a, "--format")) {
             const char *v = need_arg(argc, argv, &i);
             if (spk_format_parse(v, &c->opt.format))
-                die_usage("--format expects auto|coo|csr|ell|hyb|jds|dia|bsr, got '%s'", v);
+                die_usage("--format expects auto|coo|csr|ell|hyb|jds|dia|bsr|sell, got '%s'", v);
         } else if (!strcmp(a, "--reorder")) {
             const char *v = need_arg(argc, argv, &i);
             if (!strcmp(v, "none"))
@@ -1026,8 +1027,9 @@ static void print_explain(spk_context *ctx, const report *r)
            in->row_mean, (long long)in->row_max, in->row_sd, in->row_cv);
     printf("  percentiles: p33 %lld, p50 %lld, p95 %lld, p99 %lld\n", (long long)in->row_p33,
            (long long)in->row_p50, (long long)in->row_p95, (long long)in->row_p99);
-    printf("  ELL fill %.3fx (padded slots / nnz); HYB split: width %lld, %lld entries in COO\n",
-           in->ell_fill, (long long)in->hyb_width, (long long)in->hyb_coo_nnz);
+    printf("  ELL fill %.3fx (padded slots / nnz); HYB split: width %lld, %lld entries in COO; "
+           "SELL fill %.3fx (slices of 32 sorted within 1024)\n",
+           in->ell_fill, (long long)in->hyb_width, (long long)in->hyb_coo_nnz, in->sell_fill);
     if (in->bytes[SPK_FMT_DIA] != SIZE_MAX)
         printf("  DIA: %lld diagonals, fill %.3fx, %lld rows without every diagonal\n",
                (long long)in->dia_diags, in->dia_fill, (long long)in->dia_partial_rows);
