@@ -8,13 +8,15 @@
  *      giant isolated rows over an ordinary bulk     -> coo (work split by nonzeros)
  *   2. a pattern of full d x d blocks (d >= 2) whose
  *      block rows pad at most 1.5x                   -> bsr (one index a block)
- *   3. padding at most 1.5x (max / mean)             -> ell
+ *   3. padding at most 1.25x (max / mean), or SELL's
+ *      sorted slices would pad as much               -> ell
  *   4. rows too long for ELL's guard (a long tail)   -> csr (row blocks, CSR-Adaptive)
- *   5. anything else (padding 1.5x .. 3x)            -> hyb (ELL bulk + COO rest)
+ *   5. anything else (padding 1.25x .. 3x)           -> sell (slices padded to their own
+ *                                                       longest row after a local sort)
  * CPU rule: dia for a few well-filled diagonals, else csr (the end of spk_select_format).
  *
  * Rules 3 and 5 are measured: bench/select_sweep.py on the H200 (docs/selection.md) swept band
- * matrices of mean row length 8-48, max / mean 1 - 3.6, columns near the diagonal or anywhere.
+ * matrices of mean row length 8-48, max / mean 1 - 3.8, columns near the diagonal or anywhere.
  * The coo rules (1) are guesses taken from Bell & Garland (SC'09), CUSP and Ginkgo, not yet
  * measured. */
 #include "spk_internal.h"
@@ -22,13 +24,12 @@
 
 #include <stdio.h>
 
-/* ELL up to a padding (max / mean) of 1.5, whatever the spread of the rows: ELL moves n max
- * slots, so its cost follows the padding alone. Measured (bench/select_sweep.py, H200): up to
- * 1.5 ELL was spk's fastest format or within 4.4% of it (HYB) on every swept matrix, and HYB
- * 7-11% slower than ELL at 1.37-1.5 on short rows near the diagonal (mean 8); past 1.5 HYB
- * overtakes ELL, by up to 11% at 2; JDS, which a rule of 1.25 with cv <= 0.25 would send
- * 1.25-2 to, was 1.12-1.49x slower there. */
-#define SPK_SEL_ELL_FILL_LIMIT 1.5
+/* ELL up to a padding (max / mean) of 1.25, whatever the spread of the rows: ELL moves n max
+ * slots, so its cost follows the padding alone, and without padding its kernel (two rows a
+ * thread on short rows, int16 offsets) is spk's fastest. Past it SELL, which pads each slice
+ * of 32 rows only to its own longest after sorting the rows within windows of 1024: measured
+ * on the sweep (bench/select_sweep.py, H200, docs/selection.md). */
+#define SPK_SEL_ELL_FILL_LIMIT 1.25
 
 /* A row this long is past where Ginkgo stops giving one (sub)warp per row: its `automatical`
  * CSR strategy switches to load balancing when the longest row exceeds 1024 (NVIDIA). */
@@ -51,11 +52,12 @@
  * tail goes to csr; HYB stays a format to ask for. */
 #define SPK_SEL_HYB_MIN_FILL SPK_ELL_MAX_FILL
 
-/* Between ELL's limit and its guard, HYB: an ELL part of the width most rows reach and the
- * rest as COO. Measured on the sweep at max / mean 1.5-3 (mean 8-48, both column layouts): HYB
- * spk's fastest or within 3.5% of it, while CSR (CSR-vector at cv <= 1) took 1.13-1.47x HYB's
- * time and JDS 1.09-1.54x. JDS is never chosen: it lost to ELL or HYB on every swept matrix but one
- * of the first run (by 1% there). */
+/* Between ELL's limit and its guard, SELL (Kreutzer et al., SISC 2014): the padding of
+ * sorted slices (sell_fill, 1.0-1.06 on the sweep's matrices) in place of ELL's, and no
+ * second kernel for a tail as HYB's COO part needs. On the sweep it took the place of HYB,
+ * spk's fastest format there before it (docs/selection.md). HYB and JDS stay formats to ask
+ * for; JDS, a global sort, loses x's locality and lost to ELL or HYB on every swept matrix but
+ * one of the first run (by 1% there). */
 
 /* CPU: DIA when its slots are at most 1.5x the entries: there CSR's 12 B per entry + 8 per row
  * and DIA's 8 B per slot break even in bytes (fill 1.5 + rows / nnz). Measured on a 2-core
@@ -103,8 +105,15 @@ spk_format spk_select_shape(const spk_matrix_info *s, char *why, size_t len)
         return SPK_FMT_BSR;
     }
     if (fill <= SPK_SEL_ELL_FILL_LIMIT && fill <= SPK_ELL_MAX_FILL) {
-        snprintf(why, len, "ell: padding %.2fx (max %lld, mean %.1f, cv %.2f) is at most 1.5x, "
+        snprintf(why, len, "ell: padding %.2fx (max %lld, mean %.1f, cv %.2f) is at most 1.25x, "
                  "where ELL was measured fastest", fill, (long long)s->row_max, mean, s->row_cv);
+        return SPK_FMT_ELL;
+    }
+    /* a few rows (a slice's missing rows are padding), or lengths that vary within every
+     * slice: SELL gains nothing on ELL's padding */
+    if (fill <= SPK_ELL_MAX_FILL && s->sell_fill >= fill) {
+        snprintf(why, len, "ell: padding %.2fx (max %lld, mean %.1f), and sell's sorted slices "
+                 "would pad %.2fx", fill, (long long)s->row_max, mean, s->sell_fill);
         return SPK_FMT_ELL;
     }
     if (fill > SPK_SEL_HYB_MIN_FILL) {
@@ -121,11 +130,10 @@ spk_format spk_select_shape(const spk_matrix_info *s, char *why, size_t len)
                  (long long)s->nrows, (long long)s->row_max, fill);
         return SPK_FMT_COO;
     }
-    snprintf(why, len, "hyb: padding %.2fx (max %lld, mean %.1f, cv %.2f) too much for ell; "
-             "ELL width %lld + %.0f%% of the entries in COO", fill, (long long)s->row_max, mean,
-             s->row_cv, (long long)s->hyb_width,
-             100.0 * (double)s->hyb_coo_nnz / (double)s->nnz);
-    return SPK_FMT_HYB;
+    snprintf(why, len, "sell: padding %.2fx (max %lld, mean %.1f, cv %.2f) too much for ell; "
+             "slices of 32 rows sorted within 1024 pad %.2fx", fill, (long long)s->row_max, mean,
+             s->row_cv, s->sell_fill);
+    return SPK_FMT_SELL;
 }
 
 spk_format spk_select_format(const spk_matrix_info *info, spk_device device, char *reason,

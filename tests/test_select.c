@@ -336,19 +336,19 @@ static void test_choice(void)
     expect_lengths("mildly varying 7..9", N, 9, len, SPK_FMT_ELL, "ell cv padding 1.13x");
     for (int i = 0; i < N; i++)
         len[i] = 2 + i % 9;                             /* 2..10: fill 1.67, cv 0.43 */
-    expect_lengths("short uneven 2..10", N, 10, len, SPK_FMT_HYB, "hyb padding 1.67x too much ELL width COO");
+    expect_lengths("short uneven 2..10", N, 10, len, SPK_FMT_SELL, "sell padding 1.67x too much slices pad 1.0");
     for (int i = 0; i < N; i++)
         len[i] = 40 + i % 41;                           /* 40..80: fill 1.33, whatever the cv */
-    expect_lengths("long moderate 40..80", N, 80, len, SPK_FMT_ELL, "ell padding 1.33x cv 0.20");
+    expect_lengths("long moderate 40..80", N, 80, len, SPK_FMT_SELL, "sell padding 1.33x cv 0.20");
     for (int i = 0; i < N; i++)
-        len[i] = 4 + i % 9;                             /* 4..12: fill 1.50, ELL's limit */
-    expect_lengths("at ell's limit 4..12", N - 1, 12, len, SPK_FMT_ELL, "ell padding 1.50x at most 1.5x");
+        len[i] = 7 + i % 6;                             /* 7..12: fill 1.26, past ELL's 1.25 */
+    expect_lengths("past ell's limit 7..12", N, 12, len, SPK_FMT_SELL, "sell padding 1.26x");
     for (int i = 0; i < N; i++)
-        len[i] = 4 + i % 10;                            /* 4..13: fill 1.53, just past it */
-    expect_lengths("past ell's limit 4..13", N, 13, len, SPK_FMT_HYB, "hyb padding 1.53x");
+        len[i] = 8 + i % 3;                             /* 8..10: fill 1.11, ELL's */
+    expect_lengths("within ell's limit 8..10", N, 10, len, SPK_FMT_ELL, "ell padding 1.11x at most 1.25x");
     for (int i = 0; i < N; i++)
         len[i] = i % 3 == 0 ? 30 : 5;                   /* fill 2.25, cv 0.74 */
-    expect_lengths("two lengths, fill 2.25", N, 30, len, SPK_FMT_HYB, "hyb padding 2.25x");
+    expect_lengths("two lengths, fill 2.25", N, 30, len, SPK_FMT_SELL, "sell padding 2.25x");
     for (int i = 0; i < N; i++)
         len[i] = i % 10 == 0 ? 40 : 4;                  /* a tail: fill 5.3 */
     expect_lengths("tail: 10% of rows 10x", N, 40, len, SPK_FMT_CSR, "csr tail row blocks hyb width 4 COO");
@@ -370,12 +370,12 @@ static void test_choice(void)
     /* the stencils; the 7-point boundary rows are shorter, padding stays under 1.25 */
     expect_generated("poisson3d:40", SPK_FMT_ELL, "ell cv padding");
     expect_generated("poisson3d:6", SPK_FMT_ELL, "ell padding 1.17x");
-    expect_generated("poisson3d:3", SPK_FMT_ELL, "ell padding 1.40x");
+    expect_generated("poisson3d:3", SPK_FMT_ELL, "ell padding 1.40x sell 1.66x");
     expect_generated("poisson2d:100", SPK_FMT_ELL, "ell");
     expect_generated("elasticity3d:20", SPK_FMT_BSR, "bsr 3x3 blocks padded");
-    expect_generated("elasticity3d:4", SPK_FMT_HYB, "hyb padding 1.73x max 81");
-    expect_generated("poisson3d27:5", SPK_FMT_HYB, "hyb max 27");
-    expect_generated("band:20000:1:31:4096", SPK_FMT_HYB, "hyb padding 1.9");
+    expect_generated("elasticity3d:4", SPK_FMT_SELL, "sell padding 1.73x max 81");
+    expect_generated("poisson3d27:5", SPK_FMT_SELL, "sell max 27");
+    expect_generated("band:20000:1:31:4096", SPK_FMT_SELL, "sell padding 1.9");
     expect_generated("band:20000:1:32:64:3", SPK_FMT_CSR, "csr tail");       /* fill 3.5 */
     expect_generated("powerlaw:20000:10", SPK_FMT_CSR, "csr tail row blocks COO");
     expect_generated("powerlaw:100000:4:3", SPK_FMT_CSR, "csr tail hyb");
@@ -396,12 +396,13 @@ static void test_choice(void)
     free(len);
 }
 
-/* ELL never past the guard, and never past the choice's own limit, over random statistics;
- * HYB only between that limit and the guard; JDS never. */
+/* ELL never past the guard, and past the choice's own limit only where SELL would pad as
+ * much, over random statistics; SELL only between that limit and the guard; HYB and JDS
+ * never. */
 static void test_never_ell_past_guard(void)
 {
     uint64_t s = 5;
-    int ell = 0, hyb = 0;
+    int ell = 0, sell = 0;
     for (int t = 0; t < 20000; t++) {
         spk_matrix_info in;
         memset(&in, 0, sizeof in);
@@ -413,20 +414,24 @@ static void test_never_ell_past_guard(void)
         in.row_cv = (t_randu(&s) + 1) / 2;
         in.row_p50 = in.row_p95 = in.row_p99 = (int64_t)in.row_mean;
         in.hyb_width = (int64_t)(t_rand(&s) % 3);
+        in.sell_fill = 1.0 + (in.ell_fill - 1.0) * (t_randu(&s) + 1) / 1.6;
         spk_format f = spk_select_format(&in, SPK_DEVICE_CUDA, NULL, 0);
         if (f == SPK_FMT_ELL) {
             ell++;
-            T_CHECK(in.ell_fill <= 1.5 && in.ell_fill <= SPK_ELL_MAX_FILL,
-                    "ell at fill %.3f cv %.3f", in.ell_fill, in.row_cv);
+            T_CHECK(in.ell_fill <= SPK_ELL_MAX_FILL &&
+                        (in.ell_fill <= 1.25 || in.sell_fill >= in.ell_fill),
+                    "ell at fill %.3f (sell %.3f) cv %.3f", in.ell_fill, in.sell_fill, in.row_cv);
         }
-        if (f == SPK_FMT_HYB) {
-            hyb++;
-            T_CHECK(in.ell_fill > 1.5 && in.ell_fill <= SPK_ELL_MAX_FILL, "hyb at fill %.3f",
-                    in.ell_fill);
+        if (f == SPK_FMT_SELL) {
+            sell++;
+            T_CHECK(in.ell_fill > 1.25 && in.ell_fill <= SPK_ELL_MAX_FILL &&
+                        in.sell_fill < in.ell_fill,
+                    "sell at fill %.3f (sell %.3f)", in.ell_fill, in.sell_fill);
         }
-        T_CHECK(f != SPK_FMT_JDS, "jds at fill %.3f cv %.3f", in.ell_fill, in.row_cv);
+        T_CHECK(f != SPK_FMT_JDS && f != SPK_FMT_HYB, "%s at fill %.3f cv %.3f",
+                spk_format_str(f), in.ell_fill, in.row_cv);
     }
-    T_CHECK(ell > 0 && hyb > 0, "the sweep never reached ell (%d) or hyb (%d)", ell, hyb);
+    T_CHECK(ell > 0 && sell > 0, "the sweep never reached ell (%d) or sell (%d)", ell, sell);
     /* a contradictory record (fill past the guard with cv 0) must not get ELL either */
     spk_matrix_info in = {0};
     in.nrows = 10;
