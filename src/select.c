@@ -69,11 +69,11 @@
  * nothing while x is finite (kernels/dia_cpu.c), so they are not a condition. */
 #define SPK_SEL_DIA_MAX_FILL 1.5
 
-/* BSR where the pattern is made of full d x d blocks and the block rows pad at most as much
- * as ELL's limit allows rows to: BSR moves the values and 4 / d^2 bytes of index per value
- * (8.44 bytes an entry at d = 3 against ELL's 10-12), the same padding rule as ELL's since
- * its layout is ELL's over block rows. Measured on the H200: docs/selection.md. */
-#define SPK_SEL_BSR_FILL_LIMIT SPK_SEL_ELL_FILL_LIMIT
+/* BSR where the pattern is made of full d x d blocks and the block rows pad at most 1.5x, the
+ * bound ELL had before SELL took its place past 1.25: BSR moves the values and 4 / d^2 bytes
+ * of index per value (8.44 bytes an entry at d = 3 against ELL's 10-12), and its layout is
+ * ELL's over block rows. Measured on the H200: docs/selection.md. */
+#define SPK_SEL_BSR_FILL_LIMIT 1.5
 
 spk_format spk_select_shape(const spk_matrix_info *s, char *why, size_t len)
 {
