@@ -190,26 +190,31 @@ static int64_t sell_row(const spk_sell_fmt *f, int64_t k)
     return k - k % SPK_SELL_SIGMA + f->perm[k];
 }
 
-void spk_sell_fill_values(const spk_csr *A, const spk_sell_fmt *f, double *val)
+/* The values of A into the slots of f's layout, in fp64 (v64) or rounded to fp32 (v32, v64
+ * NULL); padding keeps its 0. */
+static void sell_fill(const spk_csr *A, const spk_sell_fmt *f, double *v64, float *v32)
 {
 #pragma omp parallel for schedule(static) if(A->nnz > OMP_MIN_WORK)
     for (int64_t k = 0; k < f->nrows; k++) {
         const int64_t row = sell_row(f, k), p0 = A->rowptr[row], len = row_len(A, row);
         const int64_t base = f->slice_ptr[k / SPK_SELL_C] + k % SPK_SELL_C;
-        for (int64_t j = 0; j < len; j++)
-            val[base + j * SPK_SELL_C] = A->val[p0 + j];
+        for (int64_t j = 0; j < len; j++) {
+            if (v32)
+                v32[base + j * SPK_SELL_C] = (float)A->val[p0 + j];
+            else
+                v64[base + j * SPK_SELL_C] = A->val[p0 + j];
+        }
     }
+}
+
+void spk_sell_fill_values(const spk_csr *A, const spk_sell_fmt *f, double *val)
+{
+    sell_fill(A, f, val, NULL);
 }
 
 void spk_sell_fill_values32(const spk_csr *A, const spk_sell_fmt *f, float *val)
 {
-#pragma omp parallel for schedule(static) if(A->nnz > OMP_MIN_WORK)
-    for (int64_t k = 0; k < f->nrows; k++) {
-        const int64_t row = sell_row(f, k), p0 = A->rowptr[row], len = row_len(A, row);
-        const int64_t base = f->slice_ptr[k / SPK_SELL_C] + k % SPK_SELL_C;
-        for (int64_t j = 0; j < len; j++)
-            val[base + j * SPK_SELL_C] = (float)A->val[p0 + j];
-    }
+    sell_fill(A, f, NULL, val);
 }
 
 /* Entries of sorted position k: its slots up to the first padding one. */
