@@ -850,10 +850,12 @@ static void write_json(const char *path, const bench *B, const char *gpu, const 
         const spk_matrix_info *in = &r->info;
         fprintf(f, ",\n     \"row_stats\": {\"min\": %lld, \"mean\": %.6g, \"max\": %lld, \"cv\": %.6g, "
                    "\"p50\": %lld, \"p99\": %lld, \"ell_fill\": %.6g, \"hyb_width\": %lld, "
-                   "\"hyb_coo_nnz\": %lld, \"sell_fill\": %.6g},\n    ", (long long)in->row_min,
+                   "\"hyb_coo_nnz\": %lld, \"sell_fill\": %.6g, \"bandwidth\": %lld, "
+                   "\"coherence\": %.6g},\n    ", (long long)in->row_min,
                 in->row_mean, (long long)in->row_max, in->row_cv, (long long)in->row_p50,
                 (long long)in->row_p99, in->ell_fill, (long long)in->hyb_width,
-                (long long)in->hyb_coo_nnz, in->sell_fill);
+                (long long)in->hyb_coo_nnz, in->sell_fill, (long long)in->bandwidth,
+                in->coherence);
         fprintf(f, " \"auto\": \"%s\", \"auto_reason\": ", spk_format_str(r->auto_fmt));
         bench_json_str(f, r->auto_reason);
         fprintf(f, ",\n     \"auto_us\": ");

@@ -300,7 +300,13 @@ typedef struct spk_matrix_info {
                                               when bsr_block is 1)                            */
     double  sell_fill;                     /* SELL's slots / nnz: each slice of 32 rows padded
                                               to its longest after sorting the rows by length
-                                              within windows of 256 (1 when nnz = 0)          */
+                                              within windows of 1024 (1 when nnz = 0)         */
+    int64_t bandwidth;                     /* max |j - i| over the entries (0 without any)     */
+    double  coherence;                     /* share of the entries (i, j), i >= 1, whose
+                                              neighbour (i - 1, j - 1) is an entry too: ~1 for
+                                              stencils and grid-numbered meshes (a warp's rows
+                                              gather consecutive x), ~0 for scattered columns
+                                              (0 when no entry has i >= 1)                    */
 } spk_matrix_info;
 SPK_API spk_status spk_matrix_get_info(const spk_matrix *A, spk_matrix_info *info);
 

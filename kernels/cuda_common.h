@@ -229,7 +229,6 @@ spk_status spk_cuda_yscale(spk_context *ctx, int64_t n, double beta, double *y);
 
 /* ELL on the device (kernels/ell_cuda.cu), also HYB's first part. */
 #define SPK_ELL_PAD16 (-32768)           /* padding in the int16 offset layout               */
-#define SPK_ELL_OFF16_MAX 32767          /* |column - row| the int16 layout holds             */
 typedef struct spk_ell_dev {
     int64_t  nrows, ncols, width, nnz;
     int32_t *col;                       /* width * nrows, column-major, SPK_ELL_PAD in padding */

@@ -16,6 +16,10 @@ extern "C" {
  * gather of x (and a NaN in x never leaks through a 0 * x). */
 #define SPK_ELL_PAD (-1)
 
+/* |column - row| the CUDA ELL and SELL int16 offset layout holds (the format choice reads it
+ * too: spk_matrix_info.bandwidth against it). */
+#define SPK_ELL_OFF16_MAX 32767
+
 /* CUDA ELL: up to this width a thread takes two adjacent rows (kernels/ell_cuda.cu). */
 #define SPK_ELL_PAIR_WIDTH 8
 

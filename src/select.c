@@ -8,15 +8,22 @@
  *      giant isolated rows over an ordinary bulk     -> coo (work split by nonzeros)
  *   2. a pattern of full d x d blocks (d >= 2) whose
  *      block rows pad at most 1.5x                   -> bsr (one index a block)
- *   3. padding at most 1.25x (max / mean), or SELL's
- *      sorted slices would pad as much               -> ell
- *   4. rows too long for ELL's guard (a long tail)   -> csr (row blocks, CSR-Adaptive)
- *   5. anything else (padding 1.25x .. 3x)           -> sell (slices padded to their own
+ *   3. padding at most 1.25x (max / mean) and rows
+ *      that are shifts of their neighbours (coherent
+ *      columns: stencils, grid-numbered meshes), or
+ *      SELL's sorted slices would pad more           -> ell
+ *   4. rows too long for ELL's guard (a long tail)   -> sell where the columns stay near the
+ *                                                       diagonal (int16 offsets), the rows
+ *                                                       short and the slices unpadded; else
+ *                                                       csr (row blocks, CSR-Adaptive)
+ *   5. anything else (padding up to 3x, or scattered
+ *      columns at any padding)                       -> sell (slices padded to their own
  *                                                       longest row after a local sort)
  * CPU rule: dia for a few well-filled diagonals, else csr (the end of spk_select_format).
  *
- * Rules 3 and 5 are measured: bench/select_sweep.py on the H200 (docs/selection.md) swept band
- * matrices of mean row length 8-48, max / mean 1 - 3.8, columns near the diagonal or anywhere.
+ * Rules 3 to 5 are measured: bench/select_sweep.py on the H200 (docs/selection.md) swept band
+ * matrices of mean row length 8-48, max / mean 1 - 3.8, columns near the diagonal or anywhere;
+ * bench_spmv's stencils and meshes are the coherent side of rule 3.
  * The coo rules (1) are guesses taken from Bell & Garland (SC'09), CUSP and Ginkgo, not yet
  * measured. */
 #include "spk_internal.h"
@@ -30,6 +37,25 @@
  * of 32 rows only to its own longest after sorting the rows within windows of 1024: measured
  * on the sweep (bench/select_sweep.py, H200, docs/selection.md). */
 #define SPK_SEL_ELL_FILL_LIMIT 1.25
+/* ... and only where the columns are coherent (spk_matrix_info.coherence: the share of entries
+ * whose diagonal neighbour is an entry too). There a warp's 32 rows gather 32 consecutive x
+ * and ELL's two rows a thread keep twice the loads in flight: on the H200 ELL took 79.4 us on
+ * poisson3d:150 (coherence 1.00) against SELL's 94.9, 74.1 / 76.6 on poisson3d27:100 (0.99),
+ * 135.8 / 139.9 on elasticity3d:60 (0.84). Where the columns are scattered (the sweep's random
+ * bands: 1 / the row length, the diagonal alone; mesh2d:2000, 0.14) every gather is a sector
+ * of its own and SELL's slices, each a contiguous block of the arrays, won at every padding:
+ * 65.4 against 73.5 us at none (band:2097152:8:8:4096), up to 1.43x at 1.25. 0.5 lies in the
+ * gap between the two groups (no matrix measured between 0.14 and 0.84). */
+#define SPK_SEL_ELL_COHERENCE 0.5
+
+/* A long tail in SELL: a slice is walked by one warp, so its longest row sets the slice's
+ * time; SELL takes the tail only where rows stay short, the sorted slices barely pad, and the
+ * int16 offsets fit (every column within 32767 of its row: 10 bytes a slot, against the
+ * row blocks' 8 + packed columns). On the sweep's near long tails (max 32-48, sell_fill 1.05,
+ * columns within 4096) SELL took 110.3 / 152.4 us against CSR's 140.1 / 205.6; on the far one
+ * (int32 columns) 156.5 against CSR's 139.1. */
+#define SPK_SEL_SELL_TAIL_ROW 1024
+#define SPK_SEL_SELL_TAIL_FILL 1.25
 
 /* A row this long is past where Ginkgo stops giving one (sub)warp per row: its `automatical`
  * CSR strategy switches to load balancing when the longest row exceeds 1024 (NVIDIA). */
@@ -104,17 +130,30 @@ spk_format spk_select_shape(const spk_matrix_info *s, char *why, size_t len)
                  s->nnz ? (double)s->bytes[SPK_FMT_BSR] / (double)s->nnz : 0.0);
         return SPK_FMT_BSR;
     }
-    if (fill <= SPK_SEL_ELL_FILL_LIMIT && fill <= SPK_ELL_MAX_FILL) {
-        snprintf(why, len, "ell: padding %.2fx (max %lld, mean %.1f, cv %.2f) is at most 1.25x, "
-                 "where ELL was measured fastest", fill, (long long)s->row_max, mean, s->row_cv);
+    const int coherent = s->coherence >= SPK_SEL_ELL_COHERENCE;
+    if (fill <= SPK_SEL_ELL_FILL_LIMIT && fill <= SPK_ELL_MAX_FILL && coherent) {
+        snprintf(why, len, "ell: padding %.2fx (max %lld, mean %.1f, cv %.2f) is at most 1.25x "
+                 "and the columns are coherent (%.2f of the entries continue a diagonal), where "
+                 "ELL was measured fastest", fill, (long long)s->row_max, mean, s->row_cv,
+                 s->coherence);
         return SPK_FMT_ELL;
     }
     /* a few rows (a slice's missing rows are padding), or lengths that vary within every
-     * slice: SELL gains nothing on ELL's padding */
-    if (fill <= SPK_ELL_MAX_FILL && s->sell_fill >= fill) {
+     * slice: SELL gains nothing on ELL's padding (nor, with coherent columns, at equal
+     * padding) */
+    if (fill <= SPK_ELL_MAX_FILL &&
+        (s->sell_fill > fill || (coherent && s->sell_fill >= fill))) {
         snprintf(why, len, "ell: padding %.2fx (max %lld, mean %.1f), and sell's sorted slices "
                  "would pad %.2fx", fill, (long long)s->row_max, mean, s->sell_fill);
         return SPK_FMT_ELL;
+    }
+    if (fill > SPK_SEL_HYB_MIN_FILL && s->hyb_width >= 1 && s->row_max <= SPK_SEL_SELL_TAIL_ROW &&
+        s->sell_fill <= SPK_SEL_SELL_TAIL_FILL && s->bandwidth <= SPK_ELL_OFF16_MAX) {
+        snprintf(why, len, "sell: long tail (max %lld = %.1fx mean %.1f) with short rows and "
+                 "columns within %lld of the diagonal (int16 offsets): slices of 32 rows "
+                 "sorted within 1024 pad %.2fx", (long long)s->row_max, fill, mean,
+                 (long long)s->bandwidth, s->sell_fill);
+        return SPK_FMT_SELL;
     }
     if (fill > SPK_SEL_HYB_MIN_FILL) {
         if (s->hyb_width >= 1) {
@@ -129,6 +168,13 @@ spk_format spk_select_shape(const spk_matrix_info *s, char *why, size_t len)
                  "%lld = %.1fx mean): HYB would be all COO", (long long)(s->nrows - s->empty_rows),
                  (long long)s->nrows, (long long)s->row_max, fill);
         return SPK_FMT_COO;
+    }
+    if (fill <= SPK_SEL_ELL_FILL_LIMIT) {
+        snprintf(why, len, "sell: padding %.2fx (max %lld, mean %.1f) but scattered columns "
+                 "(%.2f of the entries continue a diagonal): slices of 32 rows sorted within "
+                 "1024 pad %.2fx, each slice contiguous", fill, (long long)s->row_max, mean,
+                 s->coherence, s->sell_fill);
+        return SPK_FMT_SELL;
     }
     snprintf(why, len, "sell: padding %.2fx (max %lld, mean %.1f, cv %.2f) too much for ell; "
              "slices of 32 rows sorted within 1024 pad %.2fx", fill, (long long)s->row_max, mean,

@@ -240,6 +240,10 @@ static void test_stats_small(void)
             "bytes %zu %zu %zu %zu %zu", in.bytes[SPK_FMT_CSR], in.bytes[SPK_FMT_COO],
             in.bytes[SPK_FMT_ELL], in.bytes[SPK_FMT_HYB], in.bytes[SPK_FMT_JDS]);
     T_CHECK(!in.symmetric && !in.diag_positive, "6x5 is neither symmetric nor has a diagonal");
+    /* row i holds columns 0 .. i-1: the farthest entry is (4, 0); of the 10 entries, (2,1),
+     * (3,1), (3,2), (4,1), (4,2), (4,3) continue a diagonal from the row above */
+    T_CHECK(in.bandwidth == 4 && fabs(in.coherence - 0.6) < 1e-15, "bandwidth %lld coherence %g",
+            (long long)in.bandwidth, in.coherence);
 
     /* row i has i entries, i = 0..99: nearest-rank percentiles are the rank - 1 */
     int64_t len100[100];
@@ -275,6 +279,9 @@ static void test_stats_small(void)
     spk_stats_compute(&T, &in);
     T_CHECK(in.symmetric && in.diag_positive, "tridiag(-1 2 -1): sym %d diag %d", in.symmetric,
             in.diag_positive);
+    /* below row 0: (1,0) (1,1) (1,2) (2,1) (2,2), all but (1,0) continuing a diagonal */
+    T_CHECK(in.bandwidth == 1 && fabs(in.coherence - 0.8) < 1e-15,
+            "tridiag: bandwidth %lld coherence %g", (long long)in.bandwidth, in.coherence);
     v[1] = -2;
     spk_stats_compute(&T, &in);
     T_CHECK(!in.symmetric && in.diag_positive, "a12 != a21 is not symmetric");
@@ -351,7 +358,14 @@ static void test_choice(void)
     expect_lengths("two lengths, fill 2.25", N, 30, len, SPK_FMT_SELL, "sell padding 2.25x");
     for (int i = 0; i < N; i++)
         len[i] = i % 10 == 0 ? 40 : 4;                  /* a tail: fill 5.3 */
-    expect_lengths("tail: 10% of rows 10x", N, 40, len, SPK_FMT_CSR, "csr tail row blocks hyb width 4 COO");
+    /* row i holds columns 0 .. len-1: the bandwidth is the last row's index */
+    expect_lengths("tail: 10% of rows 10x", N, 40, len, SPK_FMT_SELL, "sell long tail within 9999 int16");
+    for (int i = 0; i < 40000; i++)
+        len[i] = i % 10 == 0 ? 40 : 4;                  /* the same tail, 39999 from the diagonal */
+    expect_lengths("tail, far columns", 40000, 40, len, SPK_FMT_CSR, "csr tail row blocks hyb width 4 COO");
+    for (int i = 0; i < N; i++)
+        len[i] = i % 10 == 0 ? 2000 : 4;                /* near, but rows longer than a slice's */
+    expect_lengths("tail of 2000-entry rows", N, 2000, len, SPK_FMT_CSR, "csr tail row blocks");
     for (int i = 0; i < N; i++)
         len[i] = 5;
     len[1234] = 50000;                                  /* one row with half the nonzeros */
@@ -368,7 +382,7 @@ static void test_choice(void)
     expect_lengths("100 x 100 all zero", 100, 100, len, SPK_FMT_CSR, "csr no nonzeros");
 
     /* the stencils; the 7-point boundary rows are shorter, padding stays under 1.25 */
-    expect_generated("poisson3d:40", SPK_FMT_ELL, "ell cv padding");
+    expect_generated("poisson3d:40", SPK_FMT_ELL, "ell cv padding coherent");
     expect_generated("poisson3d:6", SPK_FMT_ELL, "ell padding 1.17x");
     expect_generated("poisson3d:3", SPK_FMT_ELL, "ell padding 1.40x sell 1.66x");
     expect_generated("poisson2d:100", SPK_FMT_ELL, "ell");
@@ -376,7 +390,12 @@ static void test_choice(void)
     expect_generated("elasticity3d:4", SPK_FMT_SELL, "sell padding 1.73x max 81");
     expect_generated("poisson3d27:5", SPK_FMT_SELL, "sell max 27");
     expect_generated("band:20000:1:31:4096", SPK_FMT_SELL, "sell padding 1.9");
-    expect_generated("band:20000:1:32:64:3", SPK_FMT_CSR, "csr tail");       /* fill 3.5 */
+    expect_generated("band:20000:1:32:64:3", SPK_FMT_SELL, "sell long tail int16");  /* fill 3.5 */
+    expect_generated("band:40000:1:32:40000:3", SPK_FMT_CSR, "csr tail");  /* far columns */
+    /* scattered columns (coherence 1 / row length: the diagonal alone): SELL even unpadded;
+     * the stencils' own coherence keeps them ELL (above) */
+    expect_generated("band:20000:8:8:4096", SPK_FMT_SELL, "sell padding 1.00x scattered 0.1");
+    expect_generated("band:20000:16:18:20000", SPK_FMT_SELL, "sell scattered");
     expect_generated("powerlaw:20000:10", SPK_FMT_CSR, "csr tail row blocks COO");
     expect_generated("powerlaw:100000:4:3", SPK_FMT_CSR, "csr tail hyb");
 
@@ -396,9 +415,9 @@ static void test_choice(void)
     free(len);
 }
 
-/* ELL never past the guard, and past the choice's own limit only where SELL would pad as
- * much, over random statistics; SELL only between that limit and the guard; HYB and JDS
- * never. */
+/* Over random statistics: ELL never past the guard, and past the choice's own limit (or with
+ * scattered columns) only where SELL would pad as much; SELL within the guard, or past it only
+ * for short rows near the diagonal with unpadded slices; HYB and JDS never. */
 static void test_never_ell_past_guard(void)
 {
     uint64_t s = 5;
@@ -415,18 +434,28 @@ static void test_never_ell_past_guard(void)
         in.row_p50 = in.row_p95 = in.row_p99 = (int64_t)in.row_mean;
         in.hyb_width = (int64_t)(t_rand(&s) % 3);
         in.sell_fill = 1.0 + (in.ell_fill - 1.0) * (t_randu(&s) + 1) / 1.6;
+        in.coherence = (t_randu(&s) + 1) / 2;
+        in.bandwidth = (int64_t)(t_rand(&s) % 70000);
+        const int coherent = in.coherence >= 0.5;
         spk_format f = spk_select_format(&in, SPK_DEVICE_CUDA, NULL, 0);
         if (f == SPK_FMT_ELL) {
             ell++;
             T_CHECK(in.ell_fill <= SPK_ELL_MAX_FILL &&
-                        (in.ell_fill <= 1.25 || in.sell_fill >= in.ell_fill),
-                    "ell at fill %.3f (sell %.3f) cv %.3f", in.ell_fill, in.sell_fill, in.row_cv);
+                        ((coherent && (in.ell_fill <= 1.25 || in.sell_fill >= in.ell_fill)) ||
+                         in.sell_fill > in.ell_fill),
+                    "ell at fill %.3f (sell %.3f) cv %.3f coherence %.2f", in.ell_fill,
+                    in.sell_fill, in.row_cv, in.coherence);
         }
         if (f == SPK_FMT_SELL) {
             sell++;
-            T_CHECK(in.ell_fill > 1.25 && in.ell_fill <= SPK_ELL_MAX_FILL &&
-                        in.sell_fill < in.ell_fill,
-                    "sell at fill %.3f (sell %.3f)", in.ell_fill, in.sell_fill);
+            const int tail = in.ell_fill > SPK_ELL_MAX_FILL;
+            T_CHECK(tail ? in.hyb_width >= 1 && in.row_max <= 1024 && in.sell_fill <= 1.25 &&
+                               in.bandwidth <= SPK_ELL_OFF16_MAX
+                         : in.sell_fill <= in.ell_fill &&
+                               (!coherent || (in.ell_fill > 1.25 && in.sell_fill < in.ell_fill)),
+                    "sell at fill %.3f (sell %.3f) max %lld bandwidth %lld coherence %.2f",
+                    in.ell_fill, in.sell_fill, (long long)in.row_max, (long long)in.bandwidth,
+                    in.coherence);
         }
         T_CHECK(f != SPK_FMT_JDS && f != SPK_FMT_HYB, "%s at fill %.3f cv %.3f",
                 spk_format_str(f), in.ell_fill, in.row_cv);

@@ -1030,6 +1030,9 @@ static void print_explain(spk_context *ctx, const report *r)
     printf("  ELL fill %.3fx (padded slots / nnz); HYB split: width %lld, %lld entries in COO; "
            "SELL fill %.3fx (slices of 32 sorted within 1024)\n",
            in->ell_fill, (long long)in->hyb_width, (long long)in->hyb_coo_nnz, in->sell_fill);
+    printf("  columns: bandwidth %lld (max |j - i|), coherence %.3f (share of the entries whose "
+           "diagonal neighbour (i-1, j-1) is an entry)\n", (long long)in->bandwidth,
+           in->coherence);
     if (in->bytes[SPK_FMT_DIA] != SIZE_MAX)
         printf("  DIA: %lld diagonals, fill %.3fx, %lld rows without every diagonal\n",
                (long long)in->dia_diags, in->dia_fill, (long long)in->dia_partial_rows);
