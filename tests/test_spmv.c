@@ -389,6 +389,38 @@ static void check_ell_layouts(const char *mname, const spk_csr *A)
     free(y);
 }
 
+/* SELL on this device gives the same bits in every CUDA variant: int16 offsets or int32
+ * columns (SPK_ELL_INDEX=32), x gathered through L1 or from L2 only (SPK_SELL_X=l1 / l2): the
+ * offsets encode the columns, the cache path changes no value, and every row is summed in
+ * CSR's order. (Trivially true on the CPU, which ignores both.) */
+static void check_sell_layouts(const char *mname, const spk_csr *A)
+{
+    static const char *const index[2] = {NULL, "32"}, *const xpath[2] = {"l1", "l2"};
+    const size_t bytes = (size_t)(A->nrows ? A->nrows : 1) * sizeof(double);
+    double *y0 = malloc(bytes), *y = malloc(bytes);
+    char *saved_index = env_swap("SPK_ELL_INDEX", NULL);
+    char *saved_x = env_swap("SPK_SELL_X", NULL);
+    const spk_spmv_backend *be = spk_backend_find(SPK_FMT_SELL, dev);
+    for (int v = 0; v < 5; v++) {               /* v = 4: both unset, the rule's choice */
+        free(env_swap("SPK_ELL_INDEX", v < 4 ? index[v / 2] : NULL));
+        free(env_swap("SPK_SELL_X", v < 4 ? xpath[v % 2] : NULL));
+        spk_status st = product_of(be, A, v ? y : y0);
+        T_CHECK(st == SPK_OK, "%s on %s (variant %d): %s", be->name, mname, v,
+                spk_last_error(ctx));
+        if (st)
+            break;
+        if (v)
+            T_CHECK(memcmp(y0, y, (size_t)A->nrows * sizeof *y) == 0,
+                    "%s on %s: SELL with %s indices and x from %s differs in bits from int16 "
+                    "and l1", be->name, mname, v < 4 && index[v / 2] ? "int32" : "the rule's",
+                    v < 4 ? xpath[v % 2] : "the rule's path");
+    }
+    env_restore("SPK_ELL_INDEX", saved_index);
+    env_restore("SPK_SELL_X", saved_x);
+    free(y0);
+    free(y);
+}
+
 /* spmv_dot (CG's q = A p and p'q, square A): y = A x against the reference, out = x'y to
  * 1e-12 of sum |x_i y_i|, the same bits on a second call, and nothing written when *skip. */
 static void check_spmv_dot(const char *be_name, const char *mname, const spk_spmv_backend *be,
@@ -1301,6 +1333,7 @@ int main(int argc, char **argv)
         const int64_t fit[] = {-32767, -1, 0, 32767}, past[] = {-32768, 0, 1, 32768};
         csr_band(70000, fit, 4, &A);
         check_ell_layouts("70000 band at offsets +-32767", &A);
+        check_sell_layouts("70000 band at offsets +-32767", &A);
         check_matrix("70000 band at offsets +-32767", &A);
         csr_band(70000, past, 4, &A);
         check_matrix("70000 band at offsets +-32768", &A);
@@ -1318,6 +1351,7 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++)
             if (spk_generate_csr(ctx, specs[k], &A) == SPK_OK) {
                 check_ell_layouts(specs[k], &A);
+                check_sell_layouts(specs[k], &A);
                 spk_csr_free(&A);
             }
         const int64_t rows_n[] = {1, 2, 3, 97, 4096 + 97, 4096 + 98};
@@ -1327,6 +1361,7 @@ int main(int argc, char **argv)
                      (long long)rows_n[k]);
             t_random_csr(ctx, rows_n[k], rows_n[k], 4, 40 + k, &A);
             check_ell_layouts(name, &A);
+            check_sell_layouts(name, &A);
             spk_csr_free(&A);
         }
         char *saved = env_swap("SPK_ELL_ROWS", "2");
