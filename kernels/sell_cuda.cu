@@ -12,10 +12,10 @@
  * SPK_ELL_PAD16) and value 0; the value is loaded either way, the gather of x only for a real
  * column (no 0 * NaN). The matrix is loaded evict-first (spk_ldm<true>): SELL is the format of
  * irregular rows, where x's gathers want L2 (ELL's and HYB's measurement). x itself is read
- * through L1 (__ldg) where the int16 offsets fit -- the columns lie within 32767 of the row,
- * so a window's gathers reuse lines -- and from L2 only (__ldcg) where they do not: there the
- * columns are scattered over all of x, L1 lines would be filled for nothing (CSR's row blocks
- * measured the same: csr_adaptive_cuda.cu); the knob SPK_SELL_X=l1|l2 forces either. Each row is summed
+ * through L1 (__ldg) even where the columns are scattered over all of x: from L2 only
+ * (__ldcg, as CSR's row blocks read it) was 0.4-3.6% slower on the H200 (bench_spmv, 50
+ * SpMVs, us, __ldg / __ldcg: band:2097152:8:8:2097152 123.4 / 125.1, band:2097152:1:47:2097152
+ * 397.3 / 404.4, band:2097152:8:48:2097152:2 351.5 / 359.3, mesh2d:2000 236.2 / 244.8). Each row is summed
  * in CSR's order, in fp64 whatever the values' type. The same kernel, with another epilogue,
  * is the fused step of AMG's V-cycle (spmv_step), and with the dot p'q summed over the grid
  * CG's q = A p, p'q (spmv_dot).
@@ -41,7 +41,6 @@ typedef struct sell_dev {
     /* host mirror kept from setup for value updates: the layout with its fp64 values */
     spk_sell_fmt h;
     float    *h_val32;                  /* sell32-cuda: staging of the rounded values         */
-    int       x_l2;                     /* gathers of x from L2 only (__ldcg), else __ldg     */
     int       borrowed;                 /* a twin of setup_from: every array but val32,
                                          * h_val32 and d_rowptr is its row's                  */
     int64_t  *d_rowptr;                 /* nrows + 1: made at the first update on the device  */
@@ -62,7 +61,7 @@ struct sell_out {
  * (CG's q = A p, p'q; square A, out a sell_out of alpha 1, beta 0): also sink.out = x'y,
  * each thread adding x_i y_i of the rows it writes, summed over the grid by
  * spk_last_block_sum (a grid of one resident wave, sell_dot_wave). */
-template <class V, class Idx, class X, class S, bool DOT, bool XL2>
+template <class V, class Idx, class X, class S, bool DOT>
 __global__ void __launch_bounds__(SPK_SELL_SIGMA)
 sell_kernel(int64_t nrows, int64_t nwin, const int64_t *__restrict__ slice_ptr,
             const uint16_t *__restrict__ perm, const Idx *__restrict__ Aj,
@@ -85,7 +84,7 @@ sell_kernel(int64_t nrows, int64_t nwin, const int64_t *__restrict__ slice_ptr,
                 const bool real = ell_real(spk_ldm<true>(&Aj[p]), row, c);
                 const double v = (double)spk_ldm<true>(&Ax[p]);
                 if (real)
-                    s += v * (double)(XL2 ? __ldcg(&x[c]) : __ldg(&x[c]));
+                    s += v * (double)__ldg(&x[c]);
             }
             ts[row - w0] = s;
         }
@@ -103,14 +102,14 @@ sell_kernel(int64_t nrows, int64_t nwin, const int64_t *__restrict__ slice_ptr,
 
 /* Blocks of one resident wave of the fused kernel, from the occupancy API once per process
  * and instance (one GPU model assumed), at most the partials' room. */
-template <class V, class Idx, bool XL2>
+template <class V, class Idx>
 static int64_t sell_dot_wave(const spk_cuda_state *cs)
 {
     static std::atomic<int> occupancy{0};
     int per_sm = occupancy.load(std::memory_order_relaxed);
     if (per_sm <= 0) {
         if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &per_sm, sell_kernel<V, Idx, double, sell_out, true, XL2>, SPK_SELL_SIGMA, 0) !=
+                &per_sm, sell_kernel<V, Idx, double, sell_out, true>, SPK_SELL_SIGMA, 0) !=
                 cudaSuccess ||
             per_sm <= 0) {
             (void)cudaGetLastError();              /* not for the launch check to report */
@@ -124,49 +123,38 @@ static int64_t sell_dot_wave(const spk_cuda_state *cs)
 
 /* sink: the fused dot (out a sell_out of alpha 1, beta 0), on one resident wave; nrows == 0
  * still runs one block, so that the sum (0) lands in *sink->out. */
-template <class V, class Idx, class X, class S, bool XL2>
+template <class V, class Idx, class X, class S>
 static void sell_launch(const spk_cuda_state *cs, const sell_dev *A, const Idx *Aj, const V *Av,
                         const X *x, const S &out, const spk_dot_sink *sink)
 {
     const int64_t nwin = (A->nrows + SPK_SELL_SIGMA - 1) / SPK_SELL_SIGMA;
     if constexpr (std::is_same<S, sell_out>::value && std::is_same<X, double>::value) {
         if (sink) {
-            const int64_t cap = sell_dot_wave<V, Idx, XL2>(cs);
+            const int64_t cap = sell_dot_wave<V, Idx>(cs);
             const unsigned grid = (unsigned)(nwin < 1 ? 1 : nwin < cap ? nwin : cap);
-            sell_kernel<V, Idx, X, S, true, XL2><<<grid, SPK_SELL_SIGMA, 0, cs->stream>>>(
+            sell_kernel<V, Idx, X, S, true><<<grid, SPK_SELL_SIGMA, 0, cs->stream>>>(
                 A->nrows, nwin, A->slice_ptr, A->perm, Aj, Av, x, out, *sink);
             return;
         }
     }
-    sell_kernel<V, Idx, X, S, false, XL2><<<spk_cuda_grid(cs, nwin, 1), SPK_SELL_SIGMA, 0,
+    sell_kernel<V, Idx, X, S, false><<<spk_cuda_grid(cs, nwin, 1), SPK_SELL_SIGMA, 0,
                                        cs->stream>>>(A->nrows, nwin, A->slice_ptr, A->perm, Aj,
                                                      Av, x, out, spk_dot_sink{});
 }
 
-/* The layout's index and value arrays (int16 offsets or int32 columns, fp64 or fp32 values)
- * and x's cache path. */
-template <class V, class Idx, class X, class S>
-static void sell_launch_x(const spk_cuda_state *cs, const sell_dev *A, const Idx *Aj,
-                          const V *Av, const X *x, const S &out, const spk_dot_sink *sink)
-{
-    if (A->x_l2)
-        sell_launch<V, Idx, X, S, true>(cs, A, Aj, Av, x, out, sink);
-    else
-        sell_launch<V, Idx, X, S, false>(cs, A, Aj, Av, x, out, sink);
-}
-
+/* The layout's index and value arrays: int16 offsets or int32 columns, fp64 or fp32 values. */
 template <class X, class S>
 static void sell_dispatch(const spk_cuda_state *cs, const sell_dev *A, const X *x, const S &out,
                           const spk_dot_sink *sink = NULL)
 {
     if (A->off && A->val32)
-        sell_launch_x(cs, A, A->off, A->val32, x, out, sink);
+        sell_launch(cs, A, A->off, A->val32, x, out, sink);
     else if (A->off)
-        sell_launch_x(cs, A, A->off, A->val, x, out, sink);
+        sell_launch(cs, A, A->off, A->val, x, out, sink);
     else if (A->val32)
-        sell_launch_x(cs, A, A->col, A->val32, x, out, sink);
+        sell_launch(cs, A, A->col, A->val32, x, out, sink);
     else
-        sell_launch_x(cs, A, A->col, A->val, x, out, sink);
+        sell_launch(cs, A, A->col, A->val, x, out, sink);
 }
 
 static spk_status sell_spmv(spk_context *ctx, const void *state, double alpha, const double *x,
@@ -298,7 +286,6 @@ static spk_status sell_setup_as(spk_context *ctx, const spk_csr *A, int fp32, vo
     }
     if (off)
         sell_offsets(h, off);
-    d->x_l2 = ctx->tune.sell_x ? ctx->tune.sell_x == 2 : !off;
     void *v = NULL;
     if (!(st = spk_cuda_upload_new(ctx, &d->slice_ptr, h->slice_ptr,
                                    ((size_t)h->nslices + 1) * sizeof(int64_t),

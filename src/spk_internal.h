@@ -31,7 +31,6 @@ typedef struct spk_tuning {
     int    csr_group;    /* SPK_CSR_GROUP: CSR-vector's lanes per row, 1..32; 0: the rule    */
     int    ell_index32;  /* SPK_ELL_INDEX=32: keep int32 columns, never int16 offsets         */
     int    ell_rows;     /* SPK_ELL_ROWS: 1, 2 or 4 (fp32 values) rows per thread; 0: rule   */
-    int    sell_x;       /* SPK_SELL_X: 1 gathers x through L1, 2 from L2 only; 0: by layout  */
     int    bsr_kernel;   /* SPK_BSR_KERNEL: SPK_BSR_BRANCH / _FLAT / _SPLIT, or AUTO            */
     int    gs_rows;      /* SPK_GS_ROWS: 1, 2 or 4 rows per lane in GMRES's CGS2; 0 by n      */
     int    gs_rows_only; /* SPK_GS_KERNEL=rows: CGS2's second pass on the rows kernel         */

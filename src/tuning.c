@@ -71,7 +71,6 @@ spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t)
     static const char *const csr_group[] = {"auto", "1", "2", "4", "8", "16", "32"};
     static const char *const ell_index[] = {"auto", "32"};
     static const char *const ell_rows[] = {"auto", "1", "2", "4"};
-    static const char *const sell_x[] = {"auto", "l1", "l2"};
     static const char *const gs_rows[] = {"auto", "1", "2", "4"};
     static const char *const bsr[] = {"auto", "branch", "flat", "split"};
     static const char *const gs_kernel[] = {"auto", "rows"};
@@ -90,8 +89,6 @@ spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t)
         t->ell_index32 = w == 1;
     if (!st && !(st = knob_word(ctx, "SPK_ELL_ROWS", ell_rows, 4, &w)))
         t->ell_rows = w <= 0 ? 0 : w == 3 ? 4 : w;        /* 0: by the width */
-    if (!st && !(st = knob_word(ctx, "SPK_SELL_X", sell_x, 3, &w)))
-        t->sell_x = w <= 0 ? 0 : w;                       /* 0: by the index layout */
     if (!st && !(st = knob_word(ctx, "SPK_BSR_KERNEL", bsr, 4, &w)))
         t->bsr_kernel = w <= 0 ? SPK_TUNE_AUTO : w - 1;   /* SPK_BSR_BRANCH, _FLAT, _SPLIT */
     if (!st && !(st = knob_word(ctx, "SPK_GS_ROWS", gs_rows, 4, &w)))
@@ -126,7 +123,6 @@ void spk_tuning_default(spk_tuning *t)
     t->csr_group = 0;
     t->ell_index32 = 0;
     t->ell_rows = 0;
-    t->sell_x = 0;
     t->bsr_kernel = SPK_TUNE_AUTO;
     t->gs_rows = 0;
     t->gs_rows_only = 0;
