@@ -52,8 +52,16 @@
 /* Nonzeros per thread of a stream block: NB = 3 x 256 = 768 (measured best, above). */
 #define SPK_CSR_ADAPT_ITEMS 3
 #define SPK_CSR_ADAPT_NB (SPK_CSR_ADAPT_ITEMS * SPK_CUDA_BLOCK)
-/* Pieces of a long row: 32 loads per thread of a 256-thread block. */
-#define SPK_CSR_ADAPT_PIECE (32 * SPK_CUDA_BLOCK)
+/* Pieces of a long row: SPK_CSR_ADAPT_PIECE_LOADS loads per thread of a 256-thread block.
+ * Measured on the H200 (bench_spmv, 50 SpMVs, us, 32 / 3 loads -- pieces of 8192 / 768
+ * nonzeros, the latter every load in flight at once): rmat:14:12 11.2 / 11.1, rmat:16:3
+ * 13.2 / 13.3 (so the long rows' pieces are not what keeps those small graphs behind
+ * cuSPARSE's COO, 8.3-10.3), rmat:20 249.9 / 269.2, rmat:22:8 584.0 / 608.1,
+ * powerlaw:2000000:16 247.2 / 247.6. */
+#ifndef SPK_CSR_ADAPT_PIECE_LOADS
+#define SPK_CSR_ADAPT_PIECE_LOADS 32
+#endif
+#define SPK_CSR_ADAPT_PIECE (SPK_CSR_ADAPT_PIECE_LOADS * SPK_CUDA_BLOCK)
 /* The x tile: a stream block's first SPK_CSR_ADAPT_TILE rows' own columns of x, staged in
  * shared memory, when the stream blocks' rows hold at least SPK_CSR_ADAPT_TILE_LEN nonzeros
  * on average (the header says why; 256 measured against 128 and 768). */
