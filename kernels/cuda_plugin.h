@@ -25,8 +25,10 @@ extern "C" {
  * tuning.mpi_composed; 5: the rows' fp32 twins, spk_spmv_backend.fp32; 6: the BSR row; 7: the
  * twins' spmv_dot32, CG's fp32-vector steps and tuning.mixed_vectors; 8: the AMG setup on
  * the GPU, spk_amg_hier's new fields; 9: amg_device_layout; 10: the rows' spmv_step and the
- * vector table's step; 11: tuning.csr_group and the SELL row): a libspk_cuda.so of another layout is refused. */
-#define SPK_CUDA_PLUGIN_ABI 11
+ * vector table's step; 11: tuning.csr_group and the SELL row; 12: spk_matrix_info's bandwidth
+ * and coherence, which move spk_matrix's later fields): a libspk_cuda.so of another layout is
+ * refused. */
+#define SPK_CUDA_PLUGIN_ABI 12
 
 struct spk_cg_ops;
 struct spk_bicg_ops;
