@@ -60,6 +60,7 @@ if command -v compute-sanitizer >/dev/null; then
     "api_threads:test_api --device gpu --quick --part threads"
     "vec:test_vec --device gpu"
     "amg:test_amg --device gpu"
+    "mixed:test_mixed --device gpu"
     "pc:test_pc --device gpu"
     "ilu:test_ilu --device gpu --quick"
     "robust_gpu:test_robust_gpu --device gpu --quick"

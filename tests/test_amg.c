@@ -1175,6 +1175,13 @@ int main(int argc, char **argv)
             }
             spk_context_destroy(ctx);
             return t_done("test_amg");
+        } else if (!strcmp(argv[a], "--cycle-only")) {   /* ... of the solve's kernels */
+            test_cycle_steps();
+            test_cycle_range();
+            if (dev == SPK_DEVICE_CUDA)
+                test_device_fp32();
+            spk_context_destroy(ctx);
+            return t_done("test_amg");
         }
     if (dev == SPK_DEVICE_CPU) {                   /* host code: once is enough */
         test_products();
