@@ -1,29 +1,30 @@
-/* src/select.c -- the automatic format choice: a pure function of the row-length statistics
- * (src/stats.c) and the device, with a one-line reason. The rule and every threshold are
- * explained in docs/selection.md.
+/* src/select.c -- the automatic format choice: a pure function of the row-length and column
+ * statistics (src/stats.c) and the device, with a one-line reason. The rule and every
+ * threshold are explained in docs/selection.md.
  *
- * GPU rule, first match wins:
- *   0. no nonzeros                                   -> csr (nothing to balance)
- *   1. one long row holds a large share of nnz, or
- *      giant isolated rows over an ordinary bulk     -> coo (work split by nonzeros)
- *   2. a pattern of full d x d blocks (d >= 2) whose
- *      block rows pad at most 1.5x                   -> bsr (one index a block)
- *   3. padding at most 1.25x (max / mean) and rows
- *      that are shifts of their neighbours (coherent
- *      columns: stencils, grid-numbered meshes), or
- *      SELL's sorted slices would pad more           -> ell
- *   4. rows too long for ELL's guard (a long tail)   -> sell where the columns stay near the
- *                                                       diagonal (int16 offsets), the rows
- *                                                       short and the slices unpadded; else
- *                                                       csr (row blocks, CSR-Adaptive)
- *   5. anything else (padding up to 3x, or scattered
- *      columns at any padding)                       -> sell (slices padded to their own
+ * GPU rule, first match wins (numbered as docs/selection.md's table):
+ *   0.  no nonzeros                                  -> csr (nothing to balance)
+ *   1a. one long row holds a large share of nnz, or
+ *   1b. giant isolated rows over an ordinary bulk    -> coo (work split by nonzeros)
+ *   B.  a pattern of full d x d blocks (d >= 2) whose
+ *       block rows pad at most 1.5x                  -> bsr (one index a block)
+ *   2.  padding at most 1.25x (max / mean) and rows
+ *       that are shifts of their neighbours (coherent
+ *       columns: stencils, grid-numbered meshes), or
+ *       SELL's sorted slices would pad more          -> ell
+ *   3s. a long tail (past ELL's guard) of short rows
+ *       near the diagonal (int16 offsets) in slices
+ *       that barely pad                              -> sell
+ *   3.  any other long tail                          -> csr (row blocks, CSR-Adaptive);
+ *   3'. ... too few rows for HYB's ELL width         -> coo
+ *   4.  anything else (padding up to 3x, or scattered
+ *       columns at any padding)                      -> sell (slices padded to their own
  *                                                       longest row after a local sort)
  * CPU rule: dia for a few well-filled diagonals, else csr (the end of spk_select_format).
  *
- * Rules 3 to 5 are measured: bench/select_sweep.py on the H200 (docs/selection.md) swept band
+ * Rules 2 to 4 are measured: bench/select_sweep.py on the H200 (docs/selection.md) swept band
  * matrices of mean row length 8-48, max / mean 1 - 3.8, columns near the diagonal or anywhere;
- * bench_spmv's stencils and meshes are the coherent side of rule 3.
+ * bench_spmv's stencils and meshes are the coherent side of rule 2.
  * The coo rules (1) are guesses taken from Bell & Garland (SC'09), CUSP and Ginkgo, not yet
  * measured. */
 #include "spk_internal.h"
