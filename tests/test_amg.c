@@ -518,6 +518,34 @@ static void test_option_errors(void)
     spk_matrix_destroy(A);
 }
 
+/* The setup turns the context's huge-page advice off for its own arrays (solvers/pc_amg.c)
+ * and gives it back: after a solve, after a failed setup, with the knob on or off. */
+static void test_hugepages_restored(void)
+{
+    spk_matrix *A = t_matrix(ctx, "poisson2d:40");
+    const int64_t n = A->csr.nrows;
+    double *b = t_rand_vec(n, 3), *x = calloc((size_t)n, sizeof *x);
+    const int saved = ctx->tune.hugepages;
+    for (int on = 0; on < 2; on++)
+        for (int fail = 0; fail < 2; fail++) {
+            ctx->tune.hugepages = on;
+            spk_options opt;
+            spk_options_default(&opt);
+            opt.precond = SPK_PRECOND_AMG;
+            if (fail)
+                opt.amg.max_levels = 40;
+            spk_result res;
+            const spk_status st = spk_solve(ctx, A, b, x, &opt, &res);
+            T_CHECK(fail ? st == SPK_ERR_ARG : st == SPK_OK, "knob %d, fail %d: %s", on, fail,
+                    spk_status_str(st));
+            T_CHECK(ctx->tune.hugepages == on, "knob %d, fail %d: %d after the setup", on, fail,
+                    ctx->tune.hugepages);
+        }
+    ctx->tune.hugepages = saved;
+    free(b), free(x);
+    spk_matrix_destroy(A);
+}
+
 /* A GPU-built hierarchy leaves its levels' values on the device (the handles' host copies are
  * fetched when read): the fp32 cycle, whose twins check the host values' range, takes every
  * matrix, and gives the fp64 cycle's count within 1; after a refresh too. */
@@ -1199,6 +1227,7 @@ int main(int argc, char **argv)
     test_symmetric();
     test_nullspace();
     test_option_errors();
+    test_hugepages_restored();
     test_refresh(0, SPK_AMG_SETUP_AUTO);
     test_refresh(1, SPK_AMG_SETUP_AUTO);
     test_refresh(0, SPK_AMG_SETUP_DEVICE);
