@@ -96,6 +96,20 @@ typedef struct spk_amg_level {
     const double *dP, *dR, *dA;
 } spk_amg_level;
 
+/* The steps of a GPU build, timed apart (spk_amg_hier.dev_step_s; `--explain` prints them) */
+enum {
+    SPK_AMG_STEP_RHO,      /* D^-1 and the spectral estimate                                  */
+    SPK_AMG_STEP_AGG,      /* strength graph and MIS(2) aggregates                            */
+    SPK_AMG_STEP_T,        /* the tentative prolongator and its QR                            */
+    SPK_AMG_STEP_S,        /* S = I - omega D^-1 A                                            */
+    SPK_AMG_STEP_P,        /* P = S T                                                         */
+    SPK_AMG_STEP_R,        /* R = P^T and its map                                             */
+    SPK_AMG_STEP_AP,       /* A P                                                             */
+    SPK_AMG_STEP_RAP,      /* R (A P)                                                         */
+    SPK_AMG_STEP_DOWN,     /* the patterns (and values) to the host                           */
+    SPK_AMG_DEV_STEPS
+};
+
 typedef struct spk_amg_hier {
     int            nlevels;        /* levels, the coarsest included                          */
     spk_amg_level  lev[32];
@@ -122,6 +136,7 @@ typedef struct spk_amg_hier {
     void          *dev;            /* a GPU build's device hierarchy, kept for refreshes     */
     double         dev_bytes;      /* its device memory                                      */
     int            mis_rounds[32]; /* MIS(2) rounds per level                                */
+    double         dev_step_s[SPK_AMG_DEV_STEPS]; /* a GPU build's seconds per step          */
 } spk_amg_hier;
 
 /* Resolve the options' zeros to the defaults (spk.h, spk_amg_options). */
@@ -181,6 +196,21 @@ int64_t spk_amg_mis2_aggregation(spk_context *ctx, int64_t nn, const int64_t *gp
 /* The spectral estimate's start vector (the same n values on every run), and the largest
  * eigenvalue of the Lanczos tridiagonal (diagonal a, off-diagonal b, order m; bisection). */
 void spk_amg_start_vector(int64_t n, double *v);
+#ifdef __CUDACC__
+#define SPK_AMG_HOST_DEVICE __host__ __device__
+#else
+#define SPK_AMG_HOST_DEVICE
+#endif
+/* Its entry i, in [0.5, 1.5): splitmix64 of i, a hash of the index alone, so that the host
+ * and the device make each entry apart, in parallel, with the same bits. */
+static inline SPK_AMG_HOST_DEVICE double spk_amg_start_entry(int64_t i)
+{
+    uint64_t z = (uint64_t)i + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return 0.5 + (double)(z >> 11) * 0x1.0p-53;
+}
 double spk_amg_tridiag_max(const double *a, const double *b, int m);
 
 /* What one V-cycle costs against its parts (bench/bench_vcycle.c), each timed on its own as

@@ -116,16 +116,12 @@ static double dot_host(int64_t n, const double *x, const double *y)
     return r;
 }
 
-/* A deterministic start vector in [0.5, 1.5): the same estimate on every run. */
+/* A deterministic start vector in [0.5, 1.5): the same estimate on every run (amg.h). */
 void spk_amg_start_vector(int64_t n, double *v)
 {
-    uint64_t s = 0x9e3779b97f4a7c15ull;
-    for (int64_t i = 0; i < n; i++) {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        v[i] = 0.5 + (double)(s >> 11) * 0x1.0p-53;
-    }
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; i++)
+        v[i] = spk_amg_start_entry(i);
 }
 
 /* Number of eigenvalues of the symmetric tridiagonal (a, b) below x (Sturm sequence). */

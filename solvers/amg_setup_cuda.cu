@@ -49,6 +49,8 @@ typedef struct dev_build {
     int               chunked;     /* products made by the chunked algorithm                 */
     double            xfer_s;      /* the level matrices' copies between host and device     */
     double            up_s;        /* of which the uploads (A's)                             */
+    double            step_s[SPK_AMG_DEV_STEPS];   /* seconds per step (amg.h), all levels  */
+    double            mark;        /* when the step being timed began                       */
 } dev_build;
 
 static spk_status cusp(spk_context *ctx, cusparseStatus_t s, const char *what)
@@ -108,8 +110,22 @@ static spk_status dcsr_alloc(dev_build *B, int64_t m, int64_t n, int64_t nnz, dc
 
 static spk_status wait(dev_build *B) { return cu(B, cudaStreamSynchronize(B->s), "stream"); }
 
+/* The step that ends here: its work done (the stream drained), its time to step_s[step]. */
+static spk_status step_done(dev_build *B, int step)
+{
+    const spk_status st = wait(B);
+    const double t = spk_now();
+    B->step_s[step] += t - B->mark;
+    B->mark = t;
+    return st;
+}
+
+/* Device to host; the host pages faulted in first by all threads (spk_touch_pages: the copy
+ * overwrites them all, and into untouched pageable memory it faults them one by one). */
 static spk_status get(dev_build *B, void *host, const void *dev, size_t bytes)
 {
+    if (bytes >= ((size_t)1 << 20))
+        spk_touch_pages(host, bytes);
     spk_status st = cu(B, cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, B->s), "copy");
     return st ? st : wait(B);
 }
@@ -145,24 +161,34 @@ static spk_status dcsr_upload(dev_build *B, const spk_csr *h, dcsr *A)
     return st;
 }
 
-/* The device CSR into a new host CSR (values: 0, its pattern only, the values unset). */
+/* Row offsets widened to the host CSR's 64 bits, on the device */
+__global__ void k_widen(int64_t n, const int32_t *in, int64_t *out)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[i] = in[i];
+}
+
+static spk_status tmp_for(dev_build *B, size_t bytes);
+static unsigned blocks(int64_t n);
+
+/* The device CSR into a new host CSR (values: 0, its pattern only, the values unset); the
+ * offsets widened on the device (in the setup's scratch), so that they come down into the
+ * host's array with no pass over them there. */
 static spk_status dcsr_download(dev_build *B, const dcsr *A, spk_csr *h, int values)
 {
     const double t0 = spk_now();
     spk_status st = spk_csr_alloc(B->ctx, A->m, A->n, A->nnz, h);
     if (st)
         return st;
-    int32_t *rp = (int32_t *)spk_malloc(B->ctx, (size_t)A->m + 1, sizeof *rp);
-    if (!rp) {
-        spk_csr_free(h);
-        return spk_fail(B->ctx, SPK_ERR_NOMEM, "AMG setup on the GPU: row offsets: out of memory");
+    if (!(st = tmp_for(B, ((size_t)A->m + 1) * sizeof(int64_t)))) {
+        k_widen<<<blocks(A->m + 1), SPK_CUDA_BLOCK, 0, B->s>>>(A->m + 1, A->rp,
+                                                              (int64_t *)B->tmp);
+        st = spk_cuda_launched(B->ctx, "k_widen");
     }
-    if (!(st = get(B, rp, A->rp, ((size_t)A->m + 1) * sizeof *rp)) &&
+    if (!st && !(st = get(B, h->rowptr, B->tmp, ((size_t)A->m + 1) * sizeof *h->rowptr)) &&
         !(st = get(B, h->colind, A->ci, (size_t)A->nnz * sizeof *h->colind)) && values)
         st = get(B, h->val, A->v, (size_t)A->nnz * sizeof *h->val);
-    for (int64_t i = 0; !st && i <= A->m; i++)
-        h->rowptr[i] = rp[i];
-    spk_free(rp);
     if (st)
         spk_csr_free(h);
     B->xfer_s += spk_now() - t0;
@@ -542,17 +568,25 @@ static spk_status dot(dev_build *B, int64_t n, const double *x, const double *y,
     return spk_cublas(B->ctx, cublasDdot(B->cs->blas, (int)n, x, 1, y, 1, r), "AMG setup dot");
 }
 
-/* spk_amg_spectral_radius on the device. work: 4 n doubles (device); host: n doubles. */
+/* The start vector's entries (amg.h), made where they are read */
+__global__ void k_start(int64_t n, double *v)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        v[i] = spk_amg_start_entry(i);
+}
+
+/* spk_amg_spectral_radius on the device. work: 4 n doubles (device). */
 static spk_status spectral_radius(dev_build *B, const dcsr *A, const double *dinv, int sym,
-                                  double *work, double *host, double *rho)
+                                  double *work, double *rho)
 {
     const int64_t n = A->m;
     *rho = 1.0;
     if (n == 0)
         return SPK_OK;
     double *v = work, *vp = work + n, *w = work + 2 * n;
-    spk_amg_start_vector(n, host);
-    spk_status st = put(B, v, host, (size_t)n * sizeof *v);
+    k_start<<<blocks(n), SPK_CUDA_BLOCK, 0, B->s>>>(n, v);
+    spk_status st = launched(B, "AMG start vector");
     double nv = 0.0;
     if (st || (st = dot(B, n, v, v, &nv)))
         return st;
@@ -1130,8 +1164,8 @@ static spk_status transpose_map(dev_build *B, const dcsr *P, dcsr *R, int32_t **
     return st;
 }
 
-/* D^-1 and rho of level l into the device and the host hierarchy. host: n doubles. */
-static spk_status level_diag(dev_build *B, dev_hier *D, spk_amg_hier *H, int l, double *host)
+/* D^-1 and rho of level l into the device and the host hierarchy. */
+static spk_status level_diag(dev_build *B, dev_hier *D, spk_amg_hier *H, int l)
 {
     const dcsr *A = &D->A[l];
     int32_t hneg = 0;
@@ -1140,7 +1174,7 @@ static spk_status level_diag(dev_build *B, dev_hier *D, spk_amg_hier *H, int l, 
         return st;
     k_dinv<<<blocks(A->m), SPK_CUDA_BLOCK, 0, B->s>>>(A->m, A->rp, A->ci, A->v, D->dinv[l], D->neg);
     if ((st = launched(B, "AMG diagonal")) || (st = get(B, &hneg, D->neg, sizeof hneg)) ||
-        (st = spectral_radius(B, A, D->dinv[l], H->symmetric && !hneg, D->work, host,
+        (st = spectral_radius(B, A, D->dinv[l], H->symmetric && !hneg, D->work,
                               &H->lev[l].rho)))
         return st;
     return get(B, H->lev[l].dinv, D->dinv[l], (size_t)A->m * sizeof(double));
@@ -1226,6 +1260,7 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetr
         (st = dalloc(B, &Bl, n0 * k, "AMG near-null space")) ||
         (st = put(B, Bl, H->lev[0].B, (size_t)(n0 * k) * sizeof(double))))
         goto fail;
+    B->mark = spk_now();
     for (int l = 0;; l++) {
         const double t0 = spk_now();
         spk_amg_level *h = &H->lev[l];
@@ -1236,7 +1271,7 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetr
             st = st ? st : spk_fail(ctx, SPK_ERR_NOMEM, "AMG level %d: out of memory", l);
             goto fail;
         }
-        if ((st = level_diag(B, D, H, l, h->dinv)))
+        if ((st = level_diag(B, D, H, l)) || (st = step_done(B, SPK_AMG_STEP_RHO)))
             goto fail;
         if (n <= o->max_coarse || l + 1 >= o->max_levels) {
             H->setup_s[l] = spk_now() - t0;
@@ -1244,7 +1279,8 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetr
         }
         int64_t naggs = 0;
         dev_level L = {D->A[l], Bl, n, bs, k};
-        if ((st = aggregate(B, &L, o->theta, agg, &naggs, &H->mis_rounds[l])))
+        if ((st = aggregate(B, &L, o->theta, agg, &naggs, &H->mis_rounds[l])) ||
+            (st = step_done(B, SPK_AMG_STEP_AGG)))
             goto fail;
         if (naggs == 0 || naggs * k >= n) {
             H->setup_s[l] = spk_now() - t0;
@@ -1260,8 +1296,11 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetr
         const int64_t nc = naggs * k;
         if ((st = get(B, h->agg, agg, (size_t)nn * sizeof *agg)) ||
             (st = tentative(B, &L, agg, naggs, &D->T[l], &Bc)) ||
+            (st = step_done(B, SPK_AMG_STEP_T)) ||
             (st = smoother(B, &D->A[l], D->dinv[l], 4.0 / (3.0 * h->rho), &D->S[l])) ||
-            (st = spgemm(B, &D->S[l], &D->T[l], &D->P[l])))
+            (st = step_done(B, SPK_AMG_STEP_S)) ||
+            (st = spgemm(B, &D->S[l], &D->T[l], &D->P[l])) ||
+            (st = step_done(B, SPK_AMG_STEP_P)))
             goto fail;
         if (!fits(&D->P[l])) {
             st = spk_fail(ctx, SPK_ERR_UNSUPPORTED, "AMG setup on the GPU: P of %lld entries",
@@ -1269,8 +1308,11 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetr
             goto fail;
         }
         if ((st = transpose_map(B, &D->P[l], &D->R[l], &D->rmap[l])) ||
+            (st = step_done(B, SPK_AMG_STEP_R)) ||
             (st = spgemm(B, &D->A[l], &D->P[l], &D->AP[l])) ||
-            (st = spgemm(B, &D->R[l], &D->AP[l], &D->A[l + 1])))
+            (st = step_done(B, SPK_AMG_STEP_AP)) ||
+            (st = spgemm(B, &D->R[l], &D->AP[l], &D->A[l + 1])) ||
+            (st = step_done(B, SPK_AMG_STEP_RAP)))
             goto fail;
         if (!(c->B = (double *)spk_malloc(ctx, (size_t)(nc > 0 ? nc : 1) * (size_t)k,
                                           sizeof *c->B))) {
@@ -1280,7 +1322,8 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetr
         if ((st = dcsr_download(B, &D->P[l], &h->P, host_values)) ||
             (st = dcsr_download(B, &D->R[l], &h->R, host_values)) ||
             (st = dcsr_download(B, &D->A[l + 1], &c->A, host_values)) ||
-            (st = get(B, c->B, Bc, (size_t)(nc * k) * sizeof *Bc)))
+            (st = get(B, c->B, Bc, (size_t)(nc * k) * sizeof *Bc)) ||
+            (st = step_done(B, SPK_AMG_STEP_DOWN)))
             goto fail;
         h->dP = D->P[l].v;
         h->dR = D->R[l].v;
@@ -1314,6 +1357,7 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetr
     H->spgemm_chunked = B->chunked;
     H->xfer_s = B->xfer_s;
     H->xfer_up_s = B->up_s;
+    memcpy(H->dev_step_s, B->step_s, sizeof H->dev_step_s);
     st = SPK_OK;
 fail:
     dfree(Bl);
@@ -1365,7 +1409,7 @@ spk_status spk_amg_refresh_device(spk_context *ctx, const spk_csr *A0, spk_amg_h
     for (int l = 0; l < D->nlevels && !st; l++) {
         const double t0 = spk_now();
         spk_amg_level *h = &H->lev[l];
-        if ((st = level_diag(B, D, H, l, H->work)))
+        if ((st = level_diag(B, D, H, l)))
             break;
         if (l + 1 < H->nlevels) {
             const dcsr *A = &D->A[l], *S = &D->S[l];

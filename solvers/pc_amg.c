@@ -710,6 +710,15 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
             "%.3f s (A up %.3f s, the levels' CSRs down %.3f s)\n", H->spgemm_bytes / 1e6,
             H->spgemm_bound / 1e6, H->spgemm_chunked, H->spgemm_chunked == 1 ? "" : "s",
             H->xfer_s, H->xfer_up_s, H->xfer_s - H->xfer_up_s);
+    if (H->device) {
+        static const char *const names[SPK_AMG_DEV_STEPS] = {
+            "D^-1 and rho", "aggregates", "T", "S", "P = S T", "R = P^T", "A P", "R (A P)",
+            "downloads"};
+        PUT("  the GPU build's steps (s, all levels):");
+        for (int i = 0; i < SPK_AMG_DEV_STEPS; i++)
+            PUT("%s %s %.4f", i ? "," : "", names[i], H->dev_step_s[i]);
+        PUT("\n");
+    }
     PUT("  level       rows     nonzeros  per row  format  rho(D^-1 A)  setup s  device MB\n");
     double total = 0.0;
     for (int l = 0; l < H->nlevels; l++) {

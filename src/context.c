@@ -178,6 +178,16 @@ void *spk_calloc(spk_context *ctx, size_t n, size_t size)
 
 void spk_free(void *p) { free(p); }
 
+void spk_touch_pages(void *p, size_t bytes)
+{
+    const size_t page = 4096;
+    unsigned char *c = (unsigned char *)p;
+    const int64_t np = (int64_t)((bytes + page - 1) / page);
+#pragma omp parallel for schedule(static) if (np > 256)
+    for (int64_t i = 0; i < np; i++)
+        c[(size_t)i * page] = 0;
+}
+
 double spk_now(void)
 {
     struct timespec ts;

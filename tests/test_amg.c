@@ -794,7 +794,7 @@ static void test_describe(void)
     opt.precond = SPK_PRECOND_AMG;
     spk_solver *S = NULL;
     T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_OK, "%s", spk_last_error(ctx));
-    char buf[2048];
+    char buf[4096];
     const size_t need = spk_solver_precond_describe(S, buf, sizeof buf);
     T_CHECK(need < sizeof buf && strstr(buf, "levels") && strstr(buf, "operator complexity") &&
                 strstr(buf, "      0       8000"),
@@ -823,6 +823,9 @@ static void test_describe(void)
                     (!shared || strstr(buf, "P, R formats by level: 0: csr, csr")),
                 "setup device, aggregation %s: the levels' layouts: %s",
                 agg ? "standard" : "auto", buf);
+        T_CHECK(!strstr(buf, "the GPU build's steps (s, all levels): D^-1 and rho") == !shared,
+                "setup device, aggregation %s: the steps' times: %s", agg ? "standard" : "auto",
+                buf);
         spk_solver_destroy(S);
     }
     opt.amg.setup = SPK_AMG_SETUP_AUTO;
@@ -1098,6 +1101,16 @@ static void test_device_setup(void)
         T_CHECK(same && worst < 1e-10 && rho < 1e-8, "%s: the GPU's hierarchy differs from the "
                 "host's (%d and %d levels; values by %.2g, rho by %.2g)", specs[s], D.nlevels,
                 H.nlevels, worst, rho);
+        /* the build's steps, timed apart, cover its levels' time and no more */
+        double steps = 0.0, levels_s = 0.0, least = 1.0;
+        for (int i = 0; i < SPK_AMG_DEV_STEPS; i++)
+            steps += D.dev_step_s[i], least = fmin(least, D.dev_step_s[i]);
+        for (int l = 0; l < D.nlevels; l++)
+            levels_s += D.setup_s[l];
+        T_CHECK(D.nlevels < 2 || (least > 0.0 && steps <= 1.01 * levels_s + 1e-3 &&
+                                  steps >= 0.5 * levels_s),
+                "%s: the GPU build's steps %.4g s (least %.3g) against its levels' %.4g s",
+                specs[s], steps, least, levels_s);
         spk_amg_free(&H);
         spk_amg_free(&D);
         /* through the solver */
