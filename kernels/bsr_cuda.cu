@@ -522,6 +522,49 @@ static spk_status bsr_update_device(spk_context *ctx, void *state, const spk_csr
     return spk_ell_dev_refill(ctx, &view, d->d_rowptr, d_val);
 }
 
+/* A's CSR from the layout (spk_spmv_backend.csr_device): row r = I d + a holds, for each of
+ * its block row's blocks before the first padding, the block's d columns in order. */
+__global__ void bsr_csr_kernel(int64_t n, int64_t nbrows, int64_t kb, int d,
+                               const int32_t *__restrict__ bcol, const double *__restrict__ val,
+                               int fill, int32_t *__restrict__ rp, int32_t *__restrict__ ci,
+                               double *__restrict__ v)
+{
+    for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < n;
+         r += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t I = r / d;
+        int32_t p = fill ? rp[r] : 0;
+        for (int64_t k = 0; k < kb; k++) {
+            const int32_t J = bcol[k * nbrows + I];
+            if (J == SPK_ELL_PAD)
+                break;
+            if (fill)
+                for (int c = 0; c < d; c++) {
+                    ci[p + c] = J * d + c;
+                    v[p + c] = val[(k * d + c) * n + r];
+                }
+            p += d;
+        }
+        if (!fill)
+            rp[r] = p;
+    }
+}
+
+static spk_status bsr_csr_device(spk_context *ctx, const void *state, int fill, int32_t *rp,
+                                 int32_t *col, double *val)
+{
+    const bsr_dev *B = &((const bsr_cuda *)state)->dev;
+    if (!B->val)
+        return SPK_ERR_UNSUPPORTED;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st || B->nrows == 0)
+        return st;
+    bsr_csr_kernel<<<spk_cuda_grid(cs, B->nrows, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
+                     cs->stream>>>(B->nrows, B->nbrows, B->kb, (int)B->d, B->bcol, B->val, fill,
+                                   rp, col, val);
+    return spk_cuda_launched(ctx, "bsr_csr_kernel");
+}
+
 extern "C" const spk_spmv_backend spk_backend_bsr32_cuda = {
     .name = "bsr32-cuda",
     .format = SPK_FMT_BSR,
@@ -537,6 +580,7 @@ extern "C" const spk_spmv_backend spk_backend_bsr32_cuda = {
     .refill = bsr32_refill,
     .spmv_dot32 = bsr_spmv_dot32,
     .spmv_step = bsr_spmv_step,
+    .csr_device = NULL,
 };
 
 extern "C" const spk_spmv_backend spk_backend_bsr_cuda = {
@@ -554,4 +598,5 @@ extern "C" const spk_spmv_backend spk_backend_bsr_cuda = {
     .refill = NULL,
     .spmv_dot32 = NULL,
     .spmv_step = bsr_spmv_step,
+    .csr_device = bsr_csr_device,
 };

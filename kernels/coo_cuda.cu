@@ -365,6 +365,7 @@ extern "C" const spk_spmv_backend spk_backend_coo32_cuda = {
     .refill = coo32_refill,
     .spmv_dot32 = NULL,
     .spmv_step = NULL,
+    .csr_device = NULL,
 };
 
 extern "C" const spk_spmv_backend spk_backend_coo_cuda = {
@@ -382,4 +383,5 @@ extern "C" const spk_spmv_backend spk_backend_coo_cuda = {
     .refill = NULL,
     .spmv_dot32 = NULL,
     .spmv_step = NULL,
+    .csr_device = NULL,
 };

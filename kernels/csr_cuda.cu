@@ -703,7 +703,41 @@ extern "C" const spk_spmv_backend spk_backend_csr32_cuda = {
     .refill = csr32_refill,
     .spmv_dot32 = NULL,
     .spmv_step = csr_spmv_step,
+    .csr_device = NULL,
 };
+
+__global__ void csr_lengths_kernel(int64_t n, const int64_t *__restrict__ rowptr,
+                                   int32_t *__restrict__ len)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        len[i] = (int32_t)(rowptr[i + 1] - rowptr[i]);
+}
+
+/* A's CSR from the layout (spk_spmv_backend.csr_device): the row lengths, then the columns
+ * and values copied as they are. */
+static spk_status csr_csr_device(spk_context *ctx, const void *state, int fill, int32_t *rp,
+                                 int32_t *col, double *val)
+{
+    const csr_dev *d = (const csr_dev *)state;
+    if (!d->val)
+        return SPK_ERR_UNSUPPORTED;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st || d->nrows == 0)
+        return st;
+    if (!fill) {
+        csr_lengths_kernel<<<spk_cuda_grid(cs, d->nrows, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
+                             cs->stream>>>(d->nrows, d->rowptr, rp);
+        return spk_cuda_launched(ctx, "csr_lengths_kernel");
+    }
+    const size_t nnz = (size_t)d->nnz;
+    if ((st = spk_cuda(ctx, cudaMemcpyAsync(col, d->col, nnz * sizeof *col,
+                                            cudaMemcpyDeviceToDevice, cs->stream), "csr copy")))
+        return st;
+    return spk_cuda(ctx, cudaMemcpyAsync(val, d->val, nnz * sizeof *val, cudaMemcpyDeviceToDevice,
+                                         cs->stream), "csr copy");
+}
 
 extern "C" const spk_spmv_backend spk_backend_csr_cuda = {
     .name = "csr-cuda",
@@ -720,4 +754,5 @@ extern "C" const spk_spmv_backend spk_backend_csr_cuda = {
     .refill = NULL,
     .spmv_dot32 = NULL,
     .spmv_step = csr_spmv_step,
+    .csr_device = csr_csr_device,
 };

@@ -458,12 +458,13 @@ void spk_ilu_sv_free(spk_ilu_sv *sv)
         plugin()->ilu_sv_free(sv);
 }
 
-spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A, int symmetric,
-                                const spk_amg_options *opt, int host_values, spk_amg_hier *H)
+spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A, const spk_matrix *M,
+                                int symmetric, const spk_amg_options *opt, int host_values,
+                                spk_amg_hier *H)
 {
     const spk_cuda_plugin *p = on_gpu(ctx);
-    return p ? p->amg_build_device(ctx, A, symmetric, opt, host_values, H)
-             : stub_spk_amg_build_device(ctx, A, symmetric, opt, host_values, H);
+    return p ? p->amg_build_device(ctx, A, M, symmetric, opt, host_values, H)
+             : stub_spk_amg_build_device(ctx, A, M, symmetric, opt, host_values, H);
 }
 
 spk_status spk_amg_refresh_device(spk_context *ctx, const spk_csr *A, spk_amg_hier *H)

@@ -26,9 +26,10 @@ extern "C" {
  * twins' spmv_dot32, CG's fp32-vector steps and tuning.mixed_vectors; 8: the AMG setup on
  * the GPU, spk_amg_hier's new fields; 9: amg_device_layout; 10: the rows' spmv_step and the
  * vector table's step; 11: tuning.csr_group and the SELL row; 12: spk_matrix_info's bandwidth
- * and coherence, which move spk_matrix's later fields): a libspk_cuda.so of another layout is
- * refused. */
-#define SPK_CUDA_PLUGIN_ABI 12
+ * and coherence, which move spk_matrix's later fields; 13: spk_spmv_backend.csr_device,
+ * amg_build_device's matrix, spk_amg_hier's step times): a libspk_cuda.so of another layout
+ * is refused. */
+#define SPK_CUDA_PLUGIN_ABI 13
 
 struct spk_cg_ops;
 struct spk_bicg_ops;
@@ -67,8 +68,8 @@ typedef struct spk_cuda_plugin {
     /* one GPU per node-local MPI rank (spk_cuda_select) */
     int         (*select)(int local_rank, int *ordinal, char *why, size_t why_len);
     /* the AMG hierarchy built on the GPU (solvers/amg.h) */
-    spk_status  (*amg_build_device)(spk_context *ctx, const spk_csr *A, int symmetric,
-                                    const spk_amg_options *opt, int host_values,
+    spk_status  (*amg_build_device)(spk_context *ctx, const spk_csr *A, const spk_matrix *M,
+                                    int symmetric, const spk_amg_options *opt, int host_values,
                                     spk_amg_hier *H);
     spk_status  (*amg_refresh_device)(spk_context *ctx, const spk_csr *A, spk_amg_hier *H);
     void        (*amg_device_free)(spk_amg_hier *H);

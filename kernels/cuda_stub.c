@@ -324,10 +324,12 @@ SPK_CUDA_STUB_SCOPE void SPK_CUDA_STUB(spk_ilu_sv_free)(spk_ilu_sv *sv) { (void)
 
 /* ---- the AMG hierarchy built on the GPU (solvers/amg_setup_cuda.cu) ------------------------ */
 SPK_CUDA_STUB_SCOPE spk_status
-SPK_CUDA_STUB(spk_amg_build_device)(spk_context *ctx, const spk_csr *A, int symmetric,
-                                    const spk_amg_options *opt, int host_values, spk_amg_hier *H)
+SPK_CUDA_STUB(spk_amg_build_device)(spk_context *ctx, const spk_csr *A, const spk_matrix *M,
+                                    int symmetric, const spk_amg_options *opt, int host_values,
+                                    spk_amg_hier *H)
 {
     (void)A;
+    (void)M;
     (void)symmetric;
     (void)opt;
     (void)host_values;

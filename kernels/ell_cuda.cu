@@ -796,6 +796,48 @@ static spk_status ell_update_device(spk_context *ctx, void *state, const spk_csr
     return d_val ? spk_ell_dev_refill(ctx, &d->dev, d->d_rowptr, d_val) : SPK_OK;
 }
 
+/* A's CSR from the layout (spk_spmv_backend.csr_device): a row's entries are its slots
+ * before the first padding, in the CSR's order. */
+__global__ void ell_csr_kernel(int64_t n, int64_t width, const int32_t *__restrict__ col,
+                               const int16_t *__restrict__ off, const double *__restrict__ val,
+                               int fill, int32_t *__restrict__ rp, int32_t *__restrict__ ci,
+                               double *__restrict__ v)
+{
+    for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < n;
+         r += (int64_t)gridDim.x * blockDim.x) {
+        int32_t p = fill ? rp[r] : 0;
+        for (int64_t s = 0; s < width; s++) {
+            const int64_t q = s * n + r;
+            const int64_t j = col ? col[q] : (off[q] == SPK_ELL_PAD16 ? -1 : r + off[q]);
+            if (col ? j == SPK_ELL_PAD : j < 0)
+                break;
+            if (fill) {
+                ci[p] = (int32_t)j;
+                v[p] = val[q];
+            }
+            p++;
+        }
+        if (!fill)
+            rp[r] = p;
+    }
+}
+
+static spk_status ell_csr_device(spk_context *ctx, const void *state, int fill, int32_t *rp,
+                                 int32_t *col, double *val)
+{
+    const spk_ell_dev *E = &((const ell_cuda *)state)->dev;
+    if (!E->val)
+        return SPK_ERR_UNSUPPORTED;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st || E->nrows == 0)
+        return st;
+    ell_csr_kernel<<<spk_cuda_grid(cs, E->nrows, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
+                     cs->stream>>>(E->nrows, E->width, E->col, E->off, E->val, fill, rp, col,
+                                   val);
+    return spk_cuda_launched(ctx, "ell_csr_kernel");
+}
+
 extern "C" int spk_ell_cuda_state_rows(const void *state)
 {
     return ((const ell_cuda *)state)->dev.rows;
@@ -816,6 +858,7 @@ extern "C" const spk_spmv_backend spk_backend_ell32_cuda = {
     .refill = ell32_refill,
     .spmv_dot32 = ell_spmv_dot32,
     .spmv_step = ell_spmv_step,
+    .csr_device = NULL,
 };
 
 extern "C" const spk_spmv_backend spk_backend_ell_cuda = {
@@ -833,4 +876,5 @@ extern "C" const spk_spmv_backend spk_backend_ell_cuda = {
     .refill = NULL,
     .spmv_dot32 = NULL,
     .spmv_step = ell_spmv_step,
+    .csr_device = ell_csr_device,
 };

@@ -314,6 +314,7 @@ extern "C" const spk_spmv_backend spk_backend_hyb32_cuda = {
     .refill = hyb32_refill,
     .spmv_dot32 = NULL,
     .spmv_step = hyb_spmv_step,
+    .csr_device = NULL,
 };
 
 extern "C" const spk_spmv_backend spk_backend_hyb_cuda = {
@@ -331,4 +332,5 @@ extern "C" const spk_spmv_backend spk_backend_hyb_cuda = {
     .refill = NULL,
     .spmv_dot32 = NULL,
     .spmv_step = hyb_spmv_step,
+    .csr_device = NULL,
 };

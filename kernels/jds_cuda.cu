@@ -281,6 +281,7 @@ extern "C" const spk_spmv_backend spk_backend_jds32_cuda = {
     .refill = jds32_refill,
     .spmv_dot32 = NULL,
     .spmv_step = NULL,
+    .csr_device = NULL,
 };
 
 extern "C" const spk_spmv_backend spk_backend_jds_cuda = {
@@ -298,4 +299,5 @@ extern "C" const spk_spmv_backend spk_backend_jds_cuda = {
     .refill = NULL,
     .spmv_dot32 = NULL,
     .spmv_step = NULL,
+    .csr_device = NULL,
 };

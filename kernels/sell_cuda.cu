@@ -443,6 +443,7 @@ extern "C" const spk_spmv_backend spk_backend_sell32_cuda = {
     .refill = sell32_refill,
     .spmv_dot32 = NULL,
     .spmv_step = sell_spmv_step,
+    .csr_device = NULL,
 };
 
 extern "C" const spk_spmv_backend spk_backend_sell_cuda = {
@@ -460,4 +461,5 @@ extern "C" const spk_spmv_backend spk_backend_sell_cuda = {
     .refill = NULL,
     .spmv_dot32 = NULL,
     .spmv_step = sell_spmv_step,
+    .csr_device = NULL,
 };

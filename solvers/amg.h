@@ -137,6 +137,7 @@ typedef struct spk_amg_hier {
     double         dev_bytes;      /* its device memory                                      */
     int            mis_rounds[32]; /* MIS(2) rounds per level                                */
     double         dev_step_s[SPK_AMG_DEV_STEPS]; /* a GPU build's seconds per step          */
+    int            a_from_layout;  /* its level 0 read from the matrix's device layout       */
 } spk_amg_hier;
 
 /* Resolve the options' zeros to the defaults (spk.h, spk_amg_options). */
@@ -159,10 +160,14 @@ void spk_amg_free(spk_amg_hier *H);
  * aggregation = MIS(2) up to the products' rounding. host_values 0: the values of the levels'
  * P, R and A (but the coarsest A's) stay on the device only (at lev[l].dP, dR, dA; the host
  * arrays hold the patterns, their values unset), for a caller whose level matrices take them
- * from there. SPK_ERR_UNSUPPORTED (nothing kept) for what it does not take: more than
+ * from there. M (optional): A's handle; where its layout is on this GPU and gives its CSR
+ * (spk_spmv_backend.csr_device), level 0 is read from there instead of uploaded (its
+ * values are then the layout's, current after a device update that left A's host copy
+ * stale). SPK_ERR_UNSUPPORTED (nothing kept) for what it does not take: more than
  * 2^31 - 1 rows or entries in a level. */
-spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A, int symmetric,
-                                const spk_amg_options *opt, int host_values, spk_amg_hier *H);
+spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A, const spk_matrix *M,
+                                int symmetric, const spk_amg_options *opt, int host_values,
+                                spk_amg_hier *H);
 /* A GPU build's refresh after a value update (A's host values current), on the device with
  * what the build kept there (H->dev: every level's A, S, T, P, A P, R and R's map): D^-1 and
  * rho, S, P = S T, R, A P and R (A P) recomputed in their patterns by a kernel of 1-32 lanes

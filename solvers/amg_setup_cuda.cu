@@ -49,6 +49,7 @@ typedef struct dev_build {
     int               chunked;     /* products made by the chunked algorithm                 */
     double            xfer_s;      /* the level matrices' copies between host and device     */
     double            up_s;        /* of which the uploads (A's)                             */
+    int               from_layout; /* level 0 taken from the matrix's device layout          */
     double            step_s[SPK_AMG_DEV_STEPS];   /* seconds per step (amg.h), all levels  */
     double            mark;        /* when the step being timed began                       */
 } dev_build;
@@ -225,6 +226,32 @@ static spk_status scan(dev_build *B, int32_t *x, int64_t n, int64_t *total)
     st = get(B, &t, x + n, sizeof t);
     *total = t;
     return st;
+}
+
+/* Level 0's device CSR: from M's layout where it is prepared on this GPU and can give its CSR
+ * (spk_spmv_backend.csr_device: a pass over device memory), else A's host CSR uploaded. */
+static spk_status level0(dev_build *B, const spk_csr *A, const spk_matrix *M, dcsr *D0)
+{
+    const spk_spmv_backend *be = M && M->ctx_prepared == B->ctx ? M->be : NULL;
+    if (!be || !be->csr_device || be->device != SPK_DEVICE_CUDA || !M->state ||
+        M->csr.nrows != A->nrows || M->csr.nnz != A->nnz)
+        return dcsr_upload(B, A, D0);
+    const double t0 = spk_now();
+    spk_status st = dcsr_alloc(B, A->nrows, A->ncols, A->nnz, D0);
+    int64_t total = -1;
+    if (!st && !(st = be->csr_device(B->ctx, M->state, 0, D0->rp, D0->ci, D0->v)) &&
+        !(st = scan(B, D0->rp, A->nrows, &total)) && total == A->nnz)
+        st = be->csr_device(B->ctx, M->state, 1, D0->rp, D0->ci, D0->v);
+    if (!st && total == A->nnz) {
+        B->from_layout = 1;
+        B->xfer_s += spk_now() - t0;
+        B->up_s += spk_now() - t0;
+        return SPK_OK;
+    }
+    dcsr_free(D0);
+    if (st && st != SPK_ERR_UNSUPPORTED)
+        return st;
+    return dcsr_upload(B, A, D0);    /* a twin's layout, or one that is not A's: the host's */
 }
 
 /* ---- strength of connection ------------------------------------------------------------- */
@@ -1206,8 +1233,9 @@ static spk_status products(dev_build *B, const dcsr *A, const dcsr *Bm, const dc
 
 static int fits(const dcsr *A) { return A->m < INT32_MAX && A->nnz < INT32_MAX && A->n < INT32_MAX; }
 
-spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetric,
-                                const spk_amg_options *in, int host_values, spk_amg_hier *H)
+spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, const spk_matrix *M,
+                                int symmetric, const spk_amg_options *in, int host_values,
+                                spk_amg_hier *H)
 {
     if (A0->nrows >= INT32_MAX || A0->nnz >= INT32_MAX)
         return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "AMG setup on the GPU: %lld rows, %lld entries "
@@ -1256,7 +1284,7 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetr
         (st = cusp(ctx, cusparseSetStream(B->h, B->s), "cusparseSetStream")) ||
         (st = dalloc(B, &D->work, 4 * n0 + 4, "AMG workspace")) ||
         (st = dalloc(B, &agg, n0, "AMG aggregates")) ||
-        (st = dalloc(B, &D->neg, 1, "AMG flag")) || (st = dcsr_upload(B, A0, &D->A[0])) ||
+        (st = dalloc(B, &D->neg, 1, "AMG flag")) || (st = level0(B, A0, M, &D->A[0])) ||
         (st = dalloc(B, &Bl, n0 * k, "AMG near-null space")) ||
         (st = put(B, Bl, H->lev[0].B, (size_t)(n0 * k) * sizeof(double))))
         goto fail;
@@ -1357,6 +1385,7 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, int symmetr
     H->spgemm_chunked = B->chunked;
     H->xfer_s = B->xfer_s;
     H->xfer_up_s = B->up_s;
+    H->a_from_layout = B->from_layout;
     memcpy(H->dev_step_s, B->step_s, sizeof H->dev_step_s);
     st = SPK_OK;
 fail:

@@ -453,7 +453,8 @@ static spk_status build(pc_amg *M, spk_matrix *A, const spk_options *opt)
         snprintf(M->where, sizeof M->where, "on the host (standard aggregation asked for: the "
                  "GPU's build aggregates by MIS(2))");
     } else if (ctx->device == SPK_DEVICE_CUDA) {
-        spk_status st = spk_amg_build_device(ctx, &A->csr, info->symmetric, &opt->amg, 0, &M->H);
+        spk_status st =
+            spk_amg_build_device(ctx, &A->csr, A, info->symmetric, &opt->amg, 0, &M->H);
         if (st != SPK_ERR_UNSUPPORTED) {
             snprintf(M->where, sizeof M->where, "on the GPU");
             return st;
@@ -707,9 +708,10 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
     if (H->device)
         PUT(", the products by cuSPARSE SpGEMM (working memory at most %.1f MB, bound "
             "%.1f MB, %d product%s in chunks); the levels' copies between host and device "
-            "%.3f s (A up %.3f s, the levels' CSRs down %.3f s)\n", H->spgemm_bytes / 1e6,
+            "%.3f s (A %s %.3f s, the levels' CSRs down %.3f s)\n", H->spgemm_bytes / 1e6,
             H->spgemm_bound / 1e6, H->spgemm_chunked, H->spgemm_chunked == 1 ? "" : "s",
-            H->xfer_s, H->xfer_up_s, H->xfer_s - H->xfer_up_s);
+            H->xfer_s, H->a_from_layout ? "from its device layout" : "up", H->xfer_up_s,
+            H->xfer_s - H->xfer_up_s);
     if (H->device) {
         static const char *const names[SPK_AMG_DEV_STEPS] = {
             "D^-1 and rho", "aggregates", "T", "S", "P = S T", "R = P^T", "A P", "R (A P)",

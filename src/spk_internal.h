@@ -515,6 +515,14 @@ typedef struct spk_spmv_backend {
      * message, for a combination of precisions or a layout (CSR's long rows ...) it does not
      * fuse: the caller composes that one. */
     spk_status (*spmv_step)(spk_context *ctx, const void *state, const spk_step *s);
+    /* Optional, a GPU row's: A's canonical CSR on the device, read from the layout (the GPU
+     * AMG build takes its finest level from there instead of uploading the host's CSR).
+     * rp (nrows + 1), col and val (nnz) are the caller's device arrays. fill 0: rp[i] = row
+     * i's entries, i < nrows; fill 1: rp holds the offsets, each row's columns and values
+     * written at its offset in the canonical order. Queued on the context's stream.
+     * SPK_ERR_UNSUPPORTED, with no message, where the state holds no fp64 values (a twin). */
+    spk_status (*csr_device)(spk_context *ctx, const void *state, int fill, int32_t *rp,
+                             int32_t *col, double *val);
 } spk_spmv_backend;
 
 /* The registry (kernels/backends.c): the backend for (format, device), or NULL. A backend of a

@@ -1077,7 +1077,7 @@ static void test_device_setup(void)
         spk_amg_hier H, D;
         T_CHECK(spk_amg_build(ctx, &A, 1, &o, &H) == SPK_OK, "%s host: %s", specs[s],
                 spk_last_error(ctx));
-        spk_status st = spk_amg_build_device(ctx, &A, 1, &o, 1, &D);
+        spk_status st = spk_amg_build_device(ctx, &A, NULL, 1, &o, 1, &D);
         T_CHECK(st == SPK_OK && D.device, "%s device: %s", specs[s], spk_last_error(ctx));
         if (st) {
             spk_amg_free(&H);
@@ -1164,13 +1164,13 @@ static void test_device_refresh(void)
             xyz = rigid_modes_of(specs[s], &o);
         }
         spk_amg_hier D, F;
-        T_CHECK(spk_amg_build_device(ctx, &A, 1, &o, 1, &D) == SPK_OK, "%s: %s", specs[s],
+        T_CHECK(spk_amg_build_device(ctx, &A, NULL, 1, &o, 1, &D) == SPK_OK, "%s: %s", specs[s],
                 spk_last_error(ctx));
         for (int64_t i = 0; i < A.nrows; i++)            /* new values, still symmetric */
             for (int64_t p = A.rowptr[i]; p < A.rowptr[i + 1]; p++)
                 A.val[p] *= (1.0 + 0.5 * (i % 4 == 0)) * (1.0 + 0.5 * (A.colind[p] % 4 == 0));
         T_CHECK(spk_amg_refresh_device(ctx, &A, &D) == SPK_OK &&
-                    spk_amg_build_device(ctx, &A, 1, &o, 1, &F) == SPK_OK,
+                    spk_amg_build_device(ctx, &A, NULL, 1, &o, 1, &F) == SPK_OK,
                 "%s: %s", specs[s], spk_last_error(ctx));
         int same = D.nlevels == F.nlevels && D.nlevels >= 2;
         double worst = 0.0;
@@ -1204,6 +1204,53 @@ static void test_device_refresh(void)
     }
 }
 
+/* Level 0 read from the matrix's device layout (CSR, ELL with int16 offsets and with int32
+ * columns, BSR) gives the hierarchy of the host CSR's upload, bit for bit; HYB, which gives no
+ * CSR, the upload itself. The build says where it took level 0. */
+static void test_device_layout0(void)
+{
+    static const struct { const char *spec; spk_format fmt; const char *knob; } cases[] = {
+        {"poisson3d:20", SPK_FMT_CSR, NULL},   {"poisson3d:20", SPK_FMT_ELL, NULL},
+        {"poisson3d:20", SPK_FMT_ELL, "32"}, {"jump3d:16", SPK_FMT_ELL, NULL},
+        {"elasticity3d:8", SPK_FMT_BSR, NULL}, {"poisson2d:40", SPK_FMT_HYB, NULL}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        spk_matrix *M = t_matrix(ctx, cases[c].spec);
+        spk_amg_options o;
+        memset(&o, 0, sizeof o);
+        o.aggregation = SPK_AMG_AGG_MIS2;
+        o.max_coarse = 40;
+        if (cases[c].fmt == SPK_FMT_BSR)
+            o.block_size = 3;
+        amg_knob("SPK_ELL_INDEX", cases[c].knob);
+        spk_amg_hier U, L;
+        T_CHECK(spk_matrix_prepare(ctx, M, cases[c].fmt) == SPK_OK, "%s in %s: %s",
+                cases[c].spec, spk_format_str(cases[c].fmt), spk_last_error(ctx));
+        amg_knob("SPK_ELL_INDEX", NULL);
+        const spk_status su = spk_amg_build_device(ctx, &M->csr, NULL, 1, &o, 1, &U),
+                         sl = spk_amg_build_device(ctx, &M->csr, M, 1, &o, 1, &L);
+        T_CHECK(su == SPK_OK && sl == SPK_OK, "%s: %s", cases[c].spec, spk_last_error(ctx));
+        if (su == SPK_OK && sl == SPK_OK) {
+            /* HYB gives no CSR (its tail is COO): the upload */
+            const int want = cases[c].fmt != SPK_FMT_HYB;
+            int same = U.nlevels == L.nlevels && !U.a_from_layout && L.a_from_layout == want;
+            for (int l = 0; same && l < U.nlevels; l++)
+                same = csr_diff(&U.lev[l].A, &L.lev[l].A) == 0.0 &&
+                       (l + 1 == U.nlevels || (csr_diff(&U.lev[l].P, &L.lev[l].P) == 0.0 &&
+                                               csr_diff(&U.lev[l].R, &L.lev[l].R) == 0.0 &&
+                                               U.lev[l].rho == L.lev[l].rho));
+            T_CHECK(same, "%s in %s (%s): level 0 from the layout (%d, want %d) differs from "
+                    "the upload's (%d and %d levels)", cases[c].spec,
+                    spk_format_str(cases[c].fmt), spk_matrix_backend_name(M), L.a_from_layout,
+                    want, L.nlevels, U.nlevels);
+        }
+        if (su == SPK_OK)
+            spk_amg_free(&U);
+        if (sl == SPK_OK)
+            spk_amg_free(&L);
+        spk_matrix_destroy(M);
+    }
+}
+
 int main(int argc, char **argv)
 {
     dev = t_device_from_args(argc, argv);
@@ -1212,6 +1259,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[a], "--device-setup-only")) {   /* a sanitizer's short run */
             if (dev == SPK_DEVICE_CUDA) {
                 test_device_setup();
+                test_device_layout0();
                 test_device_refresh();
             }
             spk_context_destroy(ctx);
@@ -1233,6 +1281,7 @@ int main(int argc, char **argv)
         test_mis2();
     } else {
         test_device_setup();
+        test_device_layout0();
         test_device_refresh();
         test_device_fp32();
     }
