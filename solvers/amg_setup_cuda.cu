@@ -242,7 +242,7 @@ static spk_status level0(dev_build *B, const spk_csr *A, const spk_matrix *M, dc
     if (!st && !(st = be->csr_device(B->ctx, M->state, 0, D0->rp, D0->ci, D0->v)) &&
         !(st = scan(B, D0->rp, A->nrows, &total)) && total == A->nnz)
         st = be->csr_device(B->ctx, M->state, 1, D0->rp, D0->ci, D0->v);
-    if (!st && total == A->nnz) {
+    if (!st && total == A->nnz && !(st = wait(B))) {
         B->from_layout = 1;
         B->xfer_s += spk_now() - t0;
         B->up_s += spk_now() - t0;

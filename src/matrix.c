@@ -19,10 +19,12 @@ static spk_status matrix_from_owned_csr(spk_context *ctx, spk_csr *csr, int valu
     }
     A->csr = *csr;
     memset(csr, 0, sizeof *csr);
-    if (values)
+    if (values) {
         spk_stats_compute(&A->csr, &A->info);
-    else
-        spk_stats_pattern(&A->csr, &A->info);
+    } else {
+        spk_stats_sizes(&A->csr, &A->info);
+        A->shape_unset = 1;
+    }
     A->info_stale = !values;
     A->nnz_in = A->csr.nnz;                  /* canonical order until from_coo says otherwise */
     A->magic = SPK_MATRIX_MAGIC;
@@ -300,6 +302,7 @@ spk_status spk_matrix_prepare(spk_context *ctx, spk_matrix *A, spk_format fmt)
     if ((unsigned)fmt >= SPK_FMT_COUNT)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_prepare: unknown format %d", (int)fmt);
     char why[sizeof A->format_reason];
+    spk_matrix_shape_info(A);
     const spk_format chosen = spk_select_format(&A->info, ctx->device, why, sizeof why);
     if (fmt == SPK_FMT_AUTO)
         fmt = chosen;

@@ -318,6 +318,12 @@ void spk_stats_compute(const spk_csr *A, spk_matrix_info *info);
 /* All but the value-dependent ones below, which are left zero (A's values not set yet: the
  * caller marks them stale). */
 void spk_stats_pattern(const spk_csr *A, spk_matrix_info *info);
+/* Its two parts: the sizes (rows, entries, the row lengths' extremes, mean and spread, the
+ * CSR's and COO's bytes), a pass over the row offsets; then the shape over them (percentiles,
+ * HYB's width, DIA's diagonals, BSR's blocks, SELL's slots, the column locality), passes over
+ * the entries that only a format choice reads. */
+void spk_stats_sizes(const spk_csr *A, spk_matrix_info *info);
+void spk_stats_shape(const spk_csr *A, spk_matrix_info *info);
 /* Only the value-dependent statistics: symmetric and diag_positive (after a value update). */
 void spk_stats_values(const spk_csr *A, spk_matrix_info *info);
 /* --format auto on the GPU. Measured (bench_spmv, NVIDIA H200, 2026-11-29, bench/results/2026-11-29-nvidia-h200-spmv.json):
@@ -374,6 +380,8 @@ struct spk_matrix {
                                       at the first such update, then reused                     */
     uint64_t         version;      /* bumped by every update: solvers see a stale diagonal      */
     int              info_stale;   /* symmetric / diag_positive predate the last update         */
+    int              shape_unset;  /* only spk_stats_sizes made (a handle whose layout is made
+                                      elsewhere): spk_matrix_shape_info completes the rest      */
     /* spk_matrix_spmv's device temporaries (ncols + nrows), kept for the next call */
     double          *spmv_x, *spmv_y;
     spk_context     *ctx_spmv;     /* context they were made for (compared, never dereferenced) */
@@ -393,7 +401,8 @@ struct spk_matrix {
 spk_status spk_matrix_from_canonical(spk_context *ctx, const spk_csr *src, spk_matrix **out);
 /* The same taking src's arrays over: src keeps its sizes, its arrays become NULL. values 0:
  * src's values are not set yet (the caller sets them before anything reads them; their
- * statistics are stale until then). */
+ * statistics are stale until then), and the handle's layout is to be made elsewhere
+ * (spk_matrix_adopt_layout): only the sizes' statistics are made, the rest when asked. */
 spk_status spk_matrix_from_canonical_owned(spk_context *ctx, spk_csr *src, int values,
                                            spk_matrix **out);
 /* Give A a layout made elsewhere: state, a state of be's on ctx for A's pattern and values
@@ -405,6 +414,8 @@ spk_status spk_matrix_adopt_layout(spk_context *ctx, spk_matrix *A,
 /* The statistics with the value-dependent ones (symmetric, diag_positive) brought up to date
  * after an update: recomputed here, on demand, so that an update stays a copy. */
 const spk_matrix_info *spk_matrix_info_of(spk_matrix *A);
+/* The pattern's shape statistics made if they are not (A->shape_unset), for a format choice. */
+void spk_matrix_shape_info(spk_matrix *A);
 /* Release spk_matrix_spmv's cached temporaries (destroy, or before a re-prepare elsewhere). */
 void spk_matrix_spmv_release(spk_matrix *A);
 /* Bring csr.val up to date after updates made on the device (A->host_stale: one download of

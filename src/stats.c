@@ -270,7 +270,7 @@ static void column_locality(const spk_csr *A, int64_t *bandwidth, double *cohere
     *coherence = below > 0 ? (double)hit / (double)below : 0.0;
 }
 
-void spk_stats_pattern(const spk_csr *A, spk_matrix_info *info)
+void spk_stats_sizes(const spk_csr *A, spk_matrix_info *info)
 {
     const int64_t n = A->nrows;
     memset(info, 0, sizeof *info);
@@ -304,7 +304,13 @@ void spk_stats_pattern(const spk_csr *A, spk_matrix_info *info)
     /* population sd: all rows are known */
     info->row_sd = n ? sqrt(spk_chunks_sum(part, nc) / (double)n) : 0.0;
     info->row_cv = mean > 0.0 ? info->row_sd / mean : 0.0;
+    info->ell_fill = A->nnz ? (double)n * (double)mx / (double)A->nnz : 1.0;
+    format_bytes(A, info, info->bytes);
+}
 
+void spk_stats_shape(const spk_csr *A, spk_matrix_info *info)
+{
+    const int64_t n = A->nrows, mx = info->row_max;
     row_lengths h;
     row_lengths_init(&h, A, mx);
     /* DIA: a row holds an entry on every diagonal exactly when its length is the count */
@@ -331,8 +337,6 @@ void spk_stats_pattern(const spk_csr *A, spk_matrix_info *info)
         tail += len > K ? len - K : 0;
     }
     info->hyb_coo_nnz = tail;
-
-    info->ell_fill = A->nnz ? (double)n * (double)mx / (double)A->nnz : 1.0;
     format_bytes(A, info, info->bytes);
     info->bytes[SPK_FMT_DIA] = nd <= SPK_DIA_MAX_DIAGS ? spk_dia_bytes_for(n, nd, dia_fix) : SIZE_MAX;
     /* BSR: the largest block size the pattern is made of (most patterns fail on their first
@@ -350,6 +354,12 @@ void spk_stats_pattern(const spk_csr *A, spk_matrix_info *info)
     info->sell_fill = A->nnz && slots >= 0 ? (double)slots / (double)A->nnz : 1.0;
     info->bytes[SPK_FMT_SELL] = slots >= 0 ? spk_sell_bytes_for(n, slots, 8) : SIZE_MAX;
     column_locality(A, &info->bandwidth, &info->coherence);
+}
+
+void spk_stats_pattern(const spk_csr *A, spk_matrix_info *info)
+{
+    spk_stats_sizes(A, info);
+    spk_stats_shape(A, info);
 }
 
 /* The largest |a_ij| and the smallest nonzero one (0 and 0 without nonzeros). */

@@ -86,8 +86,17 @@ spk_status spk_matrix_host_values(spk_context *ctx, spk_matrix *A)
 
 /* A failed download leaves the value statistics as they were (still stale); callers that
  * must know call spk_matrix_host_values first. */
+void spk_matrix_shape_info(spk_matrix *A)
+{
+    if (A->shape_unset) {
+        spk_stats_shape(&A->csr, &A->info);
+        A->shape_unset = 0;
+    }
+}
+
 const spk_matrix_info *spk_matrix_info_of(spk_matrix *A)
 {
+    spk_matrix_shape_info(A);
     if (A->info_stale && spk_matrix_host_values(NULL, A) == SPK_OK) {
         spk_stats_values(&A->csr, &A->info);
         A->info_stale = 0;
