@@ -679,7 +679,7 @@ static spk_status csr_update_device(spk_context *ctx, void *state, const spk_csr
         return st;
     if (!d || d->nnz != A->nnz || d->nrows != A->nrows)
         return spk_fail(ctx, SPK_ERR_ARG, "csr-cuda update: the layout does not match the matrix");
-    if (!d_val || A->nnz == 0)
+    if (!d_val || A->nnz == 0 || d_val == d->val)      /* in place: a borrowed update's */
         return SPK_OK;
     if (d->val32)
         return spk_cuda_round_values(ctx, A->nnz, d_val, d->val32);

@@ -207,6 +207,12 @@ spk_status spk_matrix_dev_download(spk_context *ctx, spk_matrix *A)
     return p ? p->matrix_dev_download(ctx, A) : stub_spk_matrix_dev_download(ctx, A);
 }
 
+spk_status spk_matrix_dev_borrow(spk_context *ctx, spk_matrix *A, double *d_val)
+{
+    const spk_cuda_plugin *p = on_gpu(ctx);
+    return p ? p->matrix_dev_borrow(ctx, A, d_val) : stub_spk_matrix_dev_borrow(ctx, A, d_val);
+}
+
 void spk_matrix_dev_free(struct spk_matrix_dev *d)
 {
     if (d)                               /* made on a CUDA context: the backend is loaded */

@@ -22,6 +22,7 @@ __attribute__((visibility("default"))) const spk_cuda_plugin *spk_cuda_plugin_en
         spk_matrix_dev_diagonal,
         spk_matrix_dev_download,
         spk_matrix_dev_free,
+        spk_matrix_dev_borrow,
         {&spk_backend_coo_cuda, &spk_backend_csr_cuda, &spk_backend_ell_cuda,
          &spk_backend_hyb_cuda, &spk_backend_jds_cuda, &spk_backend_bsr_cuda, &spk_backend_sell_cuda},
         spk_ell_cuda_state_rows,

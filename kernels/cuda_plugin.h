@@ -27,8 +27,8 @@ extern "C" {
  * the GPU, spk_amg_hier's new fields; 9: amg_device_layout; 10: the rows' spmv_step and the
  * vector table's step; 11: tuning.csr_group and the SELL row; 12: spk_matrix_info's bandwidth
  * and coherence, which move spk_matrix's later fields; 13: spk_spmv_backend.csr_device,
- * amg_build_device's matrix, spk_amg_hier's step times): a libspk_cuda.so of another layout
- * is refused. */
+ * amg_build_device's matrix, spk_amg_hier's step times, matrix_dev_borrow and spk_matrix's
+ * shape_unset and dev_borrowed): a libspk_cuda.so of another layout is refused. */
 #define SPK_CUDA_PLUGIN_ABI 13
 
 struct spk_cg_ops;
@@ -49,6 +49,7 @@ typedef struct spk_cuda_plugin {
                                        int *done);
     spk_status  (*matrix_dev_download)(spk_context *ctx, spk_matrix *A);
     void        (*matrix_dev_free)(struct spk_matrix_dev *d);
+    spk_status  (*matrix_dev_borrow)(spk_context *ctx, spk_matrix *A, double *d_val);
     /* the SpMV rows: COO, CSR, ELL, HYB, JDS, BSR (each with its fp32 twin, .fp32) */
     const spk_spmv_backend *backend[7];
     int         (*ell_state_rows)(const void *state);

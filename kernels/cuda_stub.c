@@ -79,6 +79,14 @@ SPK_CUDA_STUB(spk_matrix_dev_download)(spk_context *ctx, spk_matrix *A)
 
 SPK_CUDA_STUB_SCOPE void SPK_CUDA_STUB(spk_matrix_dev_free)(struct spk_matrix_dev *d) { (void)d; }
 
+SPK_CUDA_STUB_SCOPE spk_status
+SPK_CUDA_STUB(spk_matrix_dev_borrow)(spk_context *ctx, spk_matrix *A, double *d_val)
+{
+    (void)A;
+    (void)d_val;
+    return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "values on the GPU: %s", NO_CUDA);
+}
+
 /* ---- SpMV backend rows ---------------------------------------------------------------------- */
 
 static spk_status stub_setup(spk_context *ctx, const spk_csr *A, void **state)

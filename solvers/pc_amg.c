@@ -393,13 +393,16 @@ static void amg_destroy(void *state)
 }
 
 /* A shared level's values, which the build left on the device (its host CSR holds the
- * pattern): made the handle's own through a device update, so that its host copy is fetched
- * only when something reads it (spk_matrix_host_values); where the device cannot take that
- * update (its memory short), downloaded now. */
+ * pattern) and its layout reads in place: the handle's by borrowing (spk_matrix_dev_borrow:
+ * nothing copied or allocated on the device), so that its host copy is fetched only when
+ * something reads it (spk_matrix_host_values); else through a device update, or where the
+ * device cannot take that (its memory short), downloaded now. */
 static spk_status device_values(pc_amg *M, spk_matrix *D, int l, char which)
 {
     const spk_amg_level *h = &M->H.lev[which == 'A' ? l - 1 : l];
     const double *d = which == 'P' ? h->dP : which == 'R' ? h->dR : h->dA;
+    if (spk_matrix_dev_borrow(M->ctx, D, (double *)d) == SPK_OK)
+        return SPK_OK;
     if (spk_matrix_update_values(M->ctx, D, D->csr.nnz, d, 1) == SPK_OK && D->be)
         return SPK_OK;
     spk_status st = spk_cuda_download_bytes(M->ctx, D->csr.val, d,
@@ -646,12 +649,13 @@ static double matrix_bytes(const spk_matrix *A)
 }
 
 /* A level matrix's own device bytes: its layout's, or where the layout is a CSR over the
- * kept hierarchy's arrays (shared) its 64-bit row offsets and the device update's two value
- * arrays (canonical and staging, device_values) */
+ * kept hierarchy's arrays (shared) its 64-bit row offsets, and the device update's two value
+ * arrays (canonical and staging) where it has its own (not borrowed, device_values) */
 static double level_bytes(const spk_matrix *A, int shared)
 {
     if (A && shared)
-        return 8.0 * (double)(A->csr.nrows + 1) + (A->dev ? 16.0 * (double)A->csr.nnz : 0.0);
+        return 8.0 * (double)(A->csr.nrows + 1) +
+               (A->dev && !A->dev_borrowed ? 16.0 * (double)A->csr.nnz : 0.0);
     return matrix_bytes(A);
 }
 

@@ -392,6 +392,7 @@ struct spk_matrix {
     int              dev_current;  /* dev's canonical values are the matrix's values           */
     int              host_stale;   /* csr.val predates them: spk_matrix_host_values downloads  */
     int              dev_off;      /* dev could not be made (device memory): host path only     */
+    int              dev_borrowed; /* dev's values are another's array (spk_matrix_dev_borrow)  */
     spk_dist        *dist;         /* a distributed matrix (src/mpi.c), or NULL                 */
 };
 #define SPK_MATRIX_MAGIC 0x5350b4a7u
@@ -450,6 +451,13 @@ spk_status spk_matrix_dev_diagonal(spk_context *ctx, spk_matrix *A, double *d_di
  * the matrix may outlive the one it was updated on). */
 spk_status spk_matrix_dev_download(spk_context *ctx, spk_matrix *A);
 void spk_matrix_dev_free(struct spk_matrix_dev *d);                          /* NULL-safe */
+/* A's values are d_val, A->csr.nnz doubles in the canonical order on ctx's device, which A's
+ * layout reads in place (the AMG levels' CSRs over a GPU-built hierarchy's arrays): A->dev
+ * made over them, borrowed (never freed, no staging), the host copy stale. An update from
+ * d_val itself (the hierarchy's refresh wrote them there) then checks them and copies
+ * nothing; one from other values gives A its own arrays first. A made with the identity map
+ * only (SPK_ERR_UNSUPPORTED otherwise); d_val must outlive A. */
+spk_status spk_matrix_dev_borrow(spk_context *ctx, spk_matrix *A, double *d_val);
 
 /* The solver handle (src/solve.c); defined there, declared here for the magic check. */
 #define SPK_SOLVER_MAGIC 0x53507c9eu

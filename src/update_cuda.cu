@@ -38,6 +38,8 @@ struct spk_matrix_dev {
     int64_t     *gather_src;            /* nnz_in                                              */
     double      *stage;                 /* nnz_in: the caller's values, checked before use     */
     double      *val;                   /* nnz: the canonical values                           */
+    int          borrowed;              /* val is another's array (spk_matrix_dev_borrow): no
+                                           stage, val never freed here                         */
     int64_t     *diag_pos;              /* nrows: position of a_ii in val or -1; made at the
                                            first device Jacobi refresh                         */
 };
@@ -108,7 +110,8 @@ extern "C" void spk_matrix_dev_free(spk_matrix_dev *D)
     (void)cudaFree(D->gather_ptr);
     (void)cudaFree(D->gather_src);
     (void)cudaFree(D->stage);
-    (void)cudaFree(D->val);
+    if (!D->borrowed)
+        (void)cudaFree(D->val);
     (void)cudaFree(D->diag_pos);
     spk_free(D);
 }
@@ -175,18 +178,36 @@ extern "C" spk_status spk_matrix_dev_update(spk_context *ctx, spk_matrix *A, con
     spk_matrix_dev *D = A->dev;
     const int64_t nin = A->nnz_in, nnz = A->csr.nnz;
     const size_t bytes = (size_t)nin * sizeof(double);
+    /* borrowed values: the update from them is in place; from others, own arrays first (the
+     * borrowed ones are left as they are: the new values go to A's own) */
+    const int in_place = D->borrowed && val == D->val;
+    if (D->borrowed && !in_place) {
+        double *stage = NULL, *own = NULL;
+        if ((st = spk_cuda_malloc(ctx, &stage, bytes > 0 ? bytes : 1, "value-update staging")) ||
+            (st = spk_cuda_malloc(ctx, &own, (size_t)(nnz > 0 ? nnz : 1) * sizeof(double),
+                                  "canonical values on the GPU"))) {
+            (void)cudaFree(stage);
+            return st;                        /* A unchanged: REFUSED */
+        }
+        D->stage = stage;
+        D->val = own;
+        D->borrowed = 0;
+        A->dev_borrowed = 0;
+    }
+    double *checked = in_place ? D->val : D->stage;
 
     /* 1. the values into the staging array (cudaMemcpyDefault: host, pinned, managed or device
      *    memory alike); 2. the check, read back before anything else is written */
-    if ((st = spk_cuda(ctx, cudaMemcpyAsync(D->stage, val, bytes, cudaMemcpyDefault, cs->stream),
-                       "spk_matrix_update_values: copy of %lld values from %s memory",
-                       (long long)nin, val_on_device ? "device" : "host")) ||
+    if ((!in_place &&
+         (st = spk_cuda(ctx, cudaMemcpyAsync(D->stage, val, bytes, cudaMemcpyDefault, cs->stream),
+                        "spk_matrix_update_values: copy of %lld values from %s memory",
+                        (long long)nin, val_on_device ? "device" : "host"))) ||
         (st = spk_cuda(ctx, cudaMemsetAsync(&cs->d_scratch->flag, 0xff,
                                             sizeof(unsigned long long), cs->stream),
                        "spk_matrix_update_values: resetting the check")))
         return st;
     upd_check_kernel<<<spk_cuda_grid(cs, nin, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0, cs->stream>>>(
-        nin, D->stage, &cs->d_scratch->flag);
+        nin, checked, &cs->d_scratch->flag);
     if ((st = spk_cuda_launched(ctx, "upd_check_kernel")) ||
         (st = spk_cuda(ctx, cudaMemcpyAsync(&cs->h_scratch->flag, &cs->d_scratch->flag,
                                             sizeof(unsigned long long), cudaMemcpyDeviceToHost,
@@ -198,14 +219,16 @@ extern "C" spk_status spk_matrix_dev_update(spk_context *ctx, spk_matrix *A, con
     const unsigned long long first = cs->h_scratch->flag;
     if (first != ~0ull) {
         double v = 0.0;
-        if ((st = spk_cuda_download_bytes(ctx, &v, D->stage + first, sizeof v)))
+        if ((st = spk_cuda_download_bytes(ctx, &v, checked + first, sizeof v)))
             return st;
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: val[%lld] = %g",
                         (long long)first, v);
     }
 
     /* 3. the canonical values: from here on the update is taken */
-    if (!D->gather_ptr) {
+    if (in_place) {
+        /* they are in place already */
+    } else if (!D->gather_ptr) {
         std::swap(D->stage, D->val);          /* identity: the checked values are the values */
     } else {
         upd_gather_kernel<<<spk_cuda_grid(cs, nnz, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0,
@@ -226,6 +249,34 @@ extern "C" spk_status spk_matrix_dev_update(spk_context *ctx, spk_matrix *A, con
                       "spk_matrix_update_values: the update on the GPU");
     *how = st ? SPK_DEV_UPD_NO_LAYOUT : SPK_DEV_UPD_DONE;
     return st;
+}
+
+extern "C" spk_status spk_matrix_dev_borrow(spk_context *ctx, spk_matrix *A, double *d_val)
+{
+    if (A->gather_ptr || A->nnz_in != A->csr.nnz || !A->be || A->ctx_prepared != ctx ||
+        (A->dev && A->dev->ctx != ctx))
+        return SPK_ERR_UNSUPPORTED;
+    spk_matrix_dev *D = A->dev;
+    if (!D) {
+        if (!(D = (spk_matrix_dev *)spk_calloc(ctx, 1, sizeof *D)))
+            return spk_fail(ctx, SPK_ERR_NOMEM, "values on the GPU: out of host memory");
+        D->ctx = ctx;
+        D->nnz_in = A->nnz_in;
+        D->nnz = A->csr.nnz;
+        A->dev = D;
+    } else if (!D->borrowed) {                /* its own arrays go: the values are d_val's */
+        (void)cudaFree(D->stage);
+        (void)cudaFree(D->val);
+        D->stage = NULL;
+    }
+    D->val = d_val;
+    D->borrowed = 1;
+    A->dev_borrowed = 1;
+    A->dev_current = 1;
+    A->host_stale = 1;
+    A->info_stale = 1;
+    A->version++;
+    return SPK_OK;
 }
 
 /* Position of a_ii in each row (binary search in the sorted columns), on the host, then

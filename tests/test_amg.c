@@ -1204,6 +1204,53 @@ static void test_device_refresh(void)
     }
 }
 
+/* A matrix whose values are borrowed device memory (spk_matrix_dev_borrow, the GPU-built
+ * levels' handles): its host copy is fetched from there; an update from that memory itself
+ * checks it and allocates nothing, a NaN there is refused; an update from other values gives
+ * the matrix its own arrays and leaves the borrowed memory as it was. */
+static void test_dev_borrow(void)
+{
+    spk_matrix *A = t_matrix(ctx, "poisson3d:12");
+    const int64_t nnz = A->csr.nnz;
+    const spk_vec_ops *ops = spk_vec_ops_for(ctx->device);
+    double *d = NULL, *e = NULL, *h = malloc((size_t)nnz * sizeof *h),
+           *orig = malloc((size_t)nnz * sizeof *orig);
+    memcpy(orig, A->csr.val, (size_t)nnz * sizeof *orig);
+    for (int64_t p = 0; p < nnz; p++)
+        h[p] = 2.0 * orig[p];
+    T_CHECK(spk_matrix_prepare(ctx, A, SPK_FMT_CSR) == SPK_OK &&
+                ops->alloc(ctx, nnz, &d) == SPK_OK && ops->alloc(ctx, nnz, &e) == SPK_OK &&
+                ops->upload(ctx, nnz, h, d) == SPK_OK,
+            "%s", spk_last_error(ctx));
+    T_CHECK(spk_matrix_dev_borrow(ctx, A, d) == SPK_OK && A->dev_borrowed && A->host_stale,
+            "borrow: %s", spk_last_error(ctx));
+    T_CHECK(spk_matrix_host_values(ctx, A) == SPK_OK &&
+                memcmp(A->csr.val, h, (size_t)nnz * sizeof *h) == 0,
+            "the host copy of borrowed values: %s", spk_last_error(ctx));
+    const uint64_t before = spk_context_alloc_count(ctx);
+    T_CHECK(spk_matrix_update_values(ctx, A, nnz, d, 1) == SPK_OK && A->dev_borrowed &&
+                spk_context_alloc_count(ctx) == before,
+            "an update in place: %s, %llu allocations", spk_last_error(ctx),
+            (unsigned long long)(spk_context_alloc_count(ctx) - before));
+    const double nan = NAN;
+    T_CHECK(ops->upload(ctx, 1, &nan, d + 5) == SPK_OK &&
+                spk_matrix_update_values(ctx, A, nnz, d, 1) == SPK_ERR_ARG &&
+                strstr(spk_last_error(ctx), "val[5]"),
+            "a NaN in the borrowed values: %s", spk_last_error(ctx));
+    T_CHECK(ops->upload(ctx, nnz, orig, e) == SPK_OK &&
+                spk_matrix_update_values(ctx, A, nnz, e, 1) == SPK_OK && !A->dev_borrowed &&
+                spk_matrix_host_values(ctx, A) == SPK_OK &&
+                memcmp(A->csr.val, orig, (size_t)nnz * sizeof *orig) == 0,
+            "an update from other values: %s", spk_last_error(ctx));
+    double back = 0.0;
+    T_CHECK(spk_cuda_download_bytes(ctx, &back, d + 6, sizeof back) == SPK_OK && back == h[6],
+            "the borrowed memory after the matrix took its own: %g, not %g", back, h[6]);
+    spk_matrix_destroy(A);
+    ops->free(ctx, d);
+    ops->free(ctx, e);
+    free(h), free(orig);
+}
+
 /* Level 0 read from the matrix's device layout (CSR, ELL with int16 offsets and with int32
  * columns, BSR) gives the hierarchy of the host CSR's upload, bit for bit; HYB, which gives no
  * CSR, the upload itself. The build says where it took level 0. */
@@ -1282,6 +1329,7 @@ int main(int argc, char **argv)
     } else {
         test_device_setup();
         test_device_layout0();
+        test_dev_borrow();
         test_device_refresh();
         test_device_fp32();
     }
