@@ -94,6 +94,7 @@ typedef struct spk_amg_level {
     /* a GPU build's values of P, R and the next level's A on the device (not owned: the
      * hierarchy's device part, spk_amg_hier.dev, holds them), NULL after a host build */
     const double *dP, *dR, *dA;
+    const double *d_dinv;   /* ... and D^-1 there (the smoothers' weights are made from it)   */
 } spk_amg_level;
 
 /* The steps of a GPU build, timed apart (spk_amg_hier.dev_step_s; `--explain` prints them) */
@@ -138,6 +139,7 @@ typedef struct spk_amg_hier {
     int            mis_rounds[32]; /* MIS(2) rounds per level                                */
     double         dev_step_s[SPK_AMG_DEV_STEPS]; /* a GPU build's seconds per step          */
     int            a_from_layout;  /* its level 0 read from the matrix's device layout       */
+    int            host_values;    /* a GPU build's host copies hold the values (and D^-1)   */
 } spk_amg_hier;
 
 /* Resolve the options' zeros to the defaults (spk.h, spk_amg_options). */

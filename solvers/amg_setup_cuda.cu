@@ -1204,7 +1204,11 @@ static spk_status level_diag(dev_build *B, dev_hier *D, spk_amg_hier *H, int l)
         (st = spectral_radius(B, A, D->dinv[l], H->symmetric && !hneg, D->work,
                               &H->lev[l].rho)))
         return st;
-    return get(B, H->lev[l].dinv, D->dinv[l], (size_t)A->m * sizeof(double));
+    H->lev[l].d_dinv = D->dinv[l];
+    /* the host's copy for a caller that reads the host hierarchy; the solver's smoothers take
+     * theirs from the device's */
+    return H->host_values ? get(B, H->lev[l].dinv, D->dinv[l], (size_t)A->m * sizeof(double))
+                          : SPK_OK;
 }
 
 /* C's values: as many lanes a row as B's rows hold entries on average (1 to 32) */
@@ -1252,6 +1256,7 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, const spk_m
     }
     H->device = 1;
     H->mis2 = 1;
+    H->host_values = host_values;
     dev_build Bd;
     memset(&Bd, 0, sizeof Bd);
     dev_build *B = &Bd;

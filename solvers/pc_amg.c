@@ -229,11 +229,15 @@ static spk_status upload_diagonals(pc_amg *M)
         const spk_amg_level *h = &M->H.lev[l];
         amg_level_dev *L = &M->lev[l];
         const double w = M->H.opt.smoother == SPK_AMG_CHEBYSHEV ? 1.0 : 4.0 / (3.0 * h->rho);
-        for (int64_t i = 0; i < h->n; i++)
-            M->host[i] = w * h->dinv[i];
         L->lmax = 1.1 * h->rho;
         L->lmin = h->rho / 30.0;
-        st = M->ops->upload(M->ctx, h->n, M->host, L->wdinv);
+        if (h->d_dinv && M->ops->device == SPK_DEVICE_CUDA) {   /* a GPU build's, in place */
+            st = M->ops->axpby(M->ctx, h->n, w, h->d_dinv, 0.0, L->wdinv);
+        } else {
+            for (int64_t i = 0; i < h->n; i++)
+                M->host[i] = w * h->dinv[i];
+            st = M->ops->upload(M->ctx, h->n, M->host, L->wdinv);
+        }
         if (!st && L->w32) {
             const spk_step narrow = {.b = L->wdinv, .y = L->w32, .alpha = 1.0, .y32 = 1};
             st = M->ops->step(M->ctx, h->n, NULL, &narrow);
