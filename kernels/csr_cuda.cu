@@ -583,10 +583,23 @@ spk_status spk_csr_dev_adopt(spk_context *ctx, const spk_csr *A, const int32_t *
     d->val = d_val;
     d->shared = 1;
     csr_plan(ctx, A, d);
-    if ((st = csr_kernel_choose(ctx, A, &d->kernel)) ||
-        (st = d->kernel == SPK_CSR_MERGE      ? spk_csr_merge_setup(ctx, A, &d->mp)
-              : d->kernel == SPK_CSR_ADAPTIVE ? spk_csr_adaptive_setup(ctx, A, &d->ad)
-                                              : csr_long_rows(ctx, A, d)) ||
+    spk_csr cols = *A;             /* the row blocks pack the columns on the host: fetched where
+                                    * A holds its row offsets only (a GPU-built AMG level) */
+    if (!(st = csr_kernel_choose(ctx, A, &d->kernel)) && d->kernel == SPK_CSR_ADAPTIVE &&
+        !A->colind && A->nnz > 0) {
+        if (!(cols.colind = (int32_t *)spk_malloc(ctx, (size_t)A->nnz, sizeof(int32_t))))
+            st = spk_fail(ctx, SPK_ERR_NOMEM, "csr-cuda: the columns of %lld entries: out of "
+                          "host memory", (long long)A->nnz);
+        else
+            st = spk_cuda_download_bytes(ctx, cols.colind, d_col, (size_t)A->nnz * sizeof(int32_t));
+    }
+    if (!st)
+        st = d->kernel == SPK_CSR_MERGE      ? spk_csr_merge_setup(ctx, A, &d->mp)
+             : d->kernel == SPK_CSR_ADAPTIVE ? spk_csr_adaptive_setup(ctx, &cols, &d->ad)
+                                             : csr_long_rows(ctx, A, d);
+    if (cols.colind != A->colind)
+        spk_free(cols.colind);
+    if (st ||
         (st = spk_cuda_malloc(ctx, (void **)&d->rowptr, ((size_t)A->nrows + 1) * sizeof(int64_t),
                               "CSR row offsets")))
         goto fail;

@@ -203,7 +203,9 @@ spk_status spk_matrix_dev_diagonal(spk_context *ctx, spk_matrix *A, double *d_di
 
 spk_status spk_matrix_dev_download(spk_context *ctx, spk_matrix *A)
 {
-    const spk_cuda_plugin *p = on_gpu(ctx);
+    /* the copies need no context: a matrix with device copies was made on a CUDA one, so the
+     * backend is loaded (a caller without a context, spk_matrix_info_of, reaches it too) */
+    const spk_cuda_plugin *p = A->dev || A->dev_colind ? plugin() : on_gpu(ctx);
     return p ? p->matrix_dev_download(ctx, A) : stub_spk_matrix_dev_download(ctx, A);
 }
 

@@ -94,6 +94,7 @@ typedef struct spk_amg_level {
     /* a GPU build's values of P, R and the next level's A on the device (not owned: the
      * hierarchy's device part, spk_amg_hier.dev, holds them), NULL after a host build */
     const double *dP, *dR, *dA;
+    const int32_t *dPc, *dRc, *dAc;   /* ... their columns (host_values 0: the host's NULL)  */
     const double *d_dinv;   /* ... and D^-1 there (the smoothers' weights are made from it)   */
 } spk_amg_level;
 
@@ -159,10 +160,10 @@ void spk_amg_free(spk_amg_hier *H);
  * cuSPARSE's SpGEMM), the hierarchy's A, P, R, aggregates, B and D^-1 then copied into H as
  * spk_amg_build leaves them (T, S and A P stay on the device only, in H->dev, for
  * spk_amg_refresh_device), the coarsest level's inverse on the host. The same hierarchy as spk_amg_build with
- * aggregation = MIS(2) up to the products' rounding. host_values 0: the values of the levels'
- * P, R and A (but the coarsest A's) stay on the device only (at lev[l].dP, dR, dA; the host
- * arrays hold the patterns, their values unset), for a caller whose level matrices take them
- * from there. M (optional): A's handle; where its layout is on this GPU and gives its CSR
+ * aggregation = MIS(2) up to the products' rounding. host_values 0: the columns and values of
+ * the levels' P, R and A (but the coarsest A's) and D^-1 stay on the device only (at
+ * lev[l].dPc, dP, dRc, dR, dAc, dA, d_dinv; the host CSRs hold the row offsets, colind NULL,
+ * their values unset), for a caller whose level matrices take them from there. M (optional): A's handle; where its layout is on this GPU and gives its CSR
  * (spk_spmv_backend.csr_device), level 0 is read from there instead of uploaded (its
  * values are then the layout's, current after a device update that left A's host copy
  * stale). SPK_ERR_UNSUPPORTED (nothing kept) for what it does not take: more than

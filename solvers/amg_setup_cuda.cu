@@ -173,22 +173,29 @@ __global__ void k_widen(int64_t n, const int32_t *in, int64_t *out)
 static spk_status tmp_for(dev_build *B, size_t bytes);
 static unsigned blocks(int64_t n);
 
-/* The device CSR into a new host CSR (values: 0, its pattern only, the values unset); the
- * offsets widened on the device (in the setup's scratch), so that they come down into the
- * host's array with no pass over them there. */
-static spk_status dcsr_download(dev_build *B, const dcsr *A, spk_csr *h, int values)
+/* The device CSR into a new host CSR: what 0, its row offsets only (h->colind NULL, the
+ * values unset: a caller that fetches the columns when something reads them); 1, its pattern
+ * (the values unset); 2, pattern and values. The offsets are widened on the device (in the
+ * setup's scratch), so that they come down into the host's array with no pass over them
+ * there. */
+static spk_status dcsr_download(dev_build *B, const dcsr *A, spk_csr *h, int what)
 {
     const double t0 = spk_now();
     spk_status st = spk_csr_alloc(B->ctx, A->m, A->n, A->nnz, h);
     if (st)
         return st;
+    if (what == 0) {
+        spk_free(h->colind);
+        h->colind = NULL;
+    }
     if (!(st = tmp_for(B, ((size_t)A->m + 1) * sizeof(int64_t)))) {
         k_widen<<<blocks(A->m + 1), SPK_CUDA_BLOCK, 0, B->s>>>(A->m + 1, A->rp,
                                                               (int64_t *)B->tmp);
         st = spk_cuda_launched(B->ctx, "k_widen");
     }
     if (!st && !(st = get(B, h->rowptr, B->tmp, ((size_t)A->m + 1) * sizeof *h->rowptr)) &&
-        !(st = get(B, h->colind, A->ci, (size_t)A->nnz * sizeof *h->colind)) && values)
+        what > 0 && !(st = get(B, h->colind, A->ci, (size_t)A->nnz * sizeof *h->colind)) &&
+        what > 1)
         st = get(B, h->val, A->v, (size_t)A->nnz * sizeof *h->val);
     if (st)
         spk_csr_free(h);
@@ -1352,14 +1359,18 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, const spk_m
             st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG level %d: out of memory", l + 1);
             goto fail;
         }
-        if ((st = dcsr_download(B, &D->P[l], &h->P, host_values)) ||
-            (st = dcsr_download(B, &D->R[l], &h->R, host_values)) ||
-            (st = dcsr_download(B, &D->A[l + 1], &c->A, host_values)) ||
+        const int what = host_values ? 2 : 0;     /* else the offsets: the rest stays here */
+        if ((st = dcsr_download(B, &D->P[l], &h->P, what)) ||
+            (st = dcsr_download(B, &D->R[l], &h->R, what)) ||
+            (st = dcsr_download(B, &D->A[l + 1], &c->A, what)) ||
             (st = get(B, c->B, Bc, (size_t)(nc * k) * sizeof *Bc)) ||
             (st = step_done(B, SPK_AMG_STEP_DOWN)))
             goto fail;
         h->dP = D->P[l].v;
         h->dR = D->R[l].v;
+        h->dPc = D->P[l].ci;
+        h->dRc = D->R[l].ci;
+        h->dAc = D->A[l + 1].ci;
         h->dA = D->A[l + 1].v;
         dfree(Bl);
         Bl = Bc;
@@ -1372,10 +1383,17 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, const spk_m
         H->nlevels = l + 2;
         H->setup_s[l] = spk_now() - t0;
     }
-    if (!host_values && H->nlevels > 1) {   /* the coarsest A's values, for its inverse */
+    if (!host_values && H->nlevels > 1) {   /* the coarsest A's columns and values, for its inverse */
         const int L = H->nlevels - 1;
+        spk_csr *C = &H->lev[L].A;
         const double t0 = spk_now();
-        if ((st = get(B, H->lev[L].A.val, D->A[L].v, (size_t)H->lev[L].A.nnz * sizeof(double))))
+        if (!(C->colind = (int32_t *)spk_malloc(ctx, (size_t)(C->nnz > 0 ? C->nnz : 1),
+                                                sizeof *C->colind))) {
+            st = spk_fail(ctx, SPK_ERR_NOMEM, "AMG coarsest level: out of memory");
+            goto fail;
+        }
+        if ((st = get(B, C->colind, D->A[L].ci, (size_t)C->nnz * sizeof *C->colind)) ||
+            (st = get(B, C->val, D->A[L].v, (size_t)C->nnz * sizeof(double))))
             goto fail;
         B->xfer_s += spk_now() - t0;
     }

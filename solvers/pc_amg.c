@@ -432,6 +432,11 @@ static spk_status device_matrix(pc_amg *M, spk_csr *c, int l, char which, spk_ma
     const int take = M->shared && which != 'I' && !(which == 'A' && l == M->H.nlevels - 1);
     spk_status st = take ? spk_matrix_from_canonical_owned(M->ctx, c, 0, out)
                          : spk_matrix_from_canonical(M->ctx, c, out);
+    if (!st && take && !(*out)->csr.colind) {     /* its columns on the device only */
+        const spk_amg_level *h = &M->H.lev[which == 'A' ? l - 1 : l];
+        (*out)->dev_colind = which == 'P' ? h->dPc : which == 'R' ? h->dRc : h->dAc;
+        (*out)->pattern_stale = 1;
+    }
     const double t1 = spk_now();
     M->copy_s += t1 - t0;
     void *state = NULL;

@@ -393,6 +393,10 @@ struct spk_matrix {
     int              host_stale;   /* csr.val predates them: spk_matrix_host_values downloads  */
     int              dev_off;      /* dev could not be made (device memory): host path only     */
     int              dev_borrowed; /* dev's values are another's array (spk_matrix_dev_borrow)  */
+    /* the columns on the device only (a GPU-built AMG level): csr.colind NULL until a reader
+     * fetches them from dev_colind (another's array, which outlives A) */
+    const int32_t   *dev_colind;
+    int              pattern_stale;
     spk_dist        *dist;         /* a distributed matrix (src/mpi.c), or NULL                 */
 };
 #define SPK_MATRIX_MAGIC 0x5350b4a7u
@@ -420,7 +424,8 @@ void spk_matrix_shape_info(spk_matrix *A);
 /* Release spk_matrix_spmv's cached temporaries (destroy, or before a re-prepare elsewhere). */
 void spk_matrix_spmv_release(spk_matrix *A);
 /* Bring csr.val up to date after updates made on the device (A->host_stale: one download of
- * nnz doubles; otherwise nothing). Every reader of csr.val calls it first: statistics,
+ * nnz doubles; otherwise nothing), and csr.colind where it is on the device only
+ * (A->pattern_stale). Every reader of csr.val or csr.colind calls it first: statistics,
  * prepare (a new layout), the Jacobi diagonal from the host, spk_matrix_csr, write. ctx may be
  * NULL (it only receives the message of a failure). */
 spk_status spk_matrix_host_values(spk_context *ctx, spk_matrix *A);
@@ -447,8 +452,9 @@ spk_status spk_matrix_dev_update(spk_context *ctx, spk_matrix *A, const double *
  * values on this context (*done = 1; the first call makes a device array of the diagonal's
  * positions); otherwise *done = 0 and nothing happens. */
 spk_status spk_matrix_dev_diagonal(spk_context *ctx, spk_matrix *A, double *d_diag, int *done);
-/* Copy the device canonical values into A->csr.val (a synchronous copy that needs no context:
- * the matrix may outlive the one it was updated on). */
+/* Copy the device canonical values into A->csr.val, and A->dev_colind into a new csr.colind
+ * where A->pattern_stale (synchronous copies that need no context: the matrix may outlive the
+ * one it was updated on). */
 spk_status spk_matrix_dev_download(spk_context *ctx, spk_matrix *A);
 void spk_matrix_dev_free(struct spk_matrix_dev *d);                          /* NULL-safe */
 /* A's values are d_val, A->csr.nnz doubles in the canonical order on ctx's device, which A's

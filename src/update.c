@@ -76,7 +76,7 @@ spk_status spk_csr_source_map(spk_context *ctx, const spk_csr *A, const spk_coo 
 
 spk_status spk_matrix_host_values(spk_context *ctx, spk_matrix *A)
 {
-    if (!A->host_stale)
+    if (!A->host_stale && !A->pattern_stale)
         return SPK_OK;
     spk_status st = spk_matrix_dev_download(ctx, A);
     if (!st)
@@ -88,7 +88,7 @@ spk_status spk_matrix_host_values(spk_context *ctx, spk_matrix *A)
  * must know call spk_matrix_host_values first. */
 void spk_matrix_shape_info(spk_matrix *A)
 {
-    if (A->shape_unset) {
+    if (A->shape_unset && spk_matrix_host_values(NULL, A) == SPK_OK) {
         spk_stats_shape(&A->csr, &A->info);
         A->shape_unset = 0;
     }

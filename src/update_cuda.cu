@@ -279,6 +279,27 @@ extern "C" spk_status spk_matrix_dev_borrow(spk_context *ctx, spk_matrix *A, dou
     return SPK_OK;
 }
 
+/* A's columns from A->dev_colind where they are on the device only (A->pattern_stale): a
+ * plain cudaMemcpy, as the values' download below */
+static spk_status fetch_pattern(spk_context *ctx, spk_matrix *A)
+{
+    if (!A->pattern_stale)
+        return SPK_OK;
+    const size_t nnz = (size_t)A->csr.nnz;
+    int32_t *c = A->csr.colind ? A->csr.colind
+                               : (int32_t *)spk_malloc(ctx, nnz > 0 ? nnz : 1, sizeof *c);
+    if (!c)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "the columns of %zu entries: out of host memory",
+                        nnz);
+    A->csr.colind = c;
+    spk_status st = spk_cuda(ctx, cudaMemcpy(c, A->dev_colind, nnz * sizeof *c,
+                                             cudaMemcpyDeviceToHost),
+                             "download of the columns of %zu entries", nnz);
+    if (!st)
+        A->pattern_stale = 0;
+    return st;
+}
+
 /* Position of a_ii in each row (binary search in the sorted columns), on the host, then
  * uploaded: made once, at the first refresh from device values. */
 static spk_status diag_positions(spk_context *ctx, const spk_csr *A, int64_t n,
@@ -316,7 +337,8 @@ extern "C" spk_status spk_matrix_dev_diagonal(spk_context *ctx, spk_matrix *A, d
     const int64_t n = A->csr.nrows < A->csr.ncols ? A->csr.nrows : A->csr.ncols;
     spk_status st;
     if (n > 0) {                              /* never launch a zero-size grid */
-        if (!D->diag_pos && (st = diag_positions(ctx, &A->csr, n, D)))
+        if (!D->diag_pos && ((st = fetch_pattern(ctx, A)) ||
+                             (st = diag_positions(ctx, &A->csr, n, D))))
             return st;
         upd_diag_kernel<<<spk_cuda_grid(cs, n, SPK_CUDA_BLOCK), SPK_CUDA_BLOCK, 0, cs->stream>>>(
             n, D->diag_pos, D->val, d_diag);
@@ -329,6 +351,9 @@ extern "C" spk_status spk_matrix_dev_diagonal(spk_context *ctx, spk_matrix *A, d
 
 extern "C" spk_status spk_matrix_dev_download(spk_context *ctx, spk_matrix *A)
 {
+    spk_status st = fetch_pattern(ctx, A);
+    if (st || !A->host_stale)
+        return st;
     if (!A->dev || !A->dev_current)
         return spk_fail(ctx, SPK_ERR_CUDA, "the matrix's values were lost by a failed update on "
                         "the GPU: update them again");
