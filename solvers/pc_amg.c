@@ -263,9 +263,12 @@ static spk_status twins(pc_amg *M, spk_matrix *A)
         spk_matrix *D[3] = {L->A, L->P, L->R};
         spk_twin *t[3] = {&L->A32, &L->P32, &L->R32};
         for (int k = 0; k < 3 && !st; k++) {
-            /* the handle's own host values: the hierarchy's after a host build or refresh,
-             * downloaded once after a refresh on the device */
-            if (!(st = spk_matrix_host_values(M->ctx, D[k])))
+            /* from the layout on the device where the fp32 row rounds (and checks) there;
+             * else the handle's own host values: the hierarchy's after a host build or
+             * refresh, downloaded once after a refresh on the device */
+            if (spk_twin_on_device(D[k]))
+                st = spk_twin_sync(M->ctx, D[k], NULL, t[k]);
+            else if (!(st = spk_matrix_host_values(M->ctx, D[k])))
                 st = spk_twin_sync(M->ctx, D[k], D[k]->csr.val, t[k]);
             M->nmat++;
             M->n32 += t[k]->s != NULL;

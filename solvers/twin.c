@@ -28,12 +28,18 @@ void spk_twin_free(spk_twin *t)
     memset(t, 0, sizeof *t);
 }
 
+int spk_twin_on_device(const spk_matrix *A)
+{
+    const spk_spmv_backend *be = A && A->be ? A->be->fp32 : NULL;
+    return be && be->setup_from && be->refill;
+}
+
 spk_status spk_twin_sync(spk_context *ctx, const spk_matrix *A, const double *v, spk_twin *t)
 {
     if (t->s && !spk_twin_live(A, t))
         spk_twin_free(t);                    /* it borrowed a layout that is gone */
     const spk_spmv_backend *be = A && A->be ? A->be->fp32 : NULL;
-    if (!be || !spk_fits_fp32(v, A->csr.nnz)) {
+    if (!be || (!(v == NULL && spk_twin_on_device(A)) && !spk_fits_fp32(v, A->csr.nnz))) {
         spk_twin_free(t);
         return SPK_OK;
     }

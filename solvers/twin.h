@@ -33,8 +33,12 @@ void spk_twin_free(spk_twin *t);
 /* A's twin from A's current values, whose host copy is v (A->csr.nnz of them; after an update
  * on the GPU A's own host values may be stale): made (none yet, or A's layout made again, or
  * values that fit again), refilled after A's own update, or freed while a value leaves fp32's
- * range or A's format has no fp32 row on this device. */
+ * range or A's format has no fp32 row on this device. v may be NULL where A's fp32 row is
+ * made and refilled from A's layout on the device (spk_twin_on_device), whose rounding checks
+ * the range itself. */
 spk_status spk_twin_sync(spk_context *ctx, const spk_matrix *A, const double *v, spk_twin *t);
+/* A's fp32 row takes its values from A's layout on the device (setup_from and refill). */
+int spk_twin_on_device(const spk_matrix *A);
 
 /* y = alpha A x + beta y through A's twin where it is live, else through A. */
 spk_status spk_twin_spmv(spk_context *ctx, const spk_matrix *A, const spk_twin *t, double alpha,
