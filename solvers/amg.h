@@ -98,8 +98,10 @@ typedef struct spk_amg_level {
     const double *d_dinv;   /* ... and D^-1 there (the smoothers' weights are made from it)   */
 } spk_amg_level;
 
-/* The steps of a GPU build, timed apart (spk_amg_hier.dev_step_s; `--explain` prints them) */
+/* The steps of a GPU build, timed apart (spk_amg_hier.dev_step_s; `--explain` prints them):
+ * START and END before and after the levels, the others summed over the levels */
 enum {
+    SPK_AMG_STEP_START,    /* the options, level 0's A and B on the device, the workspace     */
     SPK_AMG_STEP_RHO,      /* D^-1 and the spectral estimate                                  */
     SPK_AMG_STEP_AGG,      /* strength graph and MIS(2) aggregates                            */
     SPK_AMG_STEP_T,        /* the tentative prolongator and its QR                            */
@@ -109,6 +111,7 @@ enum {
     SPK_AMG_STEP_AP,       /* A P                                                             */
     SPK_AMG_STEP_RAP,      /* R (A P)                                                         */
     SPK_AMG_STEP_DOWN,     /* the patterns (and values) to the host                           */
+    SPK_AMG_STEP_END,      /* the coarsest level's columns and values down, its inverse       */
     SPK_AMG_DEV_STEPS
 };
 

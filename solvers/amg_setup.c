@@ -967,10 +967,13 @@ spk_status spk_amg_begin(spk_context *ctx, const spk_csr *A0, int symmetric,
                 goto fail;
             }
         spk_amg_rigid_modes(o->coords, n / o->coord_dim, o->coord_dim, L0->B);
-    } else {
-        memset(L0->B, 0, (size_t)n * (size_t)L0->k * sizeof *L0->B);
+    } else {                            /* the bs translations: B[c n + i] = (i % bs == c) */
+        const int k = L0->k;
+        double *B = L0->B;
+#pragma omp parallel for schedule(static) if (n > 65536)
         for (int64_t i = 0; i < n; i++)
-            L0->B[(int64_t)(i % L0->bs) * n + i] = 1.0;
+            for (int c = 0; c < k; c++)
+                B[(int64_t)c * n + i] = i % k == c ? 1.0 : 0.0;
     }
     H->nlevels = 1;
     return SPK_OK;

@@ -602,6 +602,15 @@ static spk_status dot(dev_build *B, int64_t n, const double *x, const double *y,
     return spk_cublas(B->ctx, cublasDdot(B->cs->blas, (int)n, x, 1, y, 1, r), "AMG setup dot");
 }
 
+/* Level 0's near-null space by default: the bs translations (spk_amg_begin's) */
+__global__ void k_translations(int64_t n, int k, double *Bl)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        for (int c = 0; c < k; c++)
+            Bl[(int64_t)c * n + i] = i % k == c ? 1.0 : 0.0;
+}
+
 /* The start vector's entries (amg.h), made where they are read */
 __global__ void k_start(int64_t n, double *v)
 {
@@ -1251,6 +1260,7 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, const spk_m
     if (A0->nrows >= INT32_MAX || A0->nnz >= INT32_MAX)
         return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "AMG setup on the GPU: %lld rows, %lld entries "
                         "(32-bit offsets)", (long long)A0->nrows, (long long)A0->nnz);
+    const double t_begin = spk_now();
     spk_status st = spk_amg_begin(ctx, A0, symmetric, in, H);
     if (st)
         return st;
@@ -1268,6 +1278,7 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, const spk_m
     memset(&Bd, 0, sizeof Bd);
     dev_build *B = &Bd;
     B->ctx = ctx;
+    B->mark = t_begin;
     dev_hier *D = (dev_hier *)calloc(1, sizeof *D);
     double *Bl = NULL, *Bc = NULL;
     int32_t *agg = NULL;
@@ -1297,10 +1308,16 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, const spk_m
         (st = dalloc(B, &D->work, 4 * n0 + 4, "AMG workspace")) ||
         (st = dalloc(B, &agg, n0, "AMG aggregates")) ||
         (st = dalloc(B, &D->neg, 1, "AMG flag")) || (st = level0(B, A0, M, &D->A[0])) ||
-        (st = dalloc(B, &Bl, n0 * k, "AMG near-null space")) ||
-        (st = put(B, Bl, H->lev[0].B, (size_t)(n0 * k) * sizeof(double))))
+        (st = dalloc(B, &Bl, n0 * k, "AMG near-null space")))
         goto fail;
-    B->mark = spk_now();
+    if (!o->nullspace && !o->coords && n0 > 0) {   /* the translations, made where they are read */
+        k_translations<<<blocks(n0), SPK_CUDA_BLOCK, 0, B->s>>>(n0, k, Bl);
+        st = launched(B, "AMG translations");
+    } else {
+        st = put(B, Bl, H->lev[0].B, (size_t)(n0 * k) * sizeof(double));
+    }
+    if (st || (st = step_done(B, SPK_AMG_STEP_START)))
+        goto fail;
     for (int l = 0;; l++) {
         const double t0 = spk_now();
         spk_amg_level *h = &H->lev[l];
@@ -1420,6 +1437,10 @@ fail:
         cusparseDestroy(B->h);
     if (!st)
         st = spk_amg_finish(ctx, H, A0);
+    if (!st) {          /* the coarsest level's columns, values and inverse; the handle freed */
+        step_done(B, SPK_AMG_STEP_END);
+        H->dev_step_s[SPK_AMG_STEP_END] = B->step_s[SPK_AMG_STEP_END];
+    }
     if (st)
         spk_amg_free(H);
     return st;

@@ -730,8 +730,8 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
             H->xfer_s - H->xfer_up_s);
     if (H->device) {
         static const char *const names[SPK_AMG_DEV_STEPS] = {
-            "D^-1 and rho", "aggregates", "T", "S", "P = S T", "R = P^T", "A P", "R (A P)",
-            "downloads"};
+            "start", "D^-1 and rho", "aggregates", "T", "S", "P = S T", "R = P^T", "A P",
+            "R (A P)", "downloads", "coarsest"};
         PUT("  the GPU build's steps (s, all levels):");
         for (int i = 0; i < SPK_AMG_DEV_STEPS; i++)
             PUT("%s %s %.4f", i ? "," : "", names[i], H->dev_step_s[i]);
