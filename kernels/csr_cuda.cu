@@ -376,24 +376,48 @@ static spk_status csr_spmv_step(spk_context *ctx, const void *state, const spk_s
 #define SPK_CSR_MERGE_CV 1.0
 #endif
 
-static spk_status csr_kernel_choose(spk_context *ctx, const spk_csr *A, int *kernel)
+/* What the plan, the kernel rule and the long-row lists read of the row lengths, in one pass
+ * over the row offsets (a setup's only pass over them on the host) */
+typedef struct csr_rows {
+    double  s1, s2;           /* sums of len and len^2 over the rows not longer than the cap */
+    double  sq;               /* sum of len^2 over all rows                                  */
+    int64_t nlong[6];         /* rows longer than K SPK_CSR_LONG_TRIPS, K = 1, 2, 4, .. 32   */
+    int64_t ntiles[6];        /* ... and their tiles of SPK_CSR_LONG_TILE entries            */
+} csr_rows;
+
+static void csr_row_pass(const spk_csr *A, csr_rows *r)
+{
+    memset(r, 0, sizeof *r);
+    const int64_t cap = 32 * (int64_t)SPK_CSR_LONG_TRIPS;
+    for (int64_t i = 0; i < A->nrows; i++) {
+        const int64_t len = A->rowptr[i + 1] - A->rowptr[i];
+        const double l = (double)len;
+        if (len <= cap) {
+            r->s1 += l;
+            r->s2 += l * l;
+        }
+        r->sq += l * l;
+        for (int k = 0; k < 6 && len > ((int64_t)SPK_CSR_LONG_TRIPS << k); k++) {
+            r->nlong[k]++;
+            r->ntiles[k] += (len + SPK_CSR_LONG_TILE - 1) / SPK_CSR_LONG_TILE;
+        }
+    }
+}
+
+static spk_status csr_kernel_choose(spk_context *ctx, const spk_csr *A, const csr_rows *r,
+                                    int *kernel)
 {
     *kernel = SPK_CSR_VECTOR;
     if (ctx->tune.csr_kernel != SPK_TUNE_AUTO) {     /* the knob SPK_CSR_KERNEL */
         *kernel = ctx->tune.csr_kernel;
         return SPK_OK;
     }
-    /* coefficient of variation of the row lengths, as spk_stats_compute reports it */
+    /* coefficient of variation of the row lengths (population sd over the mean) */
     const int64_t n = A->nrows;
     if (n == 0 || A->nnz == 0)
         return SPK_OK;
-    const double mean = (double)A->nnz / (double)n;
-    double ss = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        const double dl = (double)(A->rowptr[i + 1] - A->rowptr[i]) - mean;
-        ss += dl * dl;
-    }
-    if (sqrt(ss / (double)n) > SPK_CSR_MERGE_CV * mean)
+    const double mean = (double)A->nnz / (double)n, var = r->sq / (double)n - mean * mean;
+    if (sqrt(var > 0.0 ? var : 0.0) > SPK_CSR_MERGE_CV * mean)
         *kernel = SPK_CSR_ADAPTIVE;
     return SPK_OK;
 }
@@ -403,18 +427,9 @@ static spk_status csr_kernel_choose(spk_context *ctx, const spk_csr *A, int *ker
 /* Choose K and the long-row threshold from the row lengths (see SPK_CSR_LANE_ENTRIES and
  * SPK_CSR_LONG_TRIPS), or K from the knob SPK_CSR_GROUP. The weighted mean leaves out rows
  * that are long for any K. */
-static void csr_plan(const spk_context *ctx, const spk_csr *A, csr_dev *d)
+static void csr_plan(const spk_context *ctx, const csr_rows *r, csr_dev *d)
 {
-    const int64_t cap = 32 * (int64_t)SPK_CSR_LONG_TRIPS;
-    double s1 = 0.0, s2 = 0.0;
-    for (int64_t i = 0; i < A->nrows; i++) {
-        double len = (double)(A->rowptr[i + 1] - A->rowptr[i]);
-        if (len <= (double)cap) {
-            s1 += len;
-            s2 += len * len;
-        }
-    }
-    const double w = s1 > 0.0 ? s2 / s1 : 0.0;
+    const double w = r->s1 > 0.0 ? r->s2 / r->s1 : 0.0;
     int k = 1;
     while (k < 32 && (double)(2 * k) * SPK_CSR_LANE_ENTRIES <= w)
         k *= 2;
@@ -453,16 +468,13 @@ static void csr_destroy(void *state)
 }
 
 /* List the long rows and their tiles on the host and upload the lists. */
-static spk_status csr_long_rows(spk_context *ctx, const spk_csr *A, csr_dev *d)
+static spk_status csr_long_rows(spk_context *ctx, const spk_csr *A, const csr_rows *r,
+                                csr_dev *d)
 {
-    int64_t nlong = 0, ntiles = 0;
-    for (int64_t i = 0; i < A->nrows; i++) {
-        int64_t len = A->rowptr[i + 1] - A->rowptr[i];
-        if (len > d->long_row) {
-            nlong++;
-            ntiles += (len + SPK_CSR_LONG_TILE - 1) / SPK_CSR_LONG_TILE;
-        }
-    }
+    int k = 0;                                  /* d->long_row = 2^k SPK_CSR_LONG_TRIPS */
+    while (k < 5 && ((int64_t)SPK_CSR_LONG_TRIPS << k) < d->long_row)
+        k++;
+    const int64_t nlong = r->nlong[k], ntiles = r->ntiles[k];
     d->nlong = nlong;
     d->ntiles = ntiles;
     if (nlong == 0)
@@ -532,12 +544,14 @@ static spk_status csr_setup_as(spk_context *ctx, const spk_csr *A, int fp32, voi
     d->nrows = A->nrows;
     d->ncols = A->ncols;
     d->nnz = A->nnz;
-    csr_plan(ctx, A, d);
+    csr_rows r;
+    csr_row_pass(A, &r);
+    csr_plan(ctx, &r, d);
     /* irregular rows (or SPK_CSR_KERNEL): row blocks or merge path instead of the row kernels */
-    if ((st = csr_kernel_choose(ctx, A, &d->kernel)) ||
+    if ((st = csr_kernel_choose(ctx, A, &r, &d->kernel)) ||
         (st = d->kernel == SPK_CSR_MERGE      ? spk_csr_merge_setup(ctx, A, &d->mp)
               : d->kernel == SPK_CSR_ADAPTIVE ? spk_csr_adaptive_setup(ctx, A, &d->ad)
-                                              : csr_long_rows(ctx, A, d)))
+                                              : csr_long_rows(ctx, A, &r, d)))
         goto fail;
     if ((st = spk_cuda_upload_new(ctx, &d->rowptr, A->rowptr,
                                   ((size_t)A->nrows + 1) * sizeof(int64_t), "CSR row offsets")) ||
@@ -582,10 +596,12 @@ spk_status spk_csr_dev_adopt(spk_context *ctx, const spk_csr *A, const int32_t *
     d->col = d_col;
     d->val = d_val;
     d->shared = 1;
-    csr_plan(ctx, A, d);
+    csr_rows r;
+    csr_row_pass(A, &r);
+    csr_plan(ctx, &r, d);
     spk_csr cols = *A;             /* the row blocks pack the columns on the host: fetched where
                                     * A holds its row offsets only (a GPU-built AMG level) */
-    if (!(st = csr_kernel_choose(ctx, A, &d->kernel)) && d->kernel == SPK_CSR_ADAPTIVE &&
+    if (!(st = csr_kernel_choose(ctx, A, &r, &d->kernel)) && d->kernel == SPK_CSR_ADAPTIVE &&
         !A->colind && A->nnz > 0) {
         if (!(cols.colind = (int32_t *)spk_malloc(ctx, (size_t)A->nnz, sizeof(int32_t))))
             st = spk_fail(ctx, SPK_ERR_NOMEM, "csr-cuda: the columns of %lld entries: out of "
@@ -596,7 +612,7 @@ spk_status spk_csr_dev_adopt(spk_context *ctx, const spk_csr *A, const int32_t *
     if (!st)
         st = d->kernel == SPK_CSR_MERGE      ? spk_csr_merge_setup(ctx, A, &d->mp)
              : d->kernel == SPK_CSR_ADAPTIVE ? spk_csr_adaptive_setup(ctx, &cols, &d->ad)
-                                             : csr_long_rows(ctx, A, d);
+                                             : csr_long_rows(ctx, A, &r, d);
     if (cols.colind != A->colind)
         spk_free(cols.colind);
     if (st ||
