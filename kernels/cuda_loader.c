@@ -475,10 +475,11 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A, const spk_ma
              : stub_spk_amg_build_device(ctx, A, M, symmetric, opt, host_values, H);
 }
 
-spk_status spk_amg_refresh_device(spk_context *ctx, const spk_csr *A, spk_amg_hier *H)
+spk_status spk_amg_refresh_device(spk_context *ctx, const spk_csr *A, spk_matrix *M,
+                                  spk_amg_hier *H)
 {
     const spk_cuda_plugin *p = on_gpu(ctx);
-    return p ? p->amg_refresh_device(ctx, A, H) : stub_spk_amg_refresh_device(ctx, A, H);
+    return p ? p->amg_refresh_device(ctx, A, M, H) : stub_spk_amg_refresh_device(ctx, A, M, H);
 }
 
 spk_status spk_amg_device_layout(spk_context *ctx, spk_amg_hier *H, int l, char which,

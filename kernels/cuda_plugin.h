@@ -72,7 +72,8 @@ typedef struct spk_cuda_plugin {
     spk_status  (*amg_build_device)(spk_context *ctx, const spk_csr *A, const spk_matrix *M,
                                     int symmetric, const spk_amg_options *opt, int host_values,
                                     spk_amg_hier *H);
-    spk_status  (*amg_refresh_device)(spk_context *ctx, const spk_csr *A, spk_amg_hier *H);
+    spk_status  (*amg_refresh_device)(spk_context *ctx, const spk_csr *A, spk_matrix *M,
+                                      spk_amg_hier *H);
     void        (*amg_device_free)(spk_amg_hier *H);
     spk_status  (*amg_device_layout)(spk_context *ctx, spk_amg_hier *H, int l, char which,
                                      const spk_csr *A, void **state);

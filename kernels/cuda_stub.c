@@ -346,9 +346,11 @@ SPK_CUDA_STUB(spk_amg_build_device)(spk_context *ctx, const spk_csr *A, const sp
 }
 
 SPK_CUDA_STUB_SCOPE spk_status
-SPK_CUDA_STUB(spk_amg_refresh_device)(spk_context *ctx, const spk_csr *A, spk_amg_hier *H)
+SPK_CUDA_STUB(spk_amg_refresh_device)(spk_context *ctx, const spk_csr *A, spk_matrix *M,
+                                      spk_amg_hier *H)
 {
     (void)A;
+    (void)M;
     (void)H;
     return spk_fail(ctx, SPK_ERR_NOT_COMPILED, "AMG refresh on the GPU: %s", NO_CUDA);
 }

@@ -180,8 +180,11 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A, const spk_ma
  * a row (the same bits on every call and for every lane count), allocating nothing. The new
  * values of P, R and the next level's A are then at lev[l].dP, dR, dA on the device, D^-1
  * and rho in the host hierarchy, the coarsest A's values on the host; the host copies of the
- * other levels' P, R and A (where the hierarchy still holds them) keep the build's values. */
-spk_status spk_amg_refresh_device(spk_context *ctx, const spk_csr *A, spk_amg_hier *H);
+ * other levels' P, R and A (where the hierarchy still holds them) keep the build's values.
+ * M (optional): A's handle; where its layout on this GPU gives its CSR (csr_device), A's new
+ * values are read from there, else from A's host copy (made current first). */
+spk_status spk_amg_refresh_device(spk_context *ctx, const spk_csr *A, spk_matrix *M,
+                                  spk_amg_hier *H);
 /* A csr-cuda layout (spk_backend_csr_cuda's state) of level l's A (l >= 1), P or R (which:
  * 'A', 'P', 'R') over the device hierarchy's own arrays, so that the level matrix needs no
  * conversion or upload and a refresh's values are its values; A is the same matrix on the

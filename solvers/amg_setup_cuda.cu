@@ -235,13 +235,23 @@ static spk_status scan(dev_build *B, int32_t *x, int64_t n, int64_t *total)
     return st;
 }
 
-/* Level 0's device CSR: from M's layout where it is prepared on this GPU and can give its CSR
- * (spk_spmv_backend.csr_device: a pass over device memory), else A's host CSR uploaded. */
-static spk_status level0(dev_build *B, const spk_csr *A, const spk_matrix *M, dcsr *D0)
+/* M's layout where it is prepared on this GPU and can give A's CSR (csr_device), else NULL */
+static const spk_spmv_backend *csr_layout(const dev_build *B, const spk_csr *A,
+                                          const spk_matrix *M)
 {
     const spk_spmv_backend *be = M && M->ctx_prepared == B->ctx ? M->be : NULL;
     if (!be || !be->csr_device || be->device != SPK_DEVICE_CUDA || !M->state ||
         M->csr.nrows != A->nrows || M->csr.nnz != A->nnz)
+        return NULL;
+    return be;
+}
+
+/* Level 0's device CSR: from M's layout where it can give it (spk_spmv_backend.csr_device: a
+ * pass over device memory), else A's host CSR uploaded. */
+static spk_status level0(dev_build *B, const spk_csr *A, const spk_matrix *M, dcsr *D0)
+{
+    const spk_spmv_backend *be = csr_layout(B, A, M);
+    if (!be)
         return dcsr_upload(B, A, D0);
     const double t0 = spk_now();
     spk_status st = dcsr_alloc(B, A->nrows, A->ncols, A->nnz, D0);
@@ -1463,7 +1473,8 @@ spk_status spk_amg_device_layout(spk_context *ctx, spk_amg_hier *H, int l, char 
     return spk_csr_dev_adopt(ctx, A, C->rp, C->ci, C->v, state);
 }
 
-spk_status spk_amg_refresh_device(spk_context *ctx, const spk_csr *A0, spk_amg_hier *H)
+spk_status spk_amg_refresh_device(spk_context *ctx, const spk_csr *A0, spk_matrix *M,
+                                  spk_amg_hier *H)
 {
     dev_hier *D = (dev_hier *)H->dev;
     if (!D)
@@ -1477,7 +1488,15 @@ spk_status spk_amg_refresh_device(spk_context *ctx, const spk_csr *A0, spk_amg_h
     if (st)
         return st;
     B->s = B->cs->stream;
-    if ((st = put(B, D->A[0].v, A0->val, (size_t)A0->nnz * sizeof *A0->val)))
+    /* A's new values: from M's layout on the device where it gives them (its update put them
+     * there), else from the host copy (downloaded first where the update left it stale) */
+    const spk_spmv_backend *be = csr_layout(B, A0, M);
+    st = be && A0->nnz > 0 ? be->csr_device(ctx, M->state, 1, D->A[0].rp, D->A[0].ci, D->A[0].v)
+                           : SPK_ERR_UNSUPPORTED;
+    if (st == SPK_ERR_UNSUPPORTED &&
+        (!(st = M ? spk_matrix_host_values(ctx, M) : SPK_OK)))
+        st = put(B, D->A[0].v, A0->val, (size_t)A0->nnz * sizeof *A0->val);
+    if (st)
         return st;
     for (int l = 0; l < D->nlevels && !st; l++) {
         const double t0 = spk_now();

@@ -606,13 +606,15 @@ static spk_status amg_rebuild(pc_amg *M, spk_matrix *A)
 static spk_status refresh_on_device(pc_amg *M, spk_matrix *A)
 {
     spk_amg_hier *H = &M->H;
-    spk_status st = spk_amg_refresh_device(M->ctx, &A->csr, H);
+    spk_status st = spk_amg_refresh_device(M->ctx, &A->csr, A, H);
     for (int l = 0; l + 1 < H->nlevels && !st; l++) {
         const spk_amg_level *h = &H->lev[l];
         if (!(st = spk_matrix_update_values(M->ctx, M->lev[l].P, h->P.nnz, h->dP, 1)) &&
             !(st = spk_matrix_update_values(M->ctx, M->lev[l].R, h->R.nnz, h->dR, 1)))
             st = spk_matrix_update_values(M->ctx, M->lev[l + 1].A, H->lev[l + 1].A.nnz, h->dA, 1);
     }
+    if (!st && H->nlevels == 1)          /* one level: its inverse is A's own, on the host */
+        st = spk_matrix_host_values(M->ctx, A);
     if (!st)
         st = spk_amg_coarse_refresh(M->ctx, H, &A->csr);
     if (!st)
@@ -626,8 +628,8 @@ static spk_status amg_refresh(void *state, spk_matrix *A)
     if (M->H.opt.rebuild)
         return amg_rebuild(M, A);
     const double t0 = spk_now();
-    spk_status st = spk_matrix_host_values(M->ctx, A);
-    if (!st && M->H.dev) {
+    spk_status st = SPK_OK;
+    if (M->H.dev) {     /* A's values from its layout on the device, or the host's made current */
         if (!(st = refresh_on_device(M, A)) && M->fp32)
             st = twins(M, A);
         if (!st)
@@ -635,6 +637,7 @@ static spk_status amg_refresh(void *state, spk_matrix *A)
         M->setup_s = spk_now() - t0;
         return st;
     }
+    st = spk_matrix_host_values(M->ctx, A);
     if (!st)
         st = spk_amg_rebuild_values(M->ctx, &A->csr, &M->H);
     for (int l = 0; l + 1 < M->H.nlevels && !st; l++) {

@@ -1171,7 +1171,7 @@ static void test_device_refresh(void)
         for (int64_t i = 0; i < A.nrows; i++)            /* new values, still symmetric */
             for (int64_t p = A.rowptr[i]; p < A.rowptr[i + 1]; p++)
                 A.val[p] *= (1.0 + 0.5 * (i % 4 == 0)) * (1.0 + 0.5 * (A.colind[p] % 4 == 0));
-        T_CHECK(spk_amg_refresh_device(ctx, &A, &D) == SPK_OK &&
+        T_CHECK(spk_amg_refresh_device(ctx, &A, NULL, &D) == SPK_OK &&
                     spk_amg_build_device(ctx, &A, NULL, 1, &o, 1, &F) == SPK_OK,
                 "%s: %s", specs[s], spk_last_error(ctx));
         int same = D.nlevels == F.nlevels && D.nlevels >= 2;
