@@ -301,6 +301,9 @@ spk_status spk_matrix_prepare(spk_context *ctx, spk_matrix *A, spk_format fmt)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_prepare: NULL or destroyed matrix");
     if ((unsigned)fmt >= SPK_FMT_COUNT)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_prepare: unknown format %d", (int)fmt);
+    if (fmt != SPK_FMT_AUTO && A->be && A->be->format == fmt && A->be->device == ctx->device &&
+        A->ctx_prepared == ctx)
+        return SPK_OK;              /* prepared as asked: no choice to make (nor its statistics) */
     char why[sizeof A->format_reason];
     spk_matrix_shape_info(A);
     const spk_format chosen = spk_select_format(&A->info, ctx->device, why, sizeof why);
