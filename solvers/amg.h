@@ -210,14 +210,9 @@ int64_t spk_amg_mis2_aggregation(spk_context *ctx, int64_t nn, const int64_t *gp
 /* The spectral estimate's start vector (the same n values on every run), and the largest
  * eigenvalue of the Lanczos tridiagonal (diagonal a, off-diagonal b, order m; bisection). */
 void spk_amg_start_vector(int64_t n, double *v);
-#ifdef __CUDACC__
-#define SPK_AMG_HOST_DEVICE __host__ __device__
-#else
-#define SPK_AMG_HOST_DEVICE
-#endif
 /* Its entry i, in [0.5, 1.5): splitmix64 of i, a hash of the index alone, so that the host
  * and the device make each entry apart, in parallel, with the same bits. */
-static inline SPK_AMG_HOST_DEVICE double spk_amg_start_entry(int64_t i)
+static inline SPK_AMG_HD double spk_amg_start_entry(int64_t i)
 {
     uint64_t z = (uint64_t)i + 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
