@@ -162,19 +162,21 @@ void spk_amg_free(spk_amg_hier *H);
  * MIS(2) aggregates, T, rho, S, P = S T, R = P^T and R (A P) made there (the products by
  * cuSPARSE's SpGEMM), the hierarchy's A, P, R, aggregates, B and D^-1 then copied into H as
  * spk_amg_build leaves them (T, S and A P stay on the device only, in H->dev, for
- * spk_amg_refresh_device), the coarsest level's inverse on the host. The same hierarchy as spk_amg_build with
- * aggregation = MIS(2) up to the products' rounding. host_values 0: the columns and values of
- * the levels' P, R and A (but the coarsest A's) and D^-1 stay on the device only (at
- * lev[l].dPc, dP, dRc, dR, dAc, dA, d_dinv; the host CSRs hold the row offsets, colind NULL,
- * their values unset), for a caller whose level matrices take them from there. M (optional): A's handle; where its layout is on this GPU and gives its CSR
- * (spk_spmv_backend.csr_device), level 0 is read from there instead of uploaded (its
- * values are then the layout's, current after a device update that left A's host copy
- * stale). SPK_ERR_UNSUPPORTED (nothing kept) for what it does not take: more than
- * 2^31 - 1 rows or entries in a level. */
+ * spk_amg_refresh_device), the coarsest level's inverse on the host. The same hierarchy as
+ * spk_amg_build with aggregation = MIS(2) up to the products' rounding. host_values 0: the
+ * columns and values of the levels' P, R and A (but the coarsest A's) and D^-1 stay on the
+ * device only (at lev[l].dPc, dP, dRc, dR, dAc, dA, d_dinv; the host CSRs hold the row
+ * offsets, colind NULL, their values unset), for a caller whose level matrices take them
+ * from there. M (optional): A's handle; where its layout is on this GPU and gives its CSR
+ * (spk_spmv_backend.csr_device), level 0 is read from there instead of uploaded (its values
+ * are then the layout's, current after a device update that left A's host copy stale).
+ * SPK_ERR_UNSUPPORTED (nothing kept) for what it does not take: more than 2^31 - 1 rows or
+ * entries in a level. */
 spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A, const spk_matrix *M,
                                 int symmetric, const spk_amg_options *opt, int host_values,
                                 spk_amg_hier *H);
-/* A GPU build's refresh after a value update (A's host values current), on the device with
+/* A GPU build's refresh after a value update (A's new values in M's layout, or in its host
+ * copy), on the device with
  * what the build kept there (H->dev: every level's A, S, T, P, A P, R and R's map): D^-1 and
  * rho, S, P = S T, R, A P and R (A P) recomputed in their patterns by a kernel of 1-32 lanes
  * a row (the same bits on every call and for every lane count), allocating nothing. The new
