@@ -1410,7 +1410,7 @@ spk_status spk_amg_build_device(spk_context *ctx, const spk_csr *A0, const spk_m
         H->nlevels = l + 2;
         H->setup_s[l] = spk_now() - t0;
     }
-    if (!host_values && H->nlevels > 1) {   /* the coarsest A's columns and values, for its inverse */
+    if (!host_values && H->nlevels > 1) {   /* the coarsest A's columns and values: its inverse */
         const int L = H->nlevels - 1;
         spk_csr *C = &H->lev[L].A;
         const double t0 = spk_now();
@@ -1488,9 +1488,10 @@ spk_status spk_amg_refresh_device(spk_context *ctx, const spk_csr *A0, spk_matri
     if (st)
         return st;
     B->s = B->cs->stream;
-    /* A's new values: from M's layout on the device where it gives them (its update put them
-     * there), else from the host copy (downloaded first where the update left it stale) */
-    const spk_spmv_backend *be = csr_layout(B, A0, M);
+    /* A's new values: from M's layout on the device where the build read A there (the update
+     * put them in it), else from the host copy (downloaded first where the update left it
+     * stale) */
+    const spk_spmv_backend *be = H->a_from_layout ? csr_layout(B, A0, M) : NULL;
     st = be && A0->nnz > 0 ? be->csr_device(ctx, M->state, 1, D->A[0].rp, D->A[0].ci, D->A[0].v)
                            : SPK_ERR_UNSUPPORTED;
     if (st == SPK_ERR_UNSUPPORTED &&
