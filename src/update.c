@@ -84,8 +84,6 @@ spk_status spk_matrix_host_values(spk_context *ctx, spk_matrix *A)
     return st;
 }
 
-/* A failed download leaves the value statistics as they were (still stale); callers that
- * must know call spk_matrix_host_values first. */
 void spk_matrix_shape_info(spk_matrix *A)
 {
     if (A->shape_unset && spk_matrix_host_values(NULL, A) == SPK_OK) {
@@ -94,6 +92,8 @@ void spk_matrix_shape_info(spk_matrix *A)
     }
 }
 
+/* A failed download leaves the value statistics as they were (still stale); callers that
+ * must know call spk_matrix_host_values first. */
 const spk_matrix_info *spk_matrix_info_of(spk_matrix *A)
 {
     spk_matrix_shape_info(A);

@@ -178,8 +178,10 @@ extern "C" spk_status spk_matrix_dev_update(spk_context *ctx, spk_matrix *A, con
     spk_matrix_dev *D = A->dev;
     const int64_t nin = A->nnz_in, nnz = A->csr.nnz;
     const size_t bytes = (size_t)nin * sizeof(double);
-    /* borrowed values: the update from them is in place; from others, own arrays first (the
-     * borrowed ones are left as they are: the new values go to A's own) */
+    /* borrowed values: the update from them is in place (checked there: their owner wrote
+     * them, so a NaN is reported with A's previous values gone); from other values, A's own
+     * arrays first, and the borrowed array is no longer A's (a layout that reads it in place
+     * is refilled from A's new values, as any layout is) */
     const int in_place = D->borrowed && val == D->val;
     if (D->borrowed && !in_place) {
         double *stage = NULL, *own = NULL;

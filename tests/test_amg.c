@@ -1209,7 +1209,8 @@ static void test_device_refresh(void)
 /* A matrix whose values are borrowed device memory (spk_matrix_dev_borrow, the GPU-built
  * levels' handles): its host copy is fetched from there; an update from that memory itself
  * checks it and allocates nothing, a NaN there is refused; an update from other values gives
- * the matrix its own arrays and leaves the borrowed memory as it was. */
+ * the matrix its own arrays, and the borrowed memory, which this matrix's layout does not
+ * read, stays as it was. */
 static void test_dev_borrow(void)
 {
     spk_matrix *A = t_matrix(ctx, "poisson3d:12");
