@@ -628,7 +628,7 @@ static spk_status amg_refresh(void *state, spk_matrix *A)
     if (M->H.opt.rebuild)
         return amg_rebuild(M, A);
     const double t0 = spk_now();
-    spk_status st = SPK_OK;
+    spk_status st;
     if (M->H.dev) {     /* A's values from its layout on the device, or the host's made current */
         if (!(st = refresh_on_device(M, A)) && M->fp32)
             st = twins(M, A);
