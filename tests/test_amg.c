@@ -1206,6 +1206,56 @@ static void test_device_refresh(void)
     }
 }
 
+/* A handle made over a CSR whose layout is made elsewhere (the GPU-built levels') holds the
+ * statistics of its sizes at once and the shape's when asked: then the same statistics, bit
+ * for bit, as a handle made the usual way, and a format choice reads them. */
+static void test_sizes_first(void)
+{
+    static const char *const specs[] = {"poisson3d:12", "powerlaw:3000:6", "elasticity3d:6"};
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
+        spk_csr A, B;
+        gen(specs[s], &A);
+        gen(specs[s], &B);
+        spk_matrix *full = NULL, *lazy = NULL;
+        T_CHECK(spk_matrix_from_canonical(ctx, &A, &full) == SPK_OK &&
+                    spk_matrix_from_canonical_owned(ctx, &B, 1, &lazy) == SPK_OK,
+                "%s: %s", specs[s], spk_last_error(ctx));
+        if (!full || !lazy) {
+            spk_matrix_destroy(full);
+            spk_matrix_destroy(lazy);
+            spk_csr_free(&A);
+            spk_csr_free(&B);
+            continue;
+        }
+        /* as spk_matrix_from_canonical_owned leaves a handle made with values 0 (the values
+         * here are set, so that the two handles can be compared) */
+        spk_stats_sizes(&lazy->csr, &lazy->info);
+        lazy->shape_unset = lazy->info_stale = 1;
+        T_CHECK(lazy->info.nnz == full->info.nnz && lazy->info.row_max == full->info.row_max &&
+                    lazy->info.row_cv == full->info.row_cv && lazy->info.hyb_width == 0 &&
+                    lazy->info.bytes[SPK_FMT_CSR] == full->info.bytes[SPK_FMT_CSR],
+                "%s: the sizes' statistics", specs[s]);
+        spk_matrix_info a, b;
+        T_CHECK(spk_matrix_get_info(full, &a) == SPK_OK &&
+                    spk_matrix_get_info(lazy, &b) == SPK_OK && !lazy->shape_unset &&
+                    memcmp(&a, &b, sizeof a) == 0,
+                "%s: the shape's statistics made when asked differ from the usual handle's",
+                specs[s]);
+        spk_stats_sizes(&lazy->csr, &lazy->info);
+        lazy->shape_unset = lazy->info_stale = 1;
+        T_CHECK(spk_matrix_prepare(ctx, lazy, SPK_FMT_AUTO) == SPK_OK &&
+                    spk_matrix_prepare(ctx, full, SPK_FMT_AUTO) == SPK_OK &&
+                    spk_matrix_format(lazy) == spk_matrix_format(full) && !lazy->shape_unset,
+                "%s: the format chosen from statistics made when asked: %s against %s",
+                specs[s], spk_format_str(spk_matrix_format(lazy)),
+                spk_format_str(spk_matrix_format(full)));
+        spk_matrix_destroy(full);
+        spk_matrix_destroy(lazy);
+        spk_csr_free(&A);
+        spk_csr_free(&B);
+    }
+}
+
 /* A matrix whose values are borrowed device memory (spk_matrix_dev_borrow, the GPU-built
  * levels' handles): its host copy is fetched from there; an update from that memory itself
  * checks it and allocates nothing, a NaN there is refused; an update from other values gives
@@ -1329,6 +1379,7 @@ int main(int argc, char **argv)
         test_rigid_modes();
         test_threads();
         test_mis2();
+        test_sizes_first();
     } else {
         test_device_setup();
         test_device_layout0();
