@@ -428,6 +428,55 @@ static spk_status sell_update_device(spk_context *ctx, void *state, const spk_cs
     return spk_cuda_launched(ctx, "sell_refill_kernel");
 }
 
+/* A's CSR from the layout (spk_spmv_backend.csr_device): sorted position k holds row
+ * k - k % 1024 + perm[k], its entries at slice_ptr[k / 32] + k % 32 + 32 j before the first
+ * padding, in the CSR's order. */
+template <class Idx>
+__global__ void sell_csr_kernel(int64_t nrows, const int64_t *__restrict__ slice_ptr,
+                                const uint16_t *__restrict__ perm, const Idx *__restrict__ Aj,
+                                const double *__restrict__ Ax, int fill, int32_t *__restrict__ rp,
+                                int32_t *__restrict__ ci, double *__restrict__ v)
+{
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < nrows;
+         k += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = k - k % SPK_SELL_SIGMA + perm[k];
+        const int64_t s = k / SPK_SELL_C, end = slice_ptr[s + 1];
+        int32_t p = fill ? rp[r] : 0;
+        for (int64_t q = slice_ptr[s] + k % SPK_SELL_C; q < end; q += SPK_SELL_C) {
+            int64_t c;
+            if (!ell_real(Aj[q], r, c))
+                break;
+            if (fill) {
+                ci[p] = (int32_t)c;
+                v[p] = Ax[q];
+            }
+            p++;
+        }
+        if (!fill)
+            rp[r] = p;
+    }
+}
+
+static spk_status sell_csr_device(spk_context *ctx, const void *state, int fill, int32_t *rp,
+                                  int32_t *col, double *val)
+{
+    const sell_dev *d = (const sell_dev *)state;
+    if (!d->val)
+        return SPK_ERR_UNSUPPORTED;
+    spk_cuda_state *cs;
+    spk_status st = spk_cuda_state_of(ctx, &cs);
+    if (st || d->nrows == 0)
+        return st;
+    const unsigned grid = spk_cuda_grid(cs, d->nrows, SPK_CUDA_BLOCK);
+    if (d->col)
+        sell_csr_kernel<int32_t><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            d->nrows, d->slice_ptr, d->perm, d->col, d->val, fill, rp, col, val);
+    else
+        sell_csr_kernel<int16_t><<<grid, SPK_CUDA_BLOCK, 0, cs->stream>>>(
+            d->nrows, d->slice_ptr, d->perm, d->off, d->val, fill, rp, col, val);
+    return spk_cuda_launched(ctx, "sell_csr_kernel");
+}
+
 extern "C" const spk_spmv_backend spk_backend_sell32_cuda = {
     .name = "sell32-cuda",
     .format = SPK_FMT_SELL,
@@ -461,5 +510,5 @@ extern "C" const spk_spmv_backend spk_backend_sell_cuda = {
     .refill = NULL,
     .spmv_dot32 = NULL,
     .spmv_step = sell_spmv_step,
-    .csr_device = NULL,
+    .csr_device = sell_csr_device,
 };

@@ -1304,15 +1304,16 @@ static void test_dev_borrow(void)
     free(h), free(orig);
 }
 
-/* Level 0 read from the matrix's device layout (CSR, ELL with int16 offsets and with int32
- * columns, BSR) gives the hierarchy of the host CSR's upload, bit for bit; HYB, which gives no
+/* Level 0 read from the matrix's device layout (CSR, ELL and SELL with int16 offsets and with
+ * int32 columns, BSR) gives the hierarchy of the host CSR's upload, bit for bit; HYB, which gives no
  * CSR, the upload itself. The build says where it took level 0. */
 static void test_device_layout0(void)
 {
     static const struct { const char *spec; spk_format fmt; const char *knob; } cases[] = {
         {"poisson3d:20", SPK_FMT_CSR, NULL},   {"poisson3d:20", SPK_FMT_ELL, NULL},
         {"poisson3d:20", SPK_FMT_ELL, "32"}, {"jump3d:16", SPK_FMT_ELL, NULL},
-        {"elasticity3d:8", SPK_FMT_BSR, NULL}, {"poisson2d:40", SPK_FMT_HYB, NULL}};
+        {"elasticity3d:8", SPK_FMT_BSR, NULL}, {"poisson2d:40", SPK_FMT_HYB, NULL},
+        {"poisson3d:20", SPK_FMT_SELL, NULL},  {"jump3d:16", SPK_FMT_SELL, "32"}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         spk_matrix *M = t_matrix(ctx, cases[c].spec);
         spk_amg_options o;
