@@ -4,7 +4,7 @@
 # default memcheck of the amg, vec and krylov tests and one solve), then bench_amg: AMG-CG
 # against Jacobi-CG side by side (setup, refresh, solve, iterations) on the issue's problems,
 # the refinement studies, jump3d, lame3d with rigid-body modes, examples/heat.c's matrix and the
-# SPD matrices of inputs/. Logs and JSON land in OUT.
+# SPD matrices of inputs/; then the GPU build's set (@dev, --resident). Logs and JSON land in OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=$1; mkdir -p "$OUT"
@@ -21,4 +21,11 @@ timeout ${AMG_TIMEOUT:-240} build-gpu/bench_amg --device gpu --json "$OUT/amg.js
   > "$OUT/amg.txt" 2>&1
 echo "bench_amg rc=$?"
 grep -E "^\S+ +[0-9]+ \|" "$OUT/amg.txt"
+# the hierarchy built on the GPU, b and x on the device (docs/amg.md, "What the setup left on
+# the host"): setup, setup again, refresh and solve against Jacobi-CG
+timeout ${AMG_DEV_TIMEOUT:-240} build-gpu/bench_amg --device gpu --resident --json "$OUT/amg-dev.json" \
+  ${AMG_DEV_SPECS:-poisson3d:100@dev poisson3d:150@dev poisson3d:200@dev jump3d:100@dev \
+  lame3d:32@rbm@dev lame3d:48@rbm@dev lame3d:64@rbm@dev} > "$OUT/amg-dev.txt" 2>&1
+echo "bench_amg (GPU build) rc=$?"
+grep -E "^\S+ +[0-9]+ \|" "$OUT/amg-dev.txt"
 rm -f "$OUT/heat400.mtx"
