@@ -10,6 +10,14 @@
  *    and leave the products a_ij x_j in shared memory beside the rows' offsets; then a group
  *    of g lanes per row (g = 32 for one row, down to 1 for >= 256 rows) sums each row's
  *    products in order and writes y, coalesced. No search, no scan, one launch.
+ *    Where a row of the block is longer than SPK_CSR_ADAPT_SEG_TRIPS x g (a power-law block:
+ *    a few rows of hundreds of nonzeros among hundreds of short ones, so g is 1 or 2 and one
+ *    lane would walk such a row alone, a dependent shared load and add per nonzero), the
+ *    block sums by nonzeros instead (segmented sums): each thread takes SPK_CSR_ADAPT_ITEMS
+ *    consecutive products, finds its first row by a binary search of the block's row
+ *    offsets, sums its rows' pieces in order, writes the rows that start and end in its
+ *    range, and a segmented scan over the threads (warp shuffles, then the 8 warps' totals)
+ *    carries the rows that cross threads to the thread where they end.
  *  - piece of a long row (more than NB nonzeros): the row is cut into pieces of at most
  *    SPK_CSR_ADAPT_PIECE nonzeros, one block each; a block sums its piece (block tree) and
  *    writes it to part[]; the last piece of the row to finish (counted by atomicInc, which
@@ -67,6 +75,22 @@
  * on average (the header says why; 256 measured against 128 and 768). */
 #define SPK_CSR_ADAPT_TILE 256
 #define SPK_CSR_ADAPT_TILE_LEN 8
+/* A stream block sums by nonzeros (segmented sums) when one of its rows would take one of its
+ * g lanes more than this many trips of the row loop: a trip is a dependent shared load and add
+ * (~40 cycles), the segmented sums a search and a scan (~20 such steps), so a block whose
+ * longest row takes under ~16 trips keeps the row loop. rmat:14:12 / rmat:16:3 have blocks of
+ * up to 139 / 231 trips (437 of rmat:16:3's 591 stream blocks take 64-256); a stencil's
+ * blocks 5 (`bench_rowblocks MATRIX` prints these).
+ * Only where the grid is one wave (no more blocks than the GPU holds at once), where the
+ * slowest block is the SpMV's time; with many waves other blocks hide a block's latency and
+ * the segmented sums' extra instructions cost throughput. H200 (bench_spmv, 50 SpMVs, us),
+ * every block by rows / skewed blocks segmented / every block segmented: rmat:14:12 11.5 /
+ * 9.3 / 9.8, rmat:16:3 13.3 / 9.8 / 9.9 (one wave: 497 and 608 blocks); rmat:20 256.8 /
+ * 267.6 / 268.2, powerlaw:4000000:4 144.3 / 151.9 / 148.9 (37,555 and 20,978 blocks). The
+ * row loop's own kernel (SUMS = ROWS, what a grid of many waves runs) has no skew test at
+ * all: with the test compiled in and never true, rmat:20 / rmat:22:8 took 255.1 / 607.8
+ * against 250.0 / 584.4. */
+#define SPK_CSR_ADAPT_SEG_TRIPS 16
 
 /* ---- the kernel --------------------------------------------------------------------------- */
 
@@ -88,12 +112,102 @@ __device__ __forceinline__ int32_t ad_col(const uint32_t *__restrict__ pcol, int
     return valid ? (int32_t)(bits >= 32 ? v : v & ((1u << bits) - 1u)) : -1;
 }
 
+/* A stream block's sums by nonzeros (the header): products s_prod[0 .. nz - 1] in order, row q
+ * of the block over s_prod[s_ptr[q] .. s_ptr[q + 1] - 1], nz = s_ptr[nr]. Thread t takes
+ * products ITEMS t .. ITEMS t + ITEMS - 1. Each row is written once: an empty row by the
+ * thread of its index, a row inside one thread's range by that thread, a row that starts in
+ * an earlier thread's range by the thread where it ends, with the sum of its earlier pieces
+ * from the scan. A thread's last piece (its row started in its range or not) is what it gives
+ * the scan: S_t = v_t + (f_t ? 0 : S_{t-1}), f_t = that row starts in thread t's range. The
+ * scan's results go to s_prod, whose products are all read by then. */
+template <int ITEMS>
+__device__ __forceinline__ void ad_segmented_sums(double *s_prod, const int *s_ptr, int nr,
+                                                  int64_t r0, double *s_wv, int *s_wf,
+                                                  double alpha, double beta,
+                                                  double *__restrict__ y)
+{
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int nz = s_ptr[nr];
+    for (int q = tid; q < nr; q += SPK_CUDA_BLOCK)
+        if (s_ptr[q] == s_ptr[q + 1])
+            y[r0 + q] = spk_spmv_out(alpha, 0.0, beta, y, r0 + q);
+    const int k0 = tid * ITEMS, k1 = k0 + ITEMS < nz ? k0 + ITEMS : nz;
+    double run = 0.0, head = 0.0;
+    int headq = -1;                      /* a row begun before this range, ending in it      */
+    int f = 1;                           /* the last piece's row starts in this range        */
+    if (k0 < nz) {
+        int lo = 0, hi = nr;             /* s_ptr[lo] <= k0 < s_ptr[hi]: row lo holds k0      */
+        while (hi - lo > 1) {
+            const int mid = (lo + hi) >> 1;
+            if (s_ptr[mid] <= k0)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        int q = lo;
+        const bool cont = s_ptr[q] < k0;
+        bool first = true;
+        for (int k = k0; k < k1; k++) {
+            if (k >= s_ptr[q + 1]) {     /* row q ends before k: its piece here is its last  */
+                if (first && cont) {
+                    headq = q;
+                    head = run;
+                } else {
+                    y[r0 + q] = spk_spmv_out(alpha, run, beta, y, r0 + q);
+                }
+                first = false;
+                run = 0.0;
+                do
+                    q++;                 /* past the empty rows (written above)               */
+                while (s_ptr[q + 1] <= k);
+            }
+            run += s_prod[k];
+        }
+        f = !(first && cont);
+        if (s_ptr[q + 1] == k1) {        /* the last piece ends the row here                 */
+            if (f)
+                y[r0 + q] = spk_spmv_out(alpha, run, beta, y, r0 + q);
+            else {
+                headq = q;
+                head = run;
+            }
+        }
+    }
+    double v = run;                      /* inclusive segmented scan over the warp ...       */
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        const double vo = __shfl_up_sync(SPK_FULL_MASK, v, off);
+        const int fo = __shfl_up_sync(SPK_FULL_MASK, f, off);
+        if (lane >= off) {
+            if (!f)
+                v = vo + v;
+            f |= fo;
+        }
+    }
+    if (lane == 31) {
+        s_wv[warp] = v;
+        s_wf[warp] = f;
+    }
+    __syncthreads();
+    if (!f)                              /* ... then the earlier warps' totals, nearest first */
+        for (int w = warp - 1; w >= 0; w--) {
+            v = s_wv[w] + v;
+            if (s_wf[w])
+                break;
+        }
+    double *s_carry = s_prod;            /* every product was read before the barrier above */
+    s_carry[tid] = v;
+    __syncthreads();
+    if (headq >= 0)                      /* cont implies tid >= 1                             */
+        y[r0 + headq] = spk_spmv_out(alpha, s_carry[tid - 1] + head, beta, y, r0 + headq);
+}
+
 /* blk: 4 int64 per block: first row, then (stream) one past the last row or (piece) -1 - the
  * long row's index, then the block's first and one-past-last nonzero. lfirst: long row l's
  * pieces are blocks lfirst[l] .. lfirst[l + 1] - 1 (the grid's first blocks, so part is
  * indexed by block). rend: a stream-block row's end, from its block's first nonzero. The
  * pieces read the int32 columns Aj (a warp's lanes there are not one run of j). */
-template <class V, int TS>
+template <class V, int TS, int SUMS>
 __global__ void __launch_bounds__(SPK_CUDA_BLOCK)
 csr_adaptive_kernel(const int64_t *__restrict__ blk, const int64_t *__restrict__ lfirst,
                     uint32_t *__restrict__ count, double *__restrict__ part,
@@ -107,6 +221,8 @@ csr_adaptive_kernel(const int64_t *__restrict__ blk, const int64_t *__restrict__
     __shared__ double s_prod[NB];
     __shared__ int s_ptr[NB + 1];
     __shared__ double s_x[TS > 0 ? TS : 1];
+    __shared__ double s_wv[SPK_CUDA_BLOCK / 32];
+    __shared__ int s_wf[SPK_CUDA_BLOCK / 32];
     __shared__ bool s_last;
     const int tid = threadIdx.x;
     const int64_t b = blockIdx.x;
@@ -142,8 +258,14 @@ csr_adaptive_kernel(const int64_t *__restrict__ blk, const int64_t *__restrict__
         return;
     }
 
-    /* stream block: rows r0 .. aux - 1, nonzeros e0 .. e1 - 1 (at most NB of each) */
+    /* stream block: rows r0 .. aux - 1, nonzeros e0 .. e1 - 1 (at most NB of each); g lanes
+     * per row in the row loop, g the largest power of two <= 256 / nr, at most 32 */
     const int nr = (int)(aux - r0);
+    int g = 32;                  /* the lanes, now for the skew test, else after the barrier */
+    if (SUMS != SPK_CSR_SUMS_ROWS)
+        while (g > 1 && g * nr > SPK_CUDA_BLOCK)
+            g >>= 1;
+    bool skew = SUMS == SPK_CSR_SUMS_SEGMENTED;   /* a row too long for the row loop (header) */
     {
         /* the tile: x[r0 .. r0 + nt - 1], the block's own rows' columns, loaded coalesced
          * before anything else (L2 hits, back before the columns come from DRAM) */
@@ -180,16 +302,26 @@ csr_adaptive_kernel(const int64_t *__restrict__ blk, const int64_t *__restrict__
                 const double xv = TS > 0 && u < (unsigned)nt ? s_x[u] : __ldcg(&x[c[k]]);
                 s_prod[k * SPK_CUDA_BLOCK + tid] = a[k] * xv;
             }
-        for (int i = tid; i <= nr; i += SPK_CUDA_BLOCK)
-            s_ptr[i] = i == 0 ? 0 : (int)__ldg(&rend[r0 + i - 1]);
+        for (int i = tid; i <= nr; i += SPK_CUDA_BLOCK) {
+            const int end = i == 0 ? 0 : (int)__ldg(&rend[r0 + i - 1]);
+            s_ptr[i] = end;
+            if (SUMS == SPK_CSR_SUMS_AUTO && i > 0)
+                skew |= end - (i == 1 ? 0 : (int)__ldg(&rend[r0 + i - 2])) >
+                        SPK_CSR_ADAPT_SEG_TRIPS * g;
+        }
     }
-    __syncthreads();
+    if (SUMS == SPK_CSR_SUMS_ROWS) {    /* the row loop's kernel: no test (the header) */
+        (void)skew;
+        __syncthreads();
+    } else if (__syncthreads_or(skew)) {                               /* block-uniform */
+        ad_segmented_sums<ITEMS>(s_prod, s_ptr, nr, r0, s_wv, s_wf, alpha, beta, y);
+        return;
+    }
 
-    /* g lanes per row, g the largest power of two <= 256 / nr, at most 32; the loop advances
-     * a whole warp at a time so that every lane reaches the shuffles */
-    int g = 32;
-    while (g > 1 && g * nr > SPK_CUDA_BLOCK)
-        g >>= 1;
+    /* the row loop advances a whole warp at a time so that every lane reaches the shuffles */
+    if (SUMS == SPK_CSR_SUMS_ROWS)
+        while (g > 1 && g * nr > SPK_CUDA_BLOCK)
+            g >>= 1;
     const int lane = tid & (g - 1);
     const int rows_per_pass = SPK_CUDA_BLOCK / g;
     for (int base = (tid & ~31) / g; base < nr; base += rows_per_pass) {   /* warp-uniform */
@@ -216,14 +348,24 @@ static spk_status adaptive_launch(spk_context *ctx, const spk_csr_adaptive *M,
     spk_status st = spk_cuda_state_of(ctx, &cs);
     if (st || M->nblk == 0)                      /* no rows: never launch a zero-size grid */
         return st;
-#define SPK_AD_LAUNCH(TS)                                                                  \
-    csr_adaptive_kernel<V, TS><<<(unsigned)M->nblk, SPK_CUDA_BLOCK, 0, cs->stream>>>(            \
+#define SPK_AD_LAUNCH(TS, SUMS)                                                            \
+    csr_adaptive_kernel<V, TS, SUMS><<<(unsigned)M->nblk, SPK_CUDA_BLOCK, 0, cs->stream>>>(      \
         M->blk, M->lfirst, M->count, M->part, M->rend, d_col, M->pcol, M->bits, d_val, x,      \
         M->ncols, alpha, beta, y)
+#define SPK_AD_LAUNCH_SUMS(TS)                                                             \
+    do {                                                                                   \
+        if (M->sums == SPK_CSR_SUMS_ROWS)                                                  \
+            SPK_AD_LAUNCH(TS, SPK_CSR_SUMS_ROWS);                                          \
+        else if (M->sums == SPK_CSR_SUMS_SEGMENTED)                                        \
+            SPK_AD_LAUNCH(TS, SPK_CSR_SUMS_SEGMENTED);                                     \
+        else                                                                               \
+            SPK_AD_LAUNCH(TS, SPK_CSR_SUMS_AUTO);                                          \
+    } while (0)
     if (M->tile)
-        SPK_AD_LAUNCH(SPK_CSR_ADAPT_TILE);
+        SPK_AD_LAUNCH_SUMS(SPK_CSR_ADAPT_TILE);
     else
-        SPK_AD_LAUNCH(0);
+        SPK_AD_LAUNCH_SUMS(0);
+#undef SPK_AD_LAUNCH_SUMS
 #undef SPK_AD_LAUNCH
     return spk_cuda_launched(ctx, "csr_adaptive_kernel");
 }
@@ -297,6 +439,21 @@ spk_status spk_csr_adaptive_setup(spk_context *ctx, const spk_csr *A, spk_csr_ad
     M->nlong = nlong;
     M->ncols = A->ncols;
     M->tile = c.stream_nnz >= SPK_CSR_ADAPT_TILE_LEN * c.stream_rows;
+    M->sums = ctx->tune.csr_sums;
+    if (M->sums == SPK_CSR_SUMS_AUTO) {
+        /* segmented sums only where the grid is one wave (the header) */
+        int per_sm = 0;
+        if ((st = spk_cuda(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                                    &per_sm,
+                                    M->tile ? csr_adaptive_kernel<double, SPK_CSR_ADAPT_TILE,
+                                                                  SPK_CSR_SUMS_AUTO>
+                                            : csr_adaptive_kernel<double, 0, SPK_CSR_SUMS_AUTO>,
+                                    SPK_CUDA_BLOCK, 0),
+                                "csr-cuda row blocks: occupancy")))
+            goto out;
+        if (nblk > (int64_t)per_sm * cs->sm_count)
+            M->sums = SPK_CSR_SUMS_ROWS;
+    }
     if ((st = spk_cuda_upload_new(ctx, &M->blk, blk, 4 * (size_t)nblk * sizeof *blk,
                                   "CSR row-block descriptors")) ||
         (st = spk_cuda_upload_new(ctx, &M->lfirst, lfirst, ((size_t)nlong + 1) * sizeof *lfirst,

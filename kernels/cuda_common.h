@@ -315,6 +315,7 @@ typedef struct spk_csr_adaptive {
     int64_t   nblk, nlong, ncols;
     int       tile;                     /* 1: stream blocks stage their own columns of x       */
     int       bits;                     /* bits per packed column index                        */
+    int       sums;                     /* SPK_CSR_SUMS_*: the stream blocks' sums (the knob)  */
     uint32_t *pcol;                     /* bit-packed column indices, padded past the end      */
     uint16_t *rend;                     /* nrows: row end - its stream block's first nonzero    */
     int64_t  *blk;                      /* 4 nblk: first row, end row or -1 - long row, nz range */

@@ -28,8 +28,9 @@ extern "C" {
  * vector table's step; 11: tuning.csr_group and the SELL row; 12: spk_matrix_info's bandwidth
  * and coherence, which move spk_matrix's later fields; 13: spk_spmv_backend.csr_device,
  * amg_build_device's matrix, spk_amg_hier's step times, matrix_dev_borrow and spk_matrix's
- * shape_unset and dev_borrowed): a libspk_cuda.so of another layout is refused. */
-#define SPK_CUDA_PLUGIN_ABI 13
+ * shape_unset and dev_borrowed; 14: tuning.csr_sums): a libspk_cuda.so of another layout is
+ * refused. */
+#define SPK_CUDA_PLUGIN_ABI 14
 
 struct spk_cg_ops;
 struct spk_bicg_ops;

@@ -22,6 +22,9 @@ extern "C" {
 /* The CUDA BSR kernels (kernels/bsr_cuda.cu): a thread a row with the gathers of x under the
  * padding test, the same with every load unconditional, two threads a row. */
 enum { SPK_BSR_BRANCH = 0, SPK_BSR_FLAT = 1, SPK_BSR_SPLIT = 2 };
+/* The CUDA CSR row blocks' sums (kernels/csr_adaptive_cuda.cu): a group of lanes per row, or
+ * by nonzeros with a segmented scan; AUTO chooses per block. */
+enum { SPK_CSR_SUMS_AUTO = 0, SPK_CSR_SUMS_ROWS = 1, SPK_CSR_SUMS_SEGMENTED = 2 };
 /* The GPU work one batch of device-scalar iterations aims at (solvers/batch.c). */
 #define SPK_BATCH_SECONDS 1e-3
 typedef struct spk_tuning {
@@ -29,6 +32,8 @@ typedef struct spk_tuning {
     int    cuda_graph;   /* SPK_CUDA_GRAPH: 0 launches the iterations one by one             */
     int    csr_kernel;   /* SPK_CSR_KERNEL: SPK_CSR_VECTOR / _MERGE / _ADAPTIVE, or AUTO     */
     int    csr_group;    /* SPK_CSR_GROUP: CSR-vector's lanes per row, 1..32; 0: the rule    */
+    int    csr_sums;     /* SPK_CSR_SUMS: the CSR row blocks' sums, SPK_CSR_SUMS_AUTO (per
+                            block by its longest row), _ROWS or _SEGMENTED for every block    */
     int    ell_index32;  /* SPK_ELL_INDEX=32: keep int32 columns, never int16 offsets         */
     int    ell_rows;     /* SPK_ELL_ROWS: 1, 2 or 4 (fp32 values) rows per thread; 0: rule   */
     int    bsr_kernel;   /* SPK_BSR_KERNEL: SPK_BSR_BRANCH / _FLAT / _SPLIT, or AUTO            */

@@ -69,6 +69,7 @@ spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t)
     static const char *const on_off[] = {"0", "1"};
     static const char *const csr[] = {"auto", "vector", "merge", "adaptive"};
     static const char *const csr_group[] = {"auto", "1", "2", "4", "8", "16", "32"};
+    static const char *const csr_sums[] = {"auto", "rows", "segmented"};
     static const char *const ell_index[] = {"auto", "32"};
     static const char *const ell_rows[] = {"auto", "1", "2", "4"};
     static const char *const gs_rows[] = {"auto", "1", "2", "4"};
@@ -85,6 +86,8 @@ spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t)
         t->csr_kernel = w <= 0 ? SPK_TUNE_AUTO : w - 1;   /* SPK_CSR_VECTOR, _MERGE, _ADAPTIVE */
     if (!st && !(st = knob_word(ctx, "SPK_CSR_GROUP", csr_group, 7, &w)))
         t->csr_group = w <= 0 ? 0 : 1 << (w - 1);         /* 0: by the row lengths */
+    if (!st && !(st = knob_word(ctx, "SPK_CSR_SUMS", csr_sums, 3, &w)))
+        t->csr_sums = w <= 0 ? SPK_CSR_SUMS_AUTO : w;    /* _ROWS, _SEGMENTED */
     if (!st && !(st = knob_word(ctx, "SPK_ELL_INDEX", ell_index, 2, &w)))
         t->ell_index32 = w == 1;
     if (!st && !(st = knob_word(ctx, "SPK_ELL_ROWS", ell_rows, 4, &w)))
@@ -121,6 +124,7 @@ void spk_tuning_default(spk_tuning *t)
     t->cuda_graph = 1;
     t->csr_kernel = SPK_TUNE_AUTO;
     t->csr_group = 0;
+    t->csr_sums = SPK_CSR_SUMS_AUTO;
     t->ell_index32 = 0;
     t->ell_rows = 0;
     t->bsr_kernel = SPK_TUNE_AUTO;

@@ -273,6 +273,7 @@ static void test_knobs(void)
         {"SPK_GS_KERNEL", "rows", "tile", "rows"},       {"SPK_HUGEPAGES", "0", "no", "0, 1"},
         {"SPK_HOST_MEMORY", "8e9", "lots", "bytes"},    {"SPK_AMG_VECTORS", "fp32", "f32", "fp64"},
         {"SPK_AMG_STEPS", "plain", "fast", "auto, fused"}, {"SPK_CSR_GROUP", "4", "3", "16"},
+        {"SPK_CSR_SUMS", "segmented", "scan", "rows"},
     };
     for (size_t k = 0; k < sizeof knobs / sizeof knobs[0]; k++) {
         const char *old = getenv(knobs[k].name);

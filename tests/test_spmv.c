@@ -624,22 +624,30 @@ static void check_steps(const char *be_name, const char *mname, const spk_spmv_b
                            combo[c][2]);
 }
 
-/* The CUDA CSR backend picks CSR-vector, merge path or row blocks at setup, the CUDA BSR
- * backend one of three kernels; run each with every kernel forced through its knob
- * (SPK_CSR_KERNEL, SPK_BSR_KERNEL; the caller's value, if any, is put back) beside the run with
- * its own choice. Other backends: nothing. */
+/* The CUDA CSR backend picks CSR-vector, merge path or row blocks at setup (and the row
+ * blocks their sums per block), the CUDA BSR backend one of three kernels; run each with every
+ * kernel forced through its knob (SPK_CSR_KERNEL with SPK_CSR_SUMS, SPK_BSR_KERNEL; the
+ * caller's values, if any, are put back) beside the run with its own choice. Other backends:
+ * nothing. */
 static void check_csr_kernels(const char *mname, const spk_spmv_backend *be, const spk_csr *A)
 {
-    static const char *const csr[] = {"vector", "merge", "adaptive", NULL};
+    static const char *const csr[] = {"vector", "merge", "adaptive", "adaptive", "adaptive",
+                                      NULL};
+    static const char *const csr_sums[] = {NULL, NULL, NULL, "rows", "segmented"};
     static const char *const bsr[] = {"branch", "flat", "split", NULL};
     if (be->device != SPK_DEVICE_CUDA || (be->format != SPK_FMT_CSR && be->format != SPK_FMT_BSR))
         return;
-    const char *knob = be->format == SPK_FMT_CSR ? "SPK_CSR_KERNEL" : "SPK_BSR_KERNEL";
-    const char *const *kernels = be->format == SPK_FMT_CSR ? csr : bsr;
+    const int is_csr = be->format == SPK_FMT_CSR;
+    const char *knob = is_csr ? "SPK_CSR_KERNEL" : "SPK_BSR_KERNEL";
+    const char *const *kernels = is_csr ? csr : bsr;
     char *saved = env_swap(knob, NULL);
+    char *saved_sums = env_swap("SPK_CSR_SUMS", NULL);
     for (size_t k = 0; kernels[k]; k++) {
         char name[64];
-        snprintf(name, sizeof name, "%s[%s]", be->name, kernels[k]);
+        const char *sums = is_csr ? csr_sums[k] : NULL;
+        snprintf(name, sizeof name, "%s[%s%s%s]", be->name, kernels[k], sums ? ", sums " : "",
+                 sums ? sums : "");
+        free(env_swap("SPK_CSR_SUMS", sums));
         free(env_swap(knob, kernels[k]));
         void *state = NULL;
         spk_status st = be->setup(ctx, A, &state);
@@ -656,6 +664,7 @@ static void check_csr_kernels(const char *mname, const spk_spmv_backend *be, con
         be->destroy(state);
     }
     env_restore(knob, saved);
+    env_restore("SPK_CSR_SUMS", saved_sums);
 }
 
 /* Every backend of the device: setup, products, destroy. ELL past its fill guard must refuse
@@ -1164,6 +1173,22 @@ static void check_inputs(void)
     }
 }
 
+/* The CUDA CSR row blocks' segmented sums (a row longer than 16 lanes' trips in its block):
+ * runs of short and empty rows around rows of 17 to 700 nonzeros, so that rows start and end
+ * inside a thread's three products, on its edges and across many threads, and empty rows lie
+ * at block and thread edges. In the quick run too (the sanitizers'). */
+static void check_skewed_blocks(void)
+{
+    const int64_t n = 12000;
+    int64_t *len = malloc((size_t)n * sizeof *len);
+    spk_csr A;
+    for (int64_t i = 0; i < n; i++)
+        len[i] = i % 97 == 0 ? 17 + (i * 7) % 683 : i % 41 == 5 ? 3 : i % 13 == 0 ? 0 : i % 3;
+    csr_from_lengths(n, 15000, len, 10, &A);
+    check_matrix("12000x15000 short rows around long ones", &A);
+    free(len);
+}
+
 int main(int argc, char **argv)
 {
     dev = t_device_from_args(argc, argv);
@@ -1225,6 +1250,7 @@ int main(int argc, char **argv)
 
     if (quick) {
         check_generated("poisson3d:9");
+        check_skewed_blocks();
         check_generated("lame3d:5");
         spk_context_destroy(ctx);
         return t_done("spmv_quick");
@@ -1318,6 +1344,7 @@ int main(int argc, char **argv)
         check_matrix("9000x20000 block- and piece-sized rows", &A);
         free(len);
     }
+    check_skewed_blocks();
 
     /* the CUDA ELL index layouts: int16 offsets at the edge of their range (+-32767), int32
      * columns one past it, int32 forced by SPK_ELL_INDEX=32 on a stencil, and the two layouts
