@@ -1,26 +1,24 @@
 /* bench/bench_rowblocks.c -- the CUDA CSR row blocks' partition of a matrix, on the host: how
- * many stream blocks and long-row pieces the grid has (one wave or many), and how many trips
- * the slowest lane of each stream block's row loop takes (the row's length over the lanes the
- * kernel gives each row of its block), as a histogram. That chain of dependent shared-memory
+ * many stream blocks and long-row pieces the grid has (one wave or many: the kernel compares
+ * them with the blocks the GPU holds at once), and how many trips the slowest lane of each
+ * stream block's row loop takes (the row's length over the lanes the kernel gives each row of
+ * its block), as a histogram. That chain of dependent shared-memory
  * loads is what the row blocks' segmented sums replace (kernels/csr_adaptive_cuda.cu,
  * docs/formats.md); no GPU is needed.
  *
  *   bench_rowblocks MATRIX...      (generator specs or .mtx files; e.g. rmat:16:3 rmat:20)
  *
- * The partition is spk_row_blocks_walk's with the kernel's sizes, restated here: stream blocks
- * of at most 768 nonzeros and rows (3 a thread of 256), pieces of 8192 nonzeros; g lanes a row,
- * the largest power of two <= 256 / rows, at most 32; a block is "skewed" when a row takes more
- * than 16 trips. Exit 0, or 2 on a matrix that cannot be made or read. */
+ * The partition is spk_row_blocks_walk's with the kernel's sizes (SPK_CSR_ADAPT_*,
+ * src/spk_internal.h): stream blocks of at most 768 nonzeros and rows, pieces of 8192
+ * nonzeros; g lanes a row, the largest power of two <= 256 / rows, at most 32, as the kernel
+ * gives them; a block is "skewed" when a row takes more than 16 trips. Whether the grid is one
+ * wave is the GPU's: the blocks it holds at once (1,056 on the H200: 132 SMs x 8). Exit 0, or
+ * 2 on a matrix that cannot be made or read. */
 #include "spk_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define THREADS 256
-#define NB (3 * THREADS)
-#define PIECE (32 * THREADS)
-#define SEG_TRIPS 16
 
 static int report(spk_context *ctx, const char *name)
 {
@@ -33,7 +31,8 @@ static int report(spk_context *ctx, const char *name)
     }
     const spk_csr A = M->csr;
     spk_row_blocks c, f;
-    spk_row_blocks_walk(A.rowptr, A.nrows, NB, PIECE, 0, &c, NULL, NULL);
+    spk_row_blocks_walk(A.rowptr, A.nrows, SPK_CSR_ADAPT_NB, SPK_CSR_ADAPT_PIECE, 0, &c, NULL,
+                        NULL);
     const int64_t nblk = c.npieces + c.nstream;
     int64_t *blk = malloc(4 * (size_t)(nblk > 0 ? nblk : 1) * sizeof *blk);
     int64_t *lfirst = malloc((size_t)(c.nlong + 1) * sizeof *lfirst);
@@ -44,13 +43,14 @@ static int report(spk_context *ctx, const char *name)
         spk_matrix_destroy(M);
         return 2;
     }
-    spk_row_blocks_walk(A.rowptr, A.nrows, NB, PIECE, c.npieces, &f, blk, lfirst);
+    spk_row_blocks_walk(A.rowptr, A.nrows, SPK_CSR_ADAPT_NB, SPK_CSR_ADAPT_PIECE, c.npieces, &f,
+                        blk, lfirst);
     /* trips histogram: < 4, < 16, < 64, < 256, < 1024, more */
     int64_t hist[6] = {0}, skewed = 0, max_trips = 0;
     for (int64_t b = c.npieces; b < nblk; b++) {
         const int64_t r0 = blk[4 * b], r1 = blk[4 * b + 1];
         int g = 32;
-        while (g > 1 && g * (r1 - r0) > THREADS)
+        while (g > 1 && g * (r1 - r0) > SPK_CSR_ADAPT_THREADS)
             g >>= 1;
         int64_t longest = 0;
         for (int64_t i = r0; i < r1; i++)
@@ -61,7 +61,7 @@ static int report(spk_context *ctx, const char *name)
         while (k < 5 && trips >= (int64_t)4 << (2 * k))
             k++;
         hist[k]++;
-        skewed += longest > (int64_t)SEG_TRIPS * g;
+        skewed += longest > (int64_t)SPK_CSR_ADAPT_SEG_TRIPS * g;
         max_trips = trips > max_trips ? trips : max_trips;
     }
     printf("%s: %lld rows, %lld nonzeros: %lld blocks (%lld stream, %lld pieces of %lld long "
@@ -70,7 +70,7 @@ static int report(spk_context *ctx, const char *name)
            name, (long long)A.nrows, (long long)A.nnz, (long long)nblk, (long long)c.nstream,
            (long long)c.npieces, (long long)c.nlong, (long long)hist[0], (long long)hist[1],
            (long long)hist[2], (long long)hist[3], (long long)hist[4], (long long)hist[5],
-           (long long)max_trips, SEG_TRIPS, (long long)skewed);
+           (long long)max_trips, SPK_CSR_ADAPT_SEG_TRIPS, (long long)skewed);
     free(blk);
     free(lfirst);
     spk_matrix_destroy(M);

@@ -9,8 +9,7 @@
  *    threads load them coalesced, SPK_CSR_ADAPT_ITEMS each with every load in flight together,
  *    and leave the products a_ij x_j in shared memory beside the rows' offsets; then a group
  *    of g lanes per row (g = 32 for one row, down to 1 for >= 256 rows) sums each row's
- *    products in order and writes y, coalesced. No search, no scan, one launch.
- *    Where a row of the block is longer than SPK_CSR_ADAPT_SEG_TRIPS x g (a power-law block:
+ *    products in order and writes y, coalesced: no search, no scan. Where a row of the block is longer than SPK_CSR_ADAPT_SEG_TRIPS x g (a power-law block:
  *    a few rows of hundreds of nonzeros among hundreds of short ones, so g is 1 or 2 and one
  *    lane would walk such a row alone, a dependent shared load and add per nonzero), the
  *    block sums by nonzeros instead (segmented sums): each thread takes SPK_CSR_ADAPT_ITEMS
@@ -29,8 +28,10 @@
  * (2 bytes instead of 8); the values, 8 bytes a nonzero; 32 bytes of descriptor a block. The
  * matrix arrays are loaded evict-first (__ldcs), so that the streamed matrix does not push x
  * out of L2. Every sum has a fixed order (row entries in order, the shuffle tree of g, the
- * block tree, the pieces in order), so the bits are the same on every call. The layout holds
- * only pattern data: value updates keep it.
+ * segmented sums' thread pieces and scan tree, the block tree, the pieces in order), so the
+ * bits are the same on every call. Which blocks take the segmented sums depends on the row
+ * lengths and, through the one-wave test, on the GPU's size, so two GPUs may differ in the
+ * last bits. One launch. The layout holds only pattern data: value updates keep it.
  *
  * x: the gathers go to L2 only (__ldcg: under __ldg x's L1 hit rate is 9%, so L1 lines would be
  * filled for nothing). The x tile: a block's own rows' columns, x[r0 .. r0 + 255] -- where a
@@ -57,26 +58,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Nonzeros per thread of a stream block: NB = 3 x 256 = 768 (measured best, above). */
-#define SPK_CSR_ADAPT_ITEMS 3
-#define SPK_CSR_ADAPT_NB (SPK_CSR_ADAPT_ITEMS * SPK_CUDA_BLOCK)
+/* The partition's sizes are in src/spk_internal.h (bench_rowblocks restates the partition on
+ * the host), with these measurements here.
+ * Nonzeros per thread of a stream block: NB = SPK_CSR_ADAPT_ITEMS x 256 = 768 (measured best,
+ * above). */
+static_assert(SPK_CSR_ADAPT_THREADS == SPK_CUDA_BLOCK, "the row blocks' threads are a block's");
 /* Pieces of a long row: SPK_CSR_ADAPT_PIECE_LOADS loads per thread of a 256-thread block.
  * Measured on the H200 (bench_spmv, 50 SpMVs, us, 32 / 3 loads -- pieces of 8192 / 768
  * nonzeros, the latter every load in flight at once): rmat:14:12 11.2 / 11.1, rmat:16:3
  * 13.2 / 13.3 (so the long rows' pieces are not what keeps those small graphs behind
  * cuSPARSE's COO, 8.3-10.3), rmat:20 249.9 / 269.2, rmat:22:8 584.0 / 608.1,
  * powerlaw:2000000:16 247.2 / 247.6. */
-#ifndef SPK_CSR_ADAPT_PIECE_LOADS
-#define SPK_CSR_ADAPT_PIECE_LOADS 32
-#endif
-#define SPK_CSR_ADAPT_PIECE (SPK_CSR_ADAPT_PIECE_LOADS * SPK_CUDA_BLOCK)
 /* The x tile: a stream block's first SPK_CSR_ADAPT_TILE rows' own columns of x, staged in
  * shared memory, when the stream blocks' rows hold at least SPK_CSR_ADAPT_TILE_LEN nonzeros
  * on average (the header says why; 256 measured against 128 and 768). */
 #define SPK_CSR_ADAPT_TILE 256
 #define SPK_CSR_ADAPT_TILE_LEN 8
 /* A stream block sums by nonzeros (segmented sums) when one of its rows would take one of its
- * g lanes more than this many trips of the row loop: a trip is a dependent shared load and add
+ * g lanes more than SPK_CSR_ADAPT_SEG_TRIPS trips of the row loop: a trip is a dependent shared load and add
  * (~40 cycles), the segmented sums a search and a scan (~20 such steps), so a block whose
  * longest row takes under ~16 trips keeps the row loop. rmat:14:12 / rmat:16:3 have blocks of
  * up to 139 / 231 trips (437 of rmat:16:3's 591 stream blocks take 64-256); a stencil's
@@ -90,7 +89,6 @@
  * row loop's own kernel (SUMS = ROWS, what a grid of many waves runs) has no skew test at
  * all: with the test compiled in and never true, rmat:20 / rmat:22:8 took 255.1 / 607.8
  * against 250.0 / 584.4. */
-#define SPK_CSR_ADAPT_SEG_TRIPS 16
 
 /* ---- the kernel --------------------------------------------------------------------------- */
 
@@ -114,8 +112,8 @@ __device__ __forceinline__ int32_t ad_col(const uint32_t *__restrict__ pcol, int
 
 /* A stream block's sums by nonzeros (the header): products s_prod[0 .. nz - 1] in order, row q
  * of the block over s_prod[s_ptr[q] .. s_ptr[q + 1] - 1], nz = s_ptr[nr]. Thread t takes
- * products ITEMS t .. ITEMS t + ITEMS - 1. Each row is written once: an empty row by the
- * thread of its index, a row inside one thread's range by that thread, a row that starts in
+ * products ITEMS t .. ITEMS t + ITEMS - 1. Each row is written once: an empty row q by
+ * thread q mod 256, a row inside one thread's range by that thread, a row that starts in
  * an earlier thread's range by the thread where it ends, with the sum of its earlier pieces
  * from the scan. A thread's last piece (its row started in its range or not) is what it gives
  * the scan: S_t = v_t + (f_t ? 0 : S_{t-1}), f_t = that row starts in thread t's range. The

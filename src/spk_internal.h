@@ -277,6 +277,19 @@ void spk_pack_bits(const int32_t *v, int64_t n, int bits, uint32_t *out, size_t 
  * the last nonzero. With blk == NULL it only counts (stream0 and lfirst unused); the counts
  * are the same either way, so a first call sizes the arrays and a second one (stream0 =
  * npieces) fills them. */
+/* The CUDA CSR row blocks' sizes (kernels/csr_adaptive_cuda.cu, where they are measured, and
+ * bench/bench_rowblocks.c): a stream block holds at most SPK_CSR_ADAPT_NB nonzeros and rows,
+ * SPK_CSR_ADAPT_ITEMS a thread of SPK_CSR_ADAPT_THREADS; a longer row is cut into pieces of
+ * SPK_CSR_ADAPT_PIECE nonzeros; a stream block sums by nonzeros (segmented sums) when one of
+ * its rows would take its lanes more than SPK_CSR_ADAPT_SEG_TRIPS trips of the row loop. */
+#define SPK_CSR_ADAPT_THREADS 256
+#define SPK_CSR_ADAPT_ITEMS 3
+#define SPK_CSR_ADAPT_NB (SPK_CSR_ADAPT_ITEMS * SPK_CSR_ADAPT_THREADS)
+#ifndef SPK_CSR_ADAPT_PIECE_LOADS
+#define SPK_CSR_ADAPT_PIECE_LOADS 32
+#endif
+#define SPK_CSR_ADAPT_PIECE (SPK_CSR_ADAPT_PIECE_LOADS * SPK_CSR_ADAPT_THREADS)
+#define SPK_CSR_ADAPT_SEG_TRIPS 16
 typedef struct spk_row_blocks {
     int64_t npieces, nstream, nlong;
     int64_t stream_rows, stream_nnz;     /* rows and nonzeros that the stream blocks hold     */

@@ -1176,14 +1176,17 @@ static void check_inputs(void)
 /* The CUDA CSR row blocks' segmented sums (a row longer than 16 lanes' trips in its block):
  * runs of short and empty rows around rows of 17 to 700 nonzeros, so that rows start and end
  * inside a thread's three products, on its edges and across many threads, and empty rows lie
- * at block and thread edges. In the quick run too (the sanitizers'). */
+ * at block and thread edges; 900 empty rows in a row (a block of 768 rows and no nonzeros,
+ * then one that starts with empty rows) and a row of exactly 768 nonzeros (a block of one
+ * row). In the quick run too (the sanitizers'). */
 static void check_skewed_blocks(void)
 {
     const int64_t n = 12000;
     int64_t *len = malloc((size_t)n * sizeof *len);
     spk_csr A;
     for (int64_t i = 0; i < n; i++)
-        len[i] = i % 97 == 0 ? 17 + (i * 7) % 683 : i % 41 == 5 ? 3 : i % 13 == 0 ? 0 : i % 3;
+        len[i] = i >= 3000 && i < 3900 ? 0 : i == 5000 ? 768
+               : i % 97 == 0 ? 17 + (i * 7) % 683 : i % 41 == 5 ? 3 : i % 13 == 0 ? 0 : i % 3;
     csr_from_lengths(n, 15000, len, 10, &A);
     check_matrix("12000x15000 short rows around long ones", &A);
     free(len);
