@@ -267,16 +267,6 @@ void spk_csr_diagonal(const spk_csr *A, double *d);
  * parallel: the words do not depend on the thread count. (The CUDA CSR row blocks' columns.) */
 void spk_pack_bits(const int32_t *v, int64_t n, int bits, uint32_t *out, size_t words);
 
-/* The CUDA CSR row blocks' partition (kernels/csr_adaptive_cuda.cu), greedy over the rows in
- * order. A row of more than nb nonzeros is "long": it becomes ceil(len / piece) piece blocks,
- * the first blocks of the grid (0 .. npieces - 1), long row l's pieces being lfirst[l] ..
- * lfirst[l + 1] - 1. The other rows form stream blocks (from block stream0 on): runs of
- * consecutive short rows holding at most nb rows and nb nonzeros, a block closed only when the
- * next row would break a bound, is long, or is past the end. blk holds 4 int64 a block: first
- * row; one past the last row (stream) or -1 - l (a piece of long row l); first and one past
- * the last nonzero. With blk == NULL it only counts (stream0 and lfirst unused); the counts
- * are the same either way, so a first call sizes the arrays and a second one (stream0 =
- * npieces) fills them. */
 /* The CUDA CSR row blocks' sizes (kernels/csr_adaptive_cuda.cu, where they are measured, and
  * bench/bench_rowblocks.c): a stream block holds at most SPK_CSR_ADAPT_NB nonzeros and rows,
  * SPK_CSR_ADAPT_ITEMS a thread of SPK_CSR_ADAPT_THREADS; a longer row is cut into pieces of
@@ -290,6 +280,17 @@ void spk_pack_bits(const int32_t *v, int64_t n, int bits, uint32_t *out, size_t 
 #endif
 #define SPK_CSR_ADAPT_PIECE (SPK_CSR_ADAPT_PIECE_LOADS * SPK_CSR_ADAPT_THREADS)
 #define SPK_CSR_ADAPT_SEG_TRIPS 16
+
+/* The CUDA CSR row blocks' partition (kernels/csr_adaptive_cuda.cu), greedy over the rows in
+ * order. A row of more than nb nonzeros is "long": it becomes ceil(len / piece) piece blocks,
+ * the first blocks of the grid (0 .. npieces - 1), long row l's pieces being lfirst[l] ..
+ * lfirst[l + 1] - 1. The other rows form stream blocks (from block stream0 on): runs of
+ * consecutive short rows holding at most nb rows and nb nonzeros, a block closed only when the
+ * next row would break a bound, is long, or is past the end. blk holds 4 int64 a block: first
+ * row; one past the last row (stream) or -1 - l (a piece of long row l); first and one past
+ * the last nonzero. With blk == NULL it only counts (stream0 and lfirst unused); the counts
+ * are the same either way, so a first call sizes the arrays and a second one (stream0 =
+ * npieces) fills them. */
 typedef struct spk_row_blocks {
     int64_t npieces, nstream, nlong;
     int64_t stream_rows, stream_nnz;     /* rows and nonzeros that the stream blocks hold     */
