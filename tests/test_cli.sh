@@ -59,6 +59,11 @@ check "... and names a remedy" grep -q "try --method gmres" "$T/err"
 run "$SOLVE" -A "$IN/LF10.mtx" --device cpu --method cg --restart 10
 check "--restart with cg is a warning (rc=$rc)" grep -q "warning: --restart applies to gmres and fgmres only" "$T/err"
 check "... and the solve still runs" test "$rc" -eq 0
+run "$SOLVE" -A "$IN/LF10.mtx" --device cpu --precond jacobi --amg-theta 0.1 --ilu-sweeps 3 --ilut-drop 0.01
+check "AMG, ILU and ILUT options with jacobi converge (rc=$rc)" test "$rc" -eq 0
+check "... with a warning for each" test "$(grep -c 'warning: --amg-theta applies to --precond amg only\|warning: --ilu-sweeps applies to --precond ilu0, ic0 and ilut only\|warning: --ilut-drop applies to --precond ilut only' "$T/err")" -eq 3
+run "$SOLVE" -A "$IN/sherman1.mtx" --device cpu --method gmres --precond ilut --ilut-drop 0.01 --ilu-sweeps 3
+check "... and none where they apply (rc=$rc: $err)" test -z "$(grep warning "$T/err")"
 run "$SOLVE" -A "$IN/mahindas.mtx" --device cpu --method gmres --stagnation 40 --json
 check "--stagnation 40 ends gmres with DIVERGED_STAGNATION (rc=$rc)" \
   python3 -c "import json,sys; r=json.load(open('$T/out')); sys.exit(0 if r['reason'] == 'DIVERGED_STAGNATION' and r['iterations'] >= 40 else 1)"

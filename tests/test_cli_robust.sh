@@ -13,7 +13,10 @@
 # --rtol 0x10 are refused; -q silences --explain; a file named like a generator is read; a
 # symmetric file listing both triangles gets a note. Also: a history that cannot be written
 # still lets the non-convergence be said; an x holding NaN/Inf is not written (exit 1); --json
-# stays valid for a non-UTF-8 file name and NaN/Inf history rows.
+# stays valid for a non-UTF-8 file name and NaN/Inf history rows. An output that is an input
+# file, or -o and --history of one name, is refused before the solve; a dangling link's target
+# directory is checked before it too; an unconverged x written gets a note, and AMG on the
+# default b = A * ones one that the count says little; bad options with --json print JSON.
 set -u
 SOLVE=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")   # absolute: some cases run elsewhere
 IN=$2
@@ -213,6 +216,68 @@ if command -v python3 >/dev/null; then
   check "--json with an -o that cannot be written: the error as JSON (rc=$rc $(cat "$T/py"))" test $? -eq 0 -a "$rc" -eq 2
 fi
 
+# --- an output that is an input, or two outputs of one name, is refused before the solve ---------
+cp "$IN/LF10.mtx" "$T/in.mtx"
+cp "$T/in.mtx" "$T/in.orig"
+run "$SOLVE" -A "$T/in.mtx" --device cpu -o "$T/in.mtx"
+check "-o onto the -A file exits 2 (rc=$rc)" test "$rc" -eq 2
+check "... says so ($err)" grep -q "is the file given to -A" "$T/err"
+check "... and the matrix is intact" cmp -s "$T/in.mtx" "$T/in.orig"
+ln -sf in.mtx "$T/in_link"
+run "$SOLVE" -A "$T/in.mtx" --device cpu --history "$T/in_link"
+check "--history onto a link to the -A file exits 2 (rc=$rc)" test "$rc" -eq 2
+check "... and the matrix is intact" cmp -s "$T/in.mtx" "$T/in.orig"
+printf '%%%%MatrixMarket matrix array real general\n18 1\n' >"$T/b.mtx"
+for i in $(seq 18); do echo 1 >>"$T/b.mtx"; done
+cp "$T/b.mtx" "$T/b.orig"
+run "$SOLVE" -A "$T/in.mtx" -b "$T/b.mtx" --device cpu -o "$T/./b.mtx"
+check "-o onto the -b file exits 2 and leaves it (rc=$rc)" test "$rc" -eq 2 -a -z "$(cmp "$T/b.mtx" "$T/b.orig")"
+run "$SOLVE" -A "$T/in.mtx" --device cpu -o "$T/same.out" --history "$T/./same.out"
+check "-o and --history of one (new) name exit 2 (rc=$rc)" test "$rc" -eq 2
+check "... saying one would replace the other" grep -q "one would replace the other" "$T/err"
+check "... and create nothing" test ! -e "$T/same.out"
+run "$SOLVE" -A "$T/in.mtx" --device cpu -o /dev/null --history /dev/null
+check "-o and --history both /dev/null are fine (rc=$rc: $err)" test "$rc" -eq 0
+
+# --- a dangling link as -o: its target's directory is checked before the solve ---------------------
+ln -sf nodir/x.mtx "$T/dangling"
+run "$SOLVE" -A "$T/in.mtx" --device cpu -o "$T/dangling"
+check "-o onto a link into a missing directory exits 2 before the solve (rc=$rc)" test "$rc" -eq 2
+check "... naming the directory ($err)" grep -q "nodir: no such directory" "$T/err"
+ln -sf newx.mtx "$T/dangling2"
+run "$SOLVE" -A "$T/in.mtx" --device cpu -o "$T/dangling2"
+check "-o onto a link to a new file writes it (rc=$rc: $err)" test "$rc" -eq 0 -a -L "$T/dangling2" -a -s "$T/newx.mtx"
+
+# --- an unconverged x written is said to be one; AMG on b = A * ones gets its note ----------------
+run "$SOLVE" -A "$IN/bayer10.mtx" --device cpu --method bicgstab -o "$T/xdiv.mtx"
+check "a diverged solve exits 1 (rc=$rc)" test "$rc" -eq 1
+check "... and notes that the x written is the last iterate ($err)" grep -q "xdiv.mtx holds x as the solve left it (the last iterate), not a converged solution" "$T/err"
+run "$SOLVE" -A poisson3d:12 --device cpu --precond amg
+check "AMG on the default b converges (rc=$rc)" test "$rc" -eq 0
+check "... with the note that b = A * ones says little" grep -q "note: x = ones (b = A \* ones) lies in the span of AMG's near-null space" "$T/err"
+printf '%%%%MatrixMarket matrix array real general\n1728 1\n' >"$T/b12.mtx"
+for i in $(seq 1728); do echo $((i % 7)) >>"$T/b12.mtx"; done
+run "$SOLVE" -A poisson3d:12 --device cpu --precond amg -b "$T/b12.mtx"
+check "... and none with a -b (rc=$rc)" test "$rc" -eq 0 -a -z "$(grep 'near-null' "$T/err")"
+
+# --- bad options with --json: the error as JSON too; an --opt=value form says how to write it ----
+if command -v python3 >/dev/null; then
+  run "$SOLVE" --json -A "$A" --rtol -1
+  json_ok "$T/out" 'd["exit"] == 2 and "--rtol" in d["error"]'
+  check "--json with a bad --rtol prints the error as JSON (rc=$rc $(cat "$T/py"))" test $? -eq 0 -a "$rc" -eq 2
+  run "$SOLVE" --json --bogus
+  json_ok "$T/out" 'd["exit"] == 2 and "--bogus" in d["error"]'
+  check "--json with an unknown option prints the error as JSON (rc=$rc $(cat "$T/py"))" test $? -eq 0 -a "$rc" -eq 2
+  run "$SOLVE" --json
+  json_ok "$T/out" 'd["exit"] == 2 and "-A" in d["error"]'
+  check "--json without -A prints the error as JSON (rc=$rc $(cat "$T/py"))" test $? -eq 0 -a "$rc" -eq 2
+fi
+run "$SOLVE" -A "$A" --rtol=1e-3
+check "--rtol=1e-3 exits 2 saying to give the value apart (rc=$rc: $err)" grep -q "give the value apart: --rtol 1e-3" "$T/err"
+run "$SOLVE" -A poisson4d:5
+check "an unknown generator exits 2 (rc=$rc)" test "$rc" -eq 2
+check "... saying it is neither a file nor a generator ($err)" grep -q "no such file, and not a generator spec" "$T/err"
+
 # --- sizes that cannot fit fail at once ------------------------------------------------------------
 fast() { awk -v a="$1" -v b="$EPOCHREALTIME" -v s="$2" 'BEGIN { exit !(b - a < s) }'; }
 printf '%%%%MatrixMarket matrix coordinate real general\n2000000000 1 1\n1 1 1\n' >"$T/huge.mtx"
@@ -282,7 +347,7 @@ check "... naming the line and the value ($err)" grep -q "tiny.mtx:4: expected a
 printf '%%%%MatrixMarket matrix coordinate real symmetric\n2 2 4\n1 1 4\n2 1 1\n1 2 1\n2 2 4\n' >"$T/both.mtx"
 run "$SOLVE" -A "$T/both.mtx" --device cpu
 check "a symmetric file with both triangles solves (rc=$rc)" test "$rc" -eq 0
-check "... with a note that they were summed ($err)" grep -q "note: .*both.mtx lists 1 off-diagonal positions in both triangles" "$T/err"
+check "... with a note that they were summed ($err)" grep -q "note: .*both.mtx lists 1 off-diagonal position in both triangles" "$T/err"
 run "$SOLVE" -A "$T/both.mtx" --device cpu --explain
 check "... which --explain counts" grep -q "1 positions listed in both triangles" "$T/out"
 run "$SOLVE" -A "$T/both.mtx" --device cpu -q

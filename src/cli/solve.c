@@ -80,6 +80,7 @@ typedef struct cli {
     spk_options opt;
     spk_device device;
     int json, quiet, explain, monitor, restart_given;
+    const char *amg_opt, *ilu_opt, *ilut_opt;   /* the last --amg-*, --ilu-*, --ilut-* given */
     int64_t monitor_every;
 } cli;
 
@@ -102,7 +103,7 @@ static const char usage_text[] =
     "  -o FILE             write the solution x (array n x 1, %%.17g); a regular file is\n"
     "                      replaced whole (keeping its mode; a read-only one is refused),\n"
     "                      anything else (a link's target, a FIFO, a device, /dev/stdout)\n"
-    "                      is written in place\n"
+    "                      is written in place; an input file (-A, -b, ...) is refused\n"
     "  --method M          the Krylov method (default auto: cg for a symmetric matrix with\n"
     "                      a positive diagonal, minres for another symmetric one, else\n"
     "                      bicgstab; cg hands over to minres on an indefinite A, bicgstab\n"
@@ -172,7 +173,7 @@ static const char usage_text[] =
     "                      0: no such test)\n"
     "  --stagnation K      stop when the smallest ||r|| has not fallen by 0.1%% in K\n"
     "                      iterations (default 2000; 0: no such test)\n"
-    "  --max-time S        stop after S seconds of iterating (default: no limit)\n"
+    "  --max-time S        stop after S seconds of iterating (default 0: no limit)\n"
     "  --maxiter N         iteration limit (default max(1000, 10 n))\n"
     "  --monitor           print the residual every 10 iterations (to stderr)\n"
     "  --monitor-every K   ... every K iterations (implies --monitor)\n"
@@ -247,12 +248,47 @@ static void print_usage(void)
     printf(usage_text, lines);
 }
 
+static void json_str(FILE *f, const char *key, const char *str, int comma);
+
+/* --json: a failure is also said on stdout, as JSON (main sets it before the arguments are
+ * parsed, so that a bad option is said so too). */
+static int json_errors;
+
+/* With --json: {"error", "status", "exit"} on stdout. */
+static void json_error(const char *msg, const char *status, int code)
+{
+    if (!json_errors || (mpi_on && mpi_rank != 0))
+        return;
+    printf("{\n");
+    json_str(stdout, "error", msg, 1);
+    json_str(stdout, "status", status, 1);
+    printf("  \"exit\": %d\n}\n", code);
+}
+
+/* A bad command line: the message, where the options are listed, exit 2. */
+static void usage_fail(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2), noreturn))
+#endif
+    ;
+static void usage_fail(const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "solve: %s\n(solve --help lists the options)\n", msg);
+    json_error(msg, spk_status_str(SPK_ERR_ARG), EXIT_USAGE);
+    fflush(stdout);
+    exit(EXIT_USAGE);
+}
+
 static void die_usage(const char *fmt, const char *arg)
 {
-    fprintf(stderr, "solve: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(solve --help lists the options)\n");
-    exit(EXIT_USAGE);
+    char msg[1024];
+    snprintf(msg, sizeof msg, fmt, arg);
+    usage_fail("%s", msg);
 }
 
 static int status_exit(spk_status st)
@@ -282,11 +318,6 @@ static int finish(int code)
     return (bad_out || bad_err) && code < EXIT_USAGE ? EXIT_SYSTEM : code;
 }
 
-static void json_str(FILE *f, const char *key, const char *str, int comma);
-
-/* --json: a failure after the arguments were parsed is also said on stdout, as JSON. */
-static int json_errors;
-
 /* The message on stderr (and with --json as {"error", "status", "exit"} on stdout), then exit
  * with `code`. status: the spk_status text of the failure ("malformed input"). */
 static void fail_exit(spk_context *ctx, int code, const char *status, const char *fmt, ...)
@@ -302,12 +333,7 @@ static void fail_exit(spk_context *ctx, int code, const char *status, const char
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     fprintf(stderr, "solve: %s\n", msg);
-    if (json_errors) {
-        printf("{\n");
-        json_str(stdout, "error", msg, 1);
-        json_str(stdout, "status", status, 1);
-        printf("  \"exit\": %d\n}\n", code);
-    }
+    json_error(msg, status, code);
     spk_context_destroy(ctx);
 #ifdef SPK_CLI_MPI
     if (mpi_on && mpi_wait_go)
@@ -333,10 +359,9 @@ static double parse_double(const char *opt, const char *s)
     errno = 0;
     double v = strtod(s, &end);
     if (end == s || *end || errno || !isfinite(v) || v < 0 ||
-        strspn(s, "0123456789.eE+-") != strlen(s)) {
-        fprintf(stderr, "solve: %s expects a finite decimal number >= 0, got '%s'\n", opt, s);
-        exit(EXIT_USAGE);
-    }
+        strspn(s, "0123456789.eE+-") != strlen(s))
+        usage_fail("%s expects a finite decimal number >= 0, got '%s'%s", opt, s,
+                   errno == ERANGE ? " (out of a double's range, about 2.2e-308 to 1.8e308)" : "");
     return v;
 }
 
@@ -345,11 +370,9 @@ static int64_t parse_int(const char *opt, const char *s, int64_t min, int64_t ma
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (end == s || *end || errno || v < min || v > max) {
-        fprintf(stderr, "solve: %s expects an integer in [%lld, %lld], got '%s'\n", opt,
-                (long long)min, (long long)max, s);
-        exit(EXIT_USAGE);
-    }
+    if (end == s || *end || errno || v < min || v > max)
+        usage_fail("%s expects an integer in [%lld, %lld], got '%s'", opt, (long long)min,
+                   (long long)max, s);
     return (int64_t)v;
 }
 
@@ -368,6 +391,12 @@ static void parse_args(int argc, char **argv, cli *c)
     c->monitor_every = 10;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (!strncmp(a, "--amg-", 6))
+            c->amg_opt = a;
+        else if (!strncmp(a, "--ilut-", 7))
+            c->ilut_opt = a;
+        else if (!strncmp(a, "--ilu-", 6))
+            c->ilu_opt = a;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             print_usage();
             exit(0);
@@ -394,9 +423,7 @@ static void parse_args(int argc, char **argv, cli *c)
             if (spk_precond_parse(v, &c->opt.precond)) {
                 char names[256];
                 precond_list(names, sizeof names, 0);
-                fprintf(stderr, "solve: --precond expects %s, got '%s'\n(solve --help lists the "
-                        "options)\n", names, v);
-                exit(EXIT_USAGE);
+                usage_fail("--precond expects %s, got '%s'", names, v);
             }
         } else if (!strcmp(a, "--format")) {
             const char *v = need_arg(argc, argv, &i);
@@ -531,6 +558,9 @@ static void parse_args(int argc, char **argv, cli *c)
                 die_usage("--ilut-fill expects a number > 0, got '%s'", argv[i]);
         } else if (!strcmp(a, "--explain")) {
             c->explain = 1;
+        } else if (!strncmp(a, "--", 2) && strchr(a, '=')) {
+            usage_fail("unknown option '%s' (give the value apart: %.*s %s)", a,
+                       (int)(strchr(a, '=') - a), a, strchr(a, '=') + 1);
         } else {
             die_usage("unknown option '%s'", a);
         }
@@ -583,8 +613,11 @@ static const char *hint(const spk_result *res)
                   : "the residual grew past --dtol: the method diverges on this matrix; try "
                     "--method gmres (its residual cannot grow)";
     case SPK_DIVERGED_STAGNATION:
-        return gm ? "no progress: try a larger --restart, or a preconditioner"
-                  : "no progress: try --method gmres, or a preconditioner";
+        if (none)
+            return gm ? "no progress: try a larger --restart, or a preconditioner"
+                      : "no progress: try --method gmres, or a preconditioner";
+        return gm ? "no progress: try a larger --restart, or another preconditioner"
+                  : "no progress: try --method gmres, or another preconditioner";
     case SPK_DIVERGED_BREAKDOWN:
         return res->method == SPK_METHOD_BICGSTAB ? "try --method gmres (it does not break down "
                                                     "on a nonsingular A)"
@@ -592,7 +625,8 @@ static const char *hint(const spk_result *res)
                                                     "for zero rows or a missing boundary condition";
     case SPK_DIVERGED_INDEFINITE:
         return res->method == SPK_METHOD_MINRES
-                   ? "M is not SPD, as MINRES needs: try --precond none, or --method gmres"
+                   ? "try an SPD preconditioner (--precond ic0, or jacobi with a positive "
+                     "diagonal, or none), or --method gmres"
                    : "A (or M) is not SPD: try --method minres if A is symmetric, else "
                      "bicgstab or gmres";
     case SPK_DIVERGED_TRUE_RESIDUAL_MISMATCH:
@@ -789,11 +823,68 @@ static int write_history(const char *path, const spk_result *res, char *why, siz
     return out_finish(&o, ok, why, len);
 }
 
-/* 0, or -1 with the reason in why */
+/* Whether two paths name one regular file: the same file where both exist (not a device
+ * or a FIFO: two outputs to /dev/null or /dev/stdout are fine), else the same name (the
+ * directory resolved, so "x.mtx" and "./x.mtx" agree). */
+static int same_path(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return same_file(&sa, &sb) && S_ISREG(sa.st_mode);
+    char ca[2 * PATH_MAX + 2], cb[2 * PATH_MAX + 2];
+    const char *const p[2] = {a, b};
+    char *const out[2] = {ca, cb};
+    for (int k = 0; k < 2; k++) {
+        char dir[PATH_MAX + 1], real[PATH_MAX + 1];
+        snprintf(dir, sizeof dir, "%s", p[k]);
+        char *slash = strrchr(dir, '/');
+        const char *base = slash ? slash + 1 : p[k];
+        if (!slash)
+            snprintf(dir, sizeof dir, ".");
+        else if (slash == dir)
+            dir[1] = '\0';
+        else
+            *slash = '\0';
+        if (realpath(dir, real))
+            snprintf(out[k], sizeof ca, "%s/%s", real, base);
+        else
+            snprintf(out[k], sizeof ca, "%s", p[k]);
+    }
+    return strcmp(ca, cb) == 0;
+}
+
+/* Before any work: an output that is one of the inputs would destroy it, and two outputs of
+ * one name would leave one of them; 0, or -1 with the reason in why. */
+static int out_conflicts(const cli *c, char *why, size_t len)
+{
+    const char *const outs[2] = {c->out, c->history}, *const out_opt[2] = {"-o", "--history"};
+    const char *const ins[5] = {c->A, c->b, c->x0, c->nullspace, c->coords};
+    const char *const in_opt[5] = {"-A", "-b", "--x0", "--nullspace", "--coords"};
+    struct stat so, si;
+    for (int i = 0; i < 2; i++) {
+        if (!outs[i] || stat(outs[i], &so) != 0)
+            continue;                     /* a new name cannot be an input's file */
+        for (int k = 0; k < 5; k++)
+            if (ins[k] && stat(ins[k], &si) == 0 && S_ISREG(si.st_mode) && same_file(&so, &si)) {
+                snprintf(why, len, "%s %s is the file given to %s (%s): an input is not "
+                         "overwritten; write the output elsewhere", out_opt[i], outs[i],
+                         in_opt[k], ins[k]);
+                return -1;
+            }
+    }
+    if (c->out && c->history && same_path(c->out, c->history)) {
+        snprintf(why, len, "-o %s and --history %s are one file: one would replace the other",
+                 c->out, c->history);
+        return -1;
+    }
+    return 0;
+}
+
 /* Before any work: can `path` be written as out_plan would write it? A regular file or a new
- * name needs a writable directory (the temporary goes beside it), a directory is refused; a
- * read-only file is refused by out_plan. 0, or -1 with the reason in why. Nothing is created:
- * a bad path fails in milliseconds instead of after the solve. */
+ * name needs a writable directory (the temporary goes beside it), and so does a dangling link's
+ * target; a directory is refused; a read-only file is refused by out_plan. 0, or -1 with the
+ * reason in why. Nothing is created: a bad path fails in milliseconds instead of after the
+ * solve. */
 static int out_check(const char *path, char *why, size_t len)
 {
     out_file o;
@@ -804,10 +895,26 @@ static int out_check(const char *path, char *why, size_t len)
         snprintf(why, len, "%s is a directory", path);
         return -1;
     }
-    if (o.how != OUT_REPLACE)
+    char dir[PATH_MAX + 64], link[PATH_MAX + 1];
+    if (o.how == OUT_IN_PLACE && lstat(path, &st) == 0 && S_ISLNK(st.st_mode) &&
+        stat(path, &st) != 0) {
+        /* a dangling link: its target is created where it points, so that directory must be
+         * there and writable (the link's own directory when the target is relative) */
+        const ssize_t k = readlink(path, link, PATH_MAX);
+        if (k <= 0)
+            return 0;
+        link[k] = '\0';
+        const char *slash = strrchr(path, '/');
+        const int w = link[0] != '/' && slash
+                          ? snprintf(dir, sizeof dir, "%.*s/%s", (int)(slash - path), path, link)
+                          : snprintf(dir, sizeof dir, "%s", link);
+        if (w < 0 || (size_t)w >= sizeof dir)
+            return 0;                   /* a name past PATH_MAX: the write will say */
+    } else if (o.how != OUT_REPLACE) {
         return 0;                       /* written in place: a FIFO is not opened early    */
-    char dir[PATH_MAX + 64];
-    snprintf(dir, sizeof dir, "%s", path);
+    } else {
+        snprintf(dir, sizeof dir, "%s", path);
+    }
     char *slash = strrchr(dir, '/');
     if (!slash)
         snprintf(dir, sizeof dir, ".");
@@ -1205,6 +1312,17 @@ static void read_amg_inputs(spk_context *ctx, cli *c, int64_t n)
     if (c->opt.poly_degree && c->opt.precond != SPK_PRECOND_CHEBYSHEV && !c->quiet)
         fprintf(stderr, "solve: warning: --poly-degree applies to --precond chebyshev only (the "
                 "preconditioner is %s)\n", spk_precond_str(c->opt.precond));
+    const spk_precond p = c->opt.precond;
+    if (c->amg_opt && p != SPK_PRECOND_AMG && !c->quiet)
+        fprintf(stderr, "solve: warning: %s applies to --precond amg only (the preconditioner "
+                "is %s)\n", c->amg_opt, spk_precond_str(p));
+    if (c->ilu_opt && p != SPK_PRECOND_ILU0 && p != SPK_PRECOND_IC0 && p != SPK_PRECOND_ILUT &&
+        !c->quiet)
+        fprintf(stderr, "solve: warning: %s applies to --precond ilu0, ic0 and ilut only (the "
+                "preconditioner is %s)\n", c->ilu_opt, spk_precond_str(p));
+    if (c->ilut_opt && p != SPK_PRECOND_ILUT && !c->quiet)
+        fprintf(stderr, "solve: warning: %s applies to --precond ilut only (the preconditioner "
+                "is %s)\n", c->ilut_opt, spk_precond_str(p));
 }
 
 /* A closed stdin, stdout or stderr would be taken by the next open(): the solution's file would
@@ -1365,6 +1483,8 @@ int main(int argc, char **argv)
     mpi_start(&argc, &argv);
 #endif
     cli c;
+    for (int i = 1; i < argc; i++)                   /* before the parse: its errors too */
+        json_errors |= !strcmp(argv[i], "--json");
     parse_args(argc, argv, &c);
     json_errors = c.json;
     catch_fatal_signals();
@@ -1387,6 +1507,11 @@ int main(int argc, char **argv)
                 fail_exit(NULL, EXIT_USAGE, spk_status_str(SPK_ERR_IO), "%s %s: %s", what[i],
                           outs[i], why);
         }
+        {
+            char why[3 * PATH_MAX + 256];
+            if (out_conflicts(&c, why, sizeof why) != 0)
+                fail_exit(NULL, EXIT_USAGE, spk_status_str(SPK_ERR_ARG), "%s", why);
+        }
         /* over ranks rank 0 reads on the CPU; the ranks' device is the distributed context's */
         st = spk_context_create(&ctx, mpi_on ? SPK_DEVICE_CPU : c.device);
         if (st)
@@ -1401,6 +1526,10 @@ int main(int argc, char **argv)
         struct stat sb;
         const int generate = spk_is_generator_spec(c.A) && stat(c.A, &sb) != 0;
         st = generate ? spk_matrix_generate(ctx, c.A, &A) : spk_matrix_read_mtx(ctx, c.A, &A);
+        if (st && !generate && stat(c.A, &sb) != 0 && strchr(c.A, ':') && !strchr(c.A, '/'))
+            fail_exit(ctx, EXIT_USAGE, spk_status_str(st), "-A %s: no such file, and not a "
+                      "generator spec (poisson2d:N, poisson3d:N, lame3d:N, ...: solve --help "
+                      "lists them)", c.A);
         if (st)
             die_status(ctx, st, "reading the matrix");
         clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -1409,9 +1538,10 @@ int main(int argc, char **argv)
         spk_matrix_input_counts(A, &r.summed, &r.both_triangles);
         n = r.info.nrows;
         if (r.both_triangles > 0 && !c.quiet)
-            fprintf(stderr, "solve: note: %s lists %lld off-diagonal positions in both triangles of "
-                    "its symmetric storage: each such a(i,j) is the sum of the two entries (a "
-                    "symmetric file should list one triangle)\n", c.A, (long long)r.both_triangles);
+            fprintf(stderr, "solve: note: %s lists %lld off-diagonal position%s in both triangles "
+                    "of its symmetric storage: each such a(i,j) is the sum of the two entries (a "
+                    "symmetric file should list one triangle)\n", c.A, (long long)r.both_triangles,
+                    r.both_triangles == 1 ? "" : "s");
 
         if (r.info.nrows != r.info.ncols) {
             spk_matrix_destroy(A);
@@ -1509,6 +1639,7 @@ int main(int argc, char **argv)
         for (int64_t i = 0; c.out && bad < 0 && i < n; i++)
             if (!isfinite(x[i]))
                 bad = i;
+        int wrote_x = 0;
         if (bad >= 0) {
             fprintf(stderr, "solve: not writing the solution to %s: x(%lld) = %g\n", c.out,
                     (long long)bad + 1, x[bad]);
@@ -1516,6 +1647,8 @@ int main(int argc, char **argv)
             snprintf(r.error, sizeof r.error, "cannot write the solution to %s: %s", c.out, why);
             fprintf(stderr, "solve: %s\n", r.error);
             code = EXIT_SYSTEM;
+        } else {
+            wrote_x = c.out != NULL;
         }
         if (c.json)
             print_json(&r);
@@ -1527,7 +1660,20 @@ int main(int argc, char **argv)
                     "%.3e)%s%s%s%s\n", spk_reason_str(r.res.reason), (long long)r.res.iterations,
                     r.res.true_rel, r.res.reason_detail[0] ? ": " : "", r.res.reason_detail,
                     h[0] ? "; " : "", h);
+            if (wrote_x)
+                fprintf(stderr, "solve: note: %s holds x as the solve left it (the last iterate), "
+                        "not a converged solution\n", c.out);
         }
+        /* b = A * ones, and ones lies in the span of AMG's default near-null space (the
+         * constant, the translations, the rigid-body modes), which the coarse levels
+         * reproduce: a cycle or two solve it, whatever the hierarchy's quality */
+        if (converged && !c.b && r.res.precond == SPK_PRECOND_AMG && !c.nullspace && !c.quiet &&
+            !c.json)
+            fprintf(stderr, "solve: note: x = ones (b = A * ones) lies in the span of AMG's "
+                    "near-null space, which its coarse levels reproduce, so its %lld iteration%s "
+                    "say%s little of other right-hand sides: give -b for a representative count\n",
+                    (long long)r.res.iterations, r.res.iterations == 1 ? "" : "s",
+                    r.res.iterations == 1 ? "s" : "");
         if (r.res.reason == SPK_DIVERGED_INTERRUPTED && stop_signal && code == EXIT_NOT_CONVERGED)
             code = 128 + stop_signal;
     }
