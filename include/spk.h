@@ -13,12 +13,11 @@
  *    beyond a few atomic per-process caches of CUDA kernel occupancy (one GPU model a process).
  *    A context's allocation counter is atomic (the one field two threads sharing a context by
  *    mistake would both write); nothing else in it is.
- *  - The library never prints and never exits. It reads nine environment variables, tuning
- *    knobs for benchmarks and tests (SPK_BATCH_US, SPK_CUDA_GRAPH, SPK_CSR_KERNEL,
- *    SPK_ELL_INDEX, SPK_ELL_ROWS, SPK_GS_ROWS, SPK_GS_KERNEL, SPK_HUGEPAGES) and the host memory
- *    it may assume (SPK_HOST_MEMORY), once, when a context is created; an unknown value fails
- *    spk_context_create with a message naming the variable and the values it takes.
- *    docs/api.md says what each does.
+ *  - The library never prints and never exits. It reads environment variables once, when a
+ *    context is created: tuning knobs for benchmarks and tests (SPK_BATCH_US, SPK_CUDA_GRAPH,
+ *    SPK_CSR_KERNEL, SPK_ELL_INDEX, ...: docs/api.md lists them all and what each does) and the
+ *    host memory it may assume (SPK_HOST_MEMORY); an unknown value fails spk_context_create
+ *    with a message naming the variable and the values it takes.
  *  - Sizes are checked against what the process may hold (physical memory, ulimit -v / -d,
  *    SPK_HOST_MEMORY) before large allocations: SPK_ERR_NOMEM at once, not an OOM kill later.
  */
@@ -588,7 +587,9 @@ SPK_API void spk_result_free(spk_result *res);
  * workspace of device vectors made at the first solve and reused by every later one: after
  * the first solve, solving again -- with new right-hand sides, or after
  * spk_matrix_update_values -- allocates nothing (spk_context_alloc_count does not move),
- * unless opt->history asks for a residual history, which each result owns. On the GPU the
+ * unless opt->history asks for a residual history, which each result owns, or the
+ * preconditioner is made anew by its refresh (SPK_PRECOND_ILUT, whose pattern follows the
+ * values; SPK_PRECOND_AMG with amg.rebuild = 1; a user preconditioner's refresh). On the GPU the
  * first value update of A and the refresh after it make the device update path's buffers
  * once (see spk_matrix_update_values); from the second update on nothing is allocated.
  * Ownership: the solver keeps pointers to ctx and A (not copies); both must outlive it, and

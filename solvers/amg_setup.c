@@ -41,6 +41,15 @@ static spk_status check_options(spk_context *ctx, int64_t n, const spk_amg_optio
     if (o->degree > 10 || o->sweeps > 100)
         return spk_fail(ctx, SPK_ERR_ARG, "AMG: degree = %d (at most 10) or sweeps = %d (at most "
                         "100) out of range", o->degree, o->sweeps);
+    if (!o->nullspace && o->coords) {
+        if (o->coord_dim != 2 && o->coord_dim != 3)
+            return spk_fail(ctx, SPK_ERR_ARG, "AMG: coord_dim = %d, 2 or 3 coordinates a node",
+                            o->coord_dim);
+        if (o->block_size != o->coord_dim)
+            return spk_fail(ctx, SPK_ERR_ARG, "AMG: coordinates of %d dimensions make rigid-body "
+                            "modes of %d unknowns a node, but block_size = %d", o->coord_dim,
+                            o->coord_dim, o->block_size);
+    }
     if (o->block_size > AMG_MAX_BS || n % o->block_size != 0)
         return spk_fail(ctx, SPK_ERR_ARG, "AMG: block_size = %d must divide the %lld unknowns "
                         "(and be at most 64)", o->block_size, (long long)n);
@@ -53,15 +62,6 @@ static spk_status check_options(spk_context *ctx, int64_t n, const spk_amg_optio
     if (o->aggregation < SPK_AMG_AGG_AUTO || o->aggregation > SPK_AMG_AGG_MIS2)
         return spk_fail(ctx, SPK_ERR_ARG, "AMG: aggregation = %d: 0 (auto), 1 (standard) or 2 "
                         "(MIS(2))", o->aggregation);
-    if (!o->nullspace && o->coords) {
-        if (o->coord_dim != 2 && o->coord_dim != 3)
-            return spk_fail(ctx, SPK_ERR_ARG, "AMG: coord_dim = %d, 2 or 3 coordinates a node",
-                            o->coord_dim);
-        if (o->block_size != o->coord_dim)
-            return spk_fail(ctx, SPK_ERR_ARG, "AMG: coordinates of %d dimensions make rigid-body "
-                            "modes of %d unknowns a node, but block_size = %d", o->coord_dim,
-                            o->coord_dim, o->block_size);
-    }
     return SPK_OK;
 }
 

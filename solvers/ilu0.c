@@ -50,9 +50,9 @@ static const char *kind_name(const spk_ilu0 *P) { return P->cholesky ? "IC(0)" :
 
 static const char *cure_of(const spk_ilu0 *P)
 {
-    return P->cholesky ? "A is not SPD or IC(0) breaks down on it; try --precond ilut or ilu0 "
-                         "with GMRES, or --precond jacobi"
-                       : "try --precond ilut (it pivots and keeps fill), or --precond jacobi";
+    return P->cholesky ? "A is not SPD or IC(0) breaks down on it; try SPK_PRECOND_ILUT or "
+                         "SPK_PRECOND_ILU0 with GMRES, or SPK_PRECOND_JACOBI"
+                       : "try SPK_PRECOND_ILUT (it pivots and keeps fill), or SPK_PRECOND_JACOBI";
 }
 
 static spk_status pivot_fail(spk_context *ctx, const spk_ilu0 *P, int64_t i, double piv,
@@ -217,7 +217,7 @@ static spk_status symbolic(spk_context *ctx, spk_ilu0 *P, const spk_csr *A, spk_
                 if (P->usrc[qu++] < 0)
                     return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "IC(0) needs a symmetric "
                                     "pattern: a(%lld,%lld) is stored, a(%lld,%lld) is not; try "
-                                    "--precond ilu0", (long long)i + 1, (long long)j + 1,
+                                    "SPK_PRECOND_ILU0", (long long)i + 1, (long long)j + 1,
                                     (long long)j + 1, (long long)i + 1);
             }
         }

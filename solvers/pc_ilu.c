@@ -40,6 +40,7 @@
 #include "precond.h"
 #include "twin.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -350,7 +351,8 @@ static spk_status check_options(spk_context *ctx, const spk_options *opt, spk_pr
         o->trisolve != SPK_TRISOLVE_JACOBI)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_ilu_options.trisolve = %d is not a spk_trisolve",
                         (int)o->trisolve);
-    if (o->sweeps < 0 || o->drop_tol < 0 || o->fill_factor < 0 || !(o->drop_tol < 1.0))
+    if (o->sweeps < 0 || !(o->drop_tol >= 0) || !(o->fill_factor >= 0) ||
+        !isfinite(o->fill_factor) || !(o->drop_tol < 1.0))
         return spk_fail(ctx, SPK_ERR_ARG, "spk_ilu_options: sweeps = %d, drop_tol = %g, "
                         "fill_factor = %g: sweeps and fill_factor must be >= 0, drop_tol in "
                         "[0, 1)", o->sweeps, o->drop_tol, o->fill_factor);
@@ -359,7 +361,7 @@ static spk_status check_options(spk_context *ctx, const spk_options *opt, spk_pr
                         kind_title(kind), (long long)A->csr.nrows, (long long)A->csr.ncols);
     if (kind == SPK_PRECOND_IC0 && !spk_matrix_info_of(A)->symmetric)
         return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "IC(0) needs a symmetric matrix; use "
-                        "--precond ilu0 (with GMRES or BiCGStab)");
+                        "SPK_PRECOND_ILU0 (with GMRES or BiCGStab)");
     return SPK_OK;
 }
 

@@ -121,38 +121,37 @@ static spk_status check_dims(spk_context *ctx, const char *fn, int64_t nrows, in
     return SPK_OK;
 }
 
-spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t ncols, int64_t nnz,
-                               const int32_t *row, const int32_t *col, const double *val,
-                               int base, spk_matrix **A)
+/* spk_matrix_from_coo, and spk_matrix_from_csr's (csr = 1: its messages name colind[k] and
+ * the row, as the caller passed them, not the row array made from rowptr). */
+static spk_status matrix_from_triplets(spk_context *ctx, int csr_in, int64_t nrows, int64_t ncols,
+                                       int64_t nnz, const int32_t *row, const int32_t *col,
+                                       const double *val, int base, spk_matrix **A)
 {
-    if (A)
-        *A = NULL;                           /* on every failure, NULL arguments included */
-    if (!ctx || !A || (nnz > 0 && (!row || !col || !val)))
-        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_coo: NULL argument");
-    spk_status st = check_dims(ctx, "spk_matrix_from_coo", nrows, ncols, base);
-    if (st)
-        return st;
-    if (nnz < 0)
-        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_coo: nnz = %lld must be >= 0", (long long)nnz);
+    const char *fn = csr_in ? "spk_matrix_from_csr" : "spk_matrix_from_coo";
+    spk_status st;
     /* the copy, the assembly and the update map (up to 24 bytes an entry) */
     st = spk_check_memory(ctx, spk_csr_from_coo_bytes(nrows, ncols, nnz) + 24.0 * (double)nnz,
-                          "spk_matrix_from_coo: a %lld x %lld matrix of %lld entries",
-                          (long long)nrows, (long long)ncols, (long long)nnz);
+                          "%s: a %lld x %lld matrix of %lld entries", fn, (long long)nrows,
+                          (long long)ncols, (long long)nnz);
     if (st)
         return st;
     spk_coo coo = {nrows, ncols, nnz, spk_malloc(ctx, (size_t)nnz, 4), spk_malloc(ctx, (size_t)nnz, 4),
                    spk_malloc(ctx, (size_t)nnz, 8)};
     if (!coo.row || !coo.col || !coo.val) {
         spk_coo_free(&coo);
-        return spk_fail(ctx, SPK_ERR_NOMEM, "spk_matrix_from_coo: %lld entries: out of memory", (long long)nnz);
+        return spk_fail(ctx, SPK_ERR_NOMEM, "%s: %lld entries: out of memory", fn, (long long)nnz);
     }
     for (int64_t k = 0; k < nnz; k++) {
         /* in 64 bits: row[k] - base overflows int for row[k] = INT32_MIN */
         const int64_t i = (int64_t)row[k] - base, j = (int64_t)col[k] - base;
         if (i < 0 || i >= nrows || j < 0 || j >= ncols) {
             spk_coo_free(&coo);
-            return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_coo: row[%lld] = %d, col[%lld] = %d "
-                            "is outside the %lld x %lld matrix (base %d)", (long long)k, row[k],
+            if (csr_in)
+                return spk_fail(ctx, SPK_ERR_ARG, "%s: colind[%lld] = %d (row %lld) is outside "
+                                "the %lld x %lld matrix (base %d)", fn, (long long)k, col[k],
+                                (long long)row[k], (long long)nrows, (long long)ncols, base);
+            return spk_fail(ctx, SPK_ERR_ARG, "%s: row[%lld] = %d, col[%lld] = %d is outside the "
+                            "%lld x %lld matrix (base %d)", fn, (long long)k, row[k],
                             (long long)k, col[k], (long long)nrows, (long long)ncols, base);
         }
         coo.row[k] = (int32_t)i;
@@ -160,7 +159,8 @@ spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t ncols, i
         coo.val[k] = val[k];
         if (!isfinite(val[k])) {
             spk_coo_free(&coo);
-            return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_coo: val[%lld] = %g", (long long)k, val[k]);
+            return spk_fail(ctx, SPK_ERR_ARG, "%s: val[%lld] = %g: the values must be finite", fn,
+                            (long long)k, val[k]);
         }
     }
     spk_csr csr;
@@ -183,6 +183,23 @@ spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t ncols, i
     return SPK_OK;
 }
 
+spk_status spk_matrix_from_coo(spk_context *ctx, int64_t nrows, int64_t ncols, int64_t nnz,
+                               const int32_t *row, const int32_t *col, const double *val,
+                               int base, spk_matrix **A)
+{
+    if (A)
+        *A = NULL;                           /* on every failure, NULL arguments included */
+    if (!ctx || !A || (nnz > 0 && (!row || !col || !val)))
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_coo: NULL argument (%s)",
+                        !ctx ? "ctx" : !A ? "A" : !row ? "row" : !col ? "col" : "val");
+    spk_status st = check_dims(ctx, "spk_matrix_from_coo", nrows, ncols, base);
+    if (st)
+        return st;
+    if (nnz < 0)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_coo: nnz = %lld must be >= 0", (long long)nnz);
+    return matrix_from_triplets(ctx, 0, nrows, ncols, nnz, row, col, val, base, A);
+}
+
 spk_status spk_matrix_from_csr(spk_context *ctx, int64_t nrows, int64_t ncols,
                                const int64_t *rowptr, const int32_t *colind, const double *val,
                                int base, spk_matrix **A)
@@ -190,7 +207,8 @@ spk_status spk_matrix_from_csr(spk_context *ctx, int64_t nrows, int64_t ncols,
     if (A)
         *A = NULL;                           /* on every failure, NULL arguments included */
     if (!ctx || !A || !rowptr)
-        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_csr: NULL argument");
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_csr: NULL argument (%s)",
+                        !ctx ? "ctx" : !A ? "A" : "rowptr");
     spk_status st = check_dims(ctx, "spk_matrix_from_csr", nrows, ncols, base);
     if (st)
         return st;
@@ -215,7 +233,12 @@ spk_status spk_matrix_from_csr(spk_context *ctx, int64_t nrows, int64_t ncols,
     for (int64_t i = 0; i < nrows; i++)
         for (int64_t p = rowptr[i] - base; p < rowptr[i + 1] - base; p++)
             row[p] = (int32_t)(i + base);
-    st = spk_matrix_from_coo(ctx, nrows, ncols, nnz, row, colind, val, base, A);
+    if (nnz > 0 && (!colind || !val)) {
+        spk_free(row);
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_csr: NULL argument (%s)",
+                        !colind ? "colind" : "val");
+    }
+    st = matrix_from_triplets(ctx, 1, nrows, ncols, nnz, row, colind, val, base, A);
     spk_free(row);
     return st;
 }

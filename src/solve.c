@@ -133,9 +133,15 @@ static spk_status check_setup(spk_context *ctx, const char *fn, const spk_matrix
     if ((opt->method == SPK_METHOD_GMRES || opt->method == SPK_METHOD_FGMRES) && opt->restart < 1)
         return spk_fail(ctx, SPK_ERR_ARG, "%s: %s restart = %d must be >= 1", fn,
                         opt->method == SPK_METHOD_GMRES ? "GMRES" : "FGMRES", opt->restart);
-    if ((unsigned)opt->method > SPK_METHOD_MINRES || (unsigned)opt->precond >= SPK_PRECOND_COUNT ||
-        (unsigned)opt->format >= SPK_FMT_COUNT)
-        return spk_fail(ctx, SPK_ERR_ARG, "%s: unknown method, preconditioner or format", fn);
+    if ((unsigned)opt->method > SPK_METHOD_MINRES)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: method = %d is not a spk_method", fn,
+                        (int)opt->method);
+    if ((unsigned)opt->precond >= SPK_PRECOND_COUNT)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: precond = %d is not a spk_precond", fn,
+                        (int)opt->precond);
+    if ((unsigned)opt->format >= SPK_FMT_COUNT)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: format = %d is not a spk_format", fn,
+                        (int)opt->format);
     if ((unsigned)opt->reorder > SPK_REORDER_DEGREE)
         return spk_fail(ctx, SPK_ERR_ARG, "%s: reorder = %d: none (0), rcm (1) or degree (2)",
                         fn, (int)opt->reorder);
@@ -154,6 +160,28 @@ static spk_status check_setup(spk_context *ctx, const char *fn, const spk_matrix
     if (opt->precond == SPK_PRECOND_USER && (!opt->precond_user || !opt->precond_user->apply))
         return spk_fail(ctx, SPK_ERR_ARG, "%s: SPK_PRECOND_USER needs spk_options.precond_user "
                         "with an apply callback", fn);
+    if ((unsigned)opt->history > 1 || (unsigned)opt->use_x0 > 1 || opt->monitor_every < 0 ||
+        opt->block_size < 0)
+        return spk_fail(ctx, SPK_ERR_ARG, "%s: history = %d and use_x0 = %d must be 0 or 1, "
+                        "monitor_every = %lld and block_size = %d >= 0", fn, opt->history,
+                        opt->use_x0, (long long)opt->monitor_every, opt->block_size);
+    const spk_amg_options *g = &opt->amg;
+    if (opt->precond == SPK_PRECOND_AMG) {
+        /* 0 takes each field's default; a negative value is a mistake, not a default */
+        if (g->block_size < 0 || g->sweeps < 0 || g->degree < 0 || g->max_coarse < 0 ||
+            g->max_levels < 0 || g->nullspace_cols < 0 || g->coord_dim < 0)
+            return spk_fail(ctx, SPK_ERR_ARG, "%s: spk_amg_options: block_size = %d, sweeps = %d, "
+                            "degree = %d, max_coarse = %lld, max_levels = %d, nullspace_cols = %d "
+                            "and coord_dim = %d must be >= 0 (0: the default)", fn, g->block_size,
+                            g->sweeps, g->degree, (long long)g->max_coarse, g->max_levels,
+                            g->nullspace_cols, g->coord_dim);
+        if ((unsigned)g->rebuild > 1)
+            return spk_fail(ctx, SPK_ERR_ARG, "%s: spk_amg_options.rebuild = %d: 0 (keep the "
+                            "aggregates) or 1 (build the hierarchy again)", fn, g->rebuild);
+        if (!g->nullspace && g->nullspace_cols > 0)
+            return spk_fail(ctx, SPK_ERR_ARG, "%s: spk_amg_options.nullspace_cols = %d but "
+                            "nullspace is NULL", fn, g->nullspace_cols);
+    }
     return SPK_OK;
 }
 
@@ -470,9 +498,12 @@ static spk_status time_spmv(spk_solver *S, spk_matrix *M, int reps, const double
 
 spk_status spk_solver_spmv_seconds(spk_solver *S, int reps, double *a_s, double *op_s)
 {
-    if (!solver_ok(S) || reps < 1 || !a_s || !op_s)
-        return spk_fail(S ? S->ctx : NULL, SPK_ERR_ARG, "spk_solver_spmv_seconds: NULL argument, "
-                        "destroyed solver or reps = %d < 1", reps);
+    if (!solver_ok(S) || !a_s || !op_s)
+        return spk_fail(S ? S->ctx : NULL, SPK_ERR_ARG, "spk_solver_spmv_seconds: NULL argument "
+                        "(a_s or op_s) or destroyed solver");
+    if (reps < 1)
+        return spk_fail(S->ctx, SPK_ERR_ARG, "spk_solver_spmv_seconds: reps = %d must be >= 1",
+                        reps);
     spk_context *ctx = S->ctx;
     const int64_t n = S->k.n;
     double *x, *y;
@@ -801,6 +832,7 @@ spk_status spk_solver_solve(spk_solver *S, const double *b, double *x, spk_resul
                         "spk_solver_solve: NULL argument or destroyed solver (or its matrix)");
     const double t0 = spk_now();
     const int64_t n = S->k.n;
+    memset(res, 0, sizeof *res);       /* overwritten, also when b or x0 is refused below */
     spk_status st = check_host_vectors(S->ctx, "spk_solver_solve", n, b, x, S->opt.use_x0);
     if (S->A->dist)                                  /* a rank's bad b stops them all    */
         st = S->ctx->comm->agree(S->ctx, st);
@@ -829,6 +861,7 @@ spk_status spk_solver_solve_device(spk_solver *S, const double *d_b, double *d_x
                         "spk_solver_solve_device: NULL argument or destroyed solver (or its matrix)");
     const double t0 = spk_now();
     const int64_t n = S->k.n;
+    memset(res, 0, sizeof *res);       /* overwritten, also when an argument is refused below */
     if (n > 0 && (!d_b || !d_x))
         return spk_fail(S->ctx, SPK_ERR_ARG, "spk_solver_solve_device: d_b or d_x is NULL");
     spk_status st = solver_ready(S, res);

@@ -147,6 +147,9 @@ spk_status spk_matrix_update_values(spk_context *ctx, spk_matrix *A, int64_t nnz
 {
     if (!ctx || !A || A->magic != SPK_MATRIX_MAGIC)
         return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: NULL or destroyed matrix");
+    if ((unsigned)val_on_device > 1)
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_update_values: val_on_device = %d: 0 (host "
+                        "values) or 1 (device values)", val_on_device);
     if (A->dist)                         /* the rank's rows: split, then the block's own below */
         return A->dist->update(ctx, A, nnz, val, val_on_device);
     return spk_matrix_update_local(ctx, A, nnz, val, val_on_device);

@@ -734,12 +734,42 @@ static void test_solver_errors(void)
     spk_options_default(&opt);
     opt.maxiter = -1;
     T_CHECK(spk_solver_create(ctx, A, &opt, &S) == SPK_ERR_ARG, "maxiter -1");
+    /* fields out of range are refused with the field named, never taken as the default */
+    for (int k = 0; k < 13; k++) {
+        spk_options_default(&opt);
+        const char *field = "";
+        switch (k) {
+        case 0: opt.history = 7; field = "history"; break;
+        case 1: opt.use_x0 = 5; field = "use_x0"; break;
+        case 2: opt.monitor_every = -3; field = "monitor_every"; break;
+        case 3: opt.block_size = -1; field = "block_size"; break;
+        case 4: opt.precond = SPK_PRECOND_AMG; opt.amg.max_levels = -1; field = "max_levels"; break;
+        case 5: opt.precond = SPK_PRECOND_AMG; opt.amg.sweeps = -1; field = "sweeps"; break;
+        case 6: opt.precond = SPK_PRECOND_AMG; opt.amg.max_coarse = -1; field = "max_coarse"; break;
+        case 7: opt.precond = SPK_PRECOND_AMG; opt.amg.degree = -1; field = "degree"; break;
+        case 8: opt.precond = SPK_PRECOND_AMG; opt.amg.rebuild = 5; field = "rebuild"; break;
+        case 9: opt.precond = SPK_PRECOND_AMG; opt.amg.nullspace_cols = 3; field = "nullspace"; break;
+        case 10: opt.precond = SPK_PRECOND_ILUT; opt.ilu.fill_factor = NAN; field = "fill_factor"; break;
+        case 11: opt.method = (spk_method)77; field = "method = 77"; break;
+        default: opt.precond = (spk_precond)77; field = "precond = 77"; break;
+        }
+        S = (spk_solver *)1;
+        const spk_status st = spk_solver_create(ctx, A, &opt, &S);
+        T_CHECK(st == SPK_ERR_ARG && !S && strstr(spk_last_error(ctx), field),
+                "option %d (%s): %s: %s", k, field, spk_status_str(st), spk_last_error(ctx));
+        if (st == SPK_OK)
+            spk_solver_destroy(S);
+    }
 
     /* non-square */
     const int64_t rp[3] = {0, 1, 2};
     const int32_t ci[2] = {0, 2};
     const double v[2] = {1, 1};
     spk_matrix *R = NULL;
+    const int32_t ci_bad[2] = {0, 3};
+    T_CHECK(spk_matrix_from_csr(ctx, 2, 3, rp, ci_bad, v, 0, &R) == SPK_ERR_ARG && !R &&
+                strstr(spk_last_error(ctx), "spk_matrix_from_csr: colind[1] = 3 (row 1)"),
+            "a CSR column out of range is named as given: %s", spk_last_error(ctx));
     spk_matrix_from_csr(ctx, 2, 3, rp, ci, v, 0, &R);
     T_CHECK(spk_solver_create(ctx, R, NULL, &S) == SPK_ERR_ARG && strstr(spk_last_error(ctx), "square"),
             "2 x 3: %s", spk_last_error(ctx));
@@ -804,6 +834,20 @@ static void test_solver_errors(void)
     T_CHECK(spk_matrix_update_values(ctx, A, F.nnz, F.val, 0) == SPK_OK, "%s", spk_last_error(ctx));
     T_CHECK(spk_solver_solve(S, b, x, &res) == SPK_OK && res.reason > 0, "repaired: %s %s",
             spk_last_error(ctx), spk_reason_str(res.reason));
+    /* a refused solve leaves no earlier result behind in *res */
+    b[2] = NAN;
+    T_CHECK(spk_solver_solve(S, b, x, &res) == SPK_ERR_ARG && res.reason == 0 &&
+                res.iterations == 0,
+            "a refused solve after a converged one: reason %s, %lld iterations",
+            spk_reason_str(res.reason), (long long)res.iterations);
+    b[2] = 1.0;
+    double a_s, op_s;
+    T_CHECK(spk_solver_spmv_seconds(S, 0, &a_s, &op_s) == SPK_ERR_ARG &&
+                strstr(spk_last_error(ctx), "reps = 0 must be >= 1"),
+            "spmv_seconds reps 0: %s", spk_last_error(ctx));
+    T_CHECK(spk_matrix_update_values(ctx, A, F.nnz, F.val, 7) == SPK_ERR_ARG &&
+                strstr(spk_last_error(ctx), "val_on_device = 7"),
+            "val_on_device 7: %s", spk_last_error(ctx));
     spk_matrix_get_info(A, &info);
     T_CHECK(info.diag_positive && info.symmetric, "statistics after the repair");
     spk_solver_destroy(S);

@@ -342,11 +342,38 @@ static void fail_exit(spk_context *ctx, int code, const char *status, const char
     exit(finish(code));
 }
 
+/* The library's message in the command's words: it names the API (SPK_PRECOND_ILUT,
+ * SPK_METHOD_GMRES), a user of solve types --precond ilut, --method gmres. */
+static void cli_words(const char *in, char *out, size_t len)
+{
+    static const char *const api[] = {"SPK_PRECOND_", "SPK_METHOD_"};
+    static const char *const opt[] = {"--precond ", "--method "};
+    size_t o = 0;
+    while (*in && o + 1 < len) {
+        int k = 0;
+        while (k < 2 && strncmp(in, api[k], strlen(api[k])) != 0)
+            k++;
+        const char *w = in + (k < 2 ? strlen(api[k]) : 0);
+        size_t m = 0;
+        while (k < 2 && ((w[m] >= 'A' && w[m] <= 'Z') || (w[m] >= '0' && w[m] <= '9')))
+            m++;
+        if (k < 2 && m > 0 && o + strlen(opt[k]) + m + 1 < len) {
+            o += (size_t)snprintf(out + o, len - o, "%s", opt[k]);
+            for (size_t i = 0; i < m; i++)
+                out[o++] = (char)(w[i] >= 'A' && w[i] <= 'Z' ? w[i] - 'A' + 'a' : w[i]);
+            in = w + m;
+        } else {
+            out[o++] = *in++;
+        }
+    }
+    out[o] = '\0';
+}
+
 /* Print the library's message and exit with the status's code. */
 static void die_status(spk_context *ctx, spk_status st, const char *what)
 {
     char detail[1100];
-    snprintf(detail, sizeof detail, "%s", spk_last_error(ctx));
+    cli_words(spk_last_error(ctx), detail, sizeof detail);
     fail_exit(ctx, status_exit(st), spk_status_str(st), "%s: %s: %s", what, spk_status_str(st),
               detail);
 }
