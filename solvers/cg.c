@@ -35,6 +35,7 @@
 #include "cg_scalar.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define SPK_CG_BATCH 32                  /* most iterations between read-backs; <= HIST / 2 */
@@ -202,8 +203,24 @@ static spk_status cg_iterate(cg_run *c, spk_status (*step)(void *), double rr, d
         return SPK_OK;
     }
     switch (h[last].why) {
-    case SPK_CG_WHY_PQ: res->reason = nonpositive_reason(h[last].pq); break;
-    case SPK_CG_WHY_RZ: res->reason = nonpositive_reason(h[last].rz_new); break;
+    case SPK_CG_WHY_PQ:
+    case SPK_CG_WHY_RZ: {
+        const int pq = h[last].why == SPK_CG_WHY_PQ;
+        const double v = pq ? h[last].pq : h[last].rz_new;
+        res->reason = nonpositive_reason(v);
+        /* what was nonpositive, where, and how far the residual had come: a p'Ap of 0 with
+         * the residual at round-off is the end of what floating point gives (rtol = atol = 0
+         * asks for more), not an indefinite A */
+        const double rel = res->bnorm > 0 ? sqrt(h[last].rr) / res->bnorm : 0.0;
+        if (res->reason == SPK_DIVERGED_INDEFINITE)
+            snprintf(res->reason_detail, sizeof res->reason_detail,
+                     "%s = %.3e <= 0 at iteration %lld, ||r|| / ||b|| = %.3e%s", pq ? "p'Ap" : "r'M^-1 r",
+                     v, (long long)h[last].it + 1, rel,
+                     v == 0.0 && rel < 1e-12 ? ": the residual is at round-off, where the "
+                                               "tolerances (rtol, atol) could have stopped it"
+                                             : "");
+        break;
+    }
     case SPK_CG_WHY_DTOL: res->reason = SPK_DIVERGED_DTOL; break;
     case SPK_CG_WHY_STAG: res->reason = SPK_DIVERGED_STAGNATION; break;
     default:

@@ -86,6 +86,11 @@ check "... with x written" test -s "$T/xi.mtx"
 check "... and the history so far" test "$(wc -l <"$T/hi.csv")" -gt 10
 
 # --- non-convergence ---------------------------------------------------------------------
+run "$SOLVE" -A poisson3d:12 --device cpu --method cg --rtol 0 --atol 0 --maxiter 100000
+check "CG with rtol = atol = 0 ends at round-off (rc=$rc)" grep -q "the residual is at round-off" "$T/err"
+check "... and says to give a tolerance, not that A is indefinite" grep -q "give --rtol or --atol > 0" "$T/err"
+run "$SOLVE" -A "$IN/jagmesh7.mtx" --device cpu --method cg --precond none
+check "CG on an indefinite A says p'Ap, where and how far (rc=$rc)" grep -q "DIVERGED_INDEFINITE.*p'Ap = -[0-9.e+]* <= 0 at iteration [0-9]*, ||r|| / ||b|| = " "$T/err"
 run "$SOLVE" -A "$IN/bcsstk09.mtx" --method cg --maxiter 3 --device cpu
 check "maxiter exits 1 (rc=$rc)" test "$rc" -eq 1
 check "non-convergence names the reason" grep -q "DIVERGED_MAXIT" "$T/err"

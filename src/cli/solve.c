@@ -651,6 +651,8 @@ static const char *hint(const spk_result *res)
                                                   : "A looks singular on the Krylov space: check "
                                                     "for zero rows or a missing boundary condition";
     case SPK_DIVERGED_INDEFINITE:
+        if (strstr(res->reason_detail, "at round-off"))      /* CG's detail: rtol = atol = 0 */
+            return "give --rtol or --atol > 0: x is as good as floating point makes it";
         return res->method == SPK_METHOD_MINRES
                    ? "try an SPD preconditioner (--precond ic0, or jacobi with a positive "
                      "diagonal, or none), or --method gmres"
