@@ -114,8 +114,9 @@ typedef enum spk_precond {
  * spk_amg_options.fp32), the vectors too but for CG with none or Jacobi on a large system
  * on a GPU, which stores its inner vectors in fp32, and an outer defect-correction loop
  * with the fp64 A makes the answer meet rtol against the fp64 matrix. Both devices. AUTO:
- * MIXED where the measurements found it faster for the same answer, DOUBLE elsewhere (AMG-CG:
- * DOUBLE with the V-cycle on fp32 values); spk_result.precision_choice says which and why. */
+ * MIXED where the measurements found it faster for the same answer (CG with none or Jacobi on
+ * a matrix past the cache; AMG, whose V-cycle then runs in fp32), DOUBLE elsewhere;
+ * spk_result.precision_choice says which and why. */
 typedef enum spk_precision {
     SPK_PRECISION_DOUBLE = 0,
     SPK_PRECISION_MIXED,
@@ -437,8 +438,8 @@ typedef struct spk_amg_options {
     /* the V-cycle's matrix values (every level's A, P and R, and the coarsest level's dense
      * inverse): 1 fp32 (half the bytes of each value; products and sums stay fp64, and the
      * cycle stays a fixed symmetric operator, so CG keeps its fp64 answer and about its
-     * iteration count), -1 fp64, 0 (default) fp32 when spk_options.precision is MIXED or
-     * AUTO, fp64 with DOUBLE. A matrix whose values leave fp32's range, or whose format has no fp32
+     * iteration count), -1 fp64, 0 (default) fp32 when the solve's precision is MIXED (as
+     * AUTO resolves for AMG), fp64 with DOUBLE. A matrix whose values leave fp32's range, or whose format has no fp32
      * kernel on the device, keeps fp64 (spk_solver_precond_describe says so) */
     int           fp32;
     /* where the hierarchy is built (docs/amg.md, "The setup on the GPU"): SPK_AMG_SETUP_AUTO
@@ -524,10 +525,10 @@ typedef struct spk_options {
      * does not fit fp32 (|a| > FLT_MAX, or a nonzero |a| < FLT_MIN) or the system runs
      * scaled. With SPK_PRECOND_AMG, MIXED is the method in fp64 on A and AMG's V-cycle in
      * fp32 (its values, and its vectors where every level matrix fuses its steps; a matrix
-     * whose values leave fp32's range keeps fp64), without refinement. AUTO: MIXED for CG without a preconditioner or with Jacobi on a matrix larger
-     * than the device's cache (the rule of docs/solvers.md), DOUBLE otherwise (AMG's cycle
-     * then on fp32 values unless amg.fp32 says otherwise). A distributed
-     * solve takes DOUBLE or AUTO (which is DOUBLE there). */
+     * whose values leave fp32's range keeps fp64), without refinement. AUTO: MIXED for CG
+     * without a preconditioner or with Jacobi on a matrix larger than the device's cache (the
+     * rule of docs/solvers.md) and for AMG (unless amg.fp32 < 0), DOUBLE otherwise. A
+     * distributed solve takes DOUBLE or AUTO (which is DOUBLE there). */
     spk_precision precision;
 } spk_options;
 SPK_API void spk_options_default(spk_options *opt);
