@@ -128,9 +128,8 @@ static spk_status matrix_from_triplets(spk_context *ctx, int csr_in, int64_t nro
                                        const double *val, int base, spk_matrix **A)
 {
     const char *fn = csr_in ? "spk_matrix_from_csr" : "spk_matrix_from_coo";
-    spk_status st;
     /* the copy, the assembly and the update map (up to 24 bytes an entry) */
-    st = spk_check_memory(ctx, spk_csr_from_coo_bytes(nrows, ncols, nnz) + 24.0 * (double)nnz,
+    spk_status st = spk_check_memory(ctx, spk_csr_from_coo_bytes(nrows, ncols, nnz) + 24.0 * (double)nnz,
                           "%s: a %lld x %lld matrix of %lld entries", fn, (long long)nrows,
                           (long long)ncols, (long long)nnz);
     if (st)
@@ -222,6 +221,9 @@ spk_status spk_matrix_from_csr(spk_context *ctx, int64_t nrows, int64_t ncols,
                             (long long)i, (long long)rowptr[i], (long long)rowptr[i + 1]);
     /* after the checks: rowptr[nrows] >= base, so the difference cannot overflow */
     int64_t nnz = rowptr[nrows] - base;
+    if (nnz > 0 && (!colind || !val))
+        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_csr: NULL argument (%s)",
+                        !colind ? "colind" : "val");
     st = spk_check_memory(ctx, 4.0 * (double)nnz + spk_csr_from_coo_bytes(nrows, ncols, nnz) +
                           24.0 * (double)nnz, "spk_matrix_from_csr: a %lld x %lld matrix of %lld "
                           "entries", (long long)nrows, (long long)ncols, (long long)nnz);
@@ -233,11 +235,6 @@ spk_status spk_matrix_from_csr(spk_context *ctx, int64_t nrows, int64_t ncols,
     for (int64_t i = 0; i < nrows; i++)
         for (int64_t p = rowptr[i] - base; p < rowptr[i + 1] - base; p++)
             row[p] = (int32_t)(i + base);
-    if (nnz > 0 && (!colind || !val)) {
-        spk_free(row);
-        return spk_fail(ctx, SPK_ERR_ARG, "spk_matrix_from_csr: NULL argument (%s)",
-                        !colind ? "colind" : "val");
-    }
     st = matrix_from_triplets(ctx, 1, nrows, ncols, nnz, row, colind, val, base, A);
     spk_free(row);
     return st;
