@@ -55,6 +55,7 @@
  * 2 bad usage; 3 a library failure; 77 --device gpu with no usable GPU (CTest skips). */
 #include "spk.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,8 +181,17 @@ static int heat_rebuild;
 static int usage(const char *msg)
 {
     fprintf(stderr, "heat: %s\nusage: heat [--device cpu|gpu|auto] [--n N] [--steps S] "
-            "[--precond jacobi|amg] [--write-matrix FILE]\n", msg);
+            "[--precond jacobi|amg] [--amg-rebuild] [--write-matrix FILE]\n", msg);
     return 2;
+}
+
+/* A whole decimal integer in [lo, hi] (no trailing characters), or -1. */
+static long long parse_count(const char *v, long long lo, long long hi)
+{
+    char *end;
+    errno = 0;
+    const long long x = strtoll(v, &end, 10);
+    return end != v && *end == '\0' && errno == 0 && x >= lo && x <= hi ? x : -1;
 }
 
 /* A library failure: the status and the context's detail. */
@@ -363,11 +373,14 @@ int main(int argc, char **argv)
         if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
             printf("usage: heat [--device cpu|gpu|auto] [--n N] [--steps S] [--precond jacobi|amg]\n"
                    "            [--amg-rebuild] [--write-matrix FILE]\n"
+                   "  --device D  auto (default: the GPU when one is usable), cpu or gpu\n"
                    "  --precond P jacobi (default) or amg (smoothed aggregation)\n"
                    "  --amg-rebuild  with amg: each refresh builds the hierarchy again, instead of\n"
                    "              keeping its aggregates and recomputing its values\n"
                    "  --n N       N x N squares of the unit square, 2..4096 (default 32)\n"
-                   "  --steps S   backward-Euler steps to T (default: dt <= h^2)\n"
+                   "  --steps S   S/2 steps of dt = T/S to T/2, then S steps of dt/2 to T;\n"
+                   "              S even, 2..2^30 (an odd S is taken as S + 1; default: the\n"
+                   "              smallest with dt <= h^2)\n"
                    "  --write-matrix FILE  write the first step's system matrix M + dt K\n"
                    "              (Matrix Market) and exit 0 without time-stepping\n"
                    "Exit status: 0 the error is within its bound, 1 it is not or a solve did not\n"
@@ -379,13 +392,13 @@ int main(int argc, char **argv)
             if (spk_device_parse(v, &device))
                 return usage("--device: expected cpu, gpu or auto");
         } else if (strcmp(argv[a], "--n") == 0 && v) {
-            N = atoi(v);
-            if (N < 2 || N > 4096)
-                return usage("--n: expected 2..4096");
+            N = (int)parse_count(v, 2, 4096);
+            if (N < 0)
+                return usage("--n: expected an integer in 2..4096");
         } else if (strcmp(argv[a], "--steps") == 0 && v) {
-            S = atoll(v);
-            if (S < 2)
-                return usage("--steps: expected 2 or more");
+            S = parse_count(v, 2, (long long)1 << 30);
+            if (S < 0)
+                return usage("--steps: expected an integer in 2..2^30");
         } else if (strcmp(argv[a], "--precond") == 0 && v) {
             if (spk_precond_parse(v, &heat_precond) != SPK_OK ||
                 (heat_precond != SPK_PRECOND_JACOBI && heat_precond != SPK_PRECOND_AMG))
@@ -403,7 +416,11 @@ int main(int argc, char **argv)
     const double h = 1.0 / N;
     if (S == 0)                                      /* dt = T / S <= h^2, S even          */
         S = 2 * (int64_t)ceil(T_FINAL / (h * h) / 2.0);
-    S += S & 1;
+    if (S & 1) {
+        fprintf(stderr, "heat: note: --steps %lld is odd: %lld taken (S/2 steps, then S)\n",
+                (long long)S, (long long)S + 1);
+        S++;
+    }
 
     run r;
     memset(&r, 0, sizeof r);

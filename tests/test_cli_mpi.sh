@@ -99,5 +99,10 @@ run mp 2 -A "$T/z.mtx" --method gmres --precond jacobi
 check "a zero diagonal on rank 1: exit 2 (got $rc)" test "$rc" = 2
 check "the message names rank 1" grep -q "rank 1" <<<"$err"
 
+# rank 0's write that fails says why, as the lone run does
+run mp 2 -A poisson3d:10 -o /dev/full -q
+check "-o /dev/full over 2 ranks: exit 3 (got $rc)" test "$rc" = 3
+check "... naming the reason" grep -q "cannot write the solution to /dev/full: .*No space left on device" <<<"$err"
+
 echo "test_cli_mpi: $pass passed, $fail failed"
 [ "$fail" = 0 ]

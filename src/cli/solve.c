@@ -970,6 +970,10 @@ static int write_solution(spk_context *ctx, const char *path, const double *x, i
     out_file o;
     if (out_plan(path, &o, why, len) != 0)
         return -1;
+    spk_context *own = NULL;            /* over MPI ranks the solve's context is gone by now:
+                                         * the writer's message needs one to be kept in */
+    if (!ctx && spk_context_create(&own, SPK_DEVICE_CPU) == SPK_OK)
+        ctx = own;
     spk_status st;
     if (o.how == OUT_STREAM) {
         fflush(o.fd == 1 ? stdout : stderr);
@@ -977,12 +981,15 @@ static int write_solution(spk_context *ctx, const char *path, const double *x, i
     } else if (o.how == OUT_IN_PLACE) {
         st = spk_vector_write_mtx(ctx, path, x, n, comment);
     } else {
-        if (out_create_tmp(&o, why, len) != 0)
+        if (out_create_tmp(&o, why, len) != 0) {
+            spk_context_destroy(own);
             return -1;
+        }
         st = spk_vector_write_mtx(ctx, o.tmp, x, n, comment);
     }
     if (st)
         snprintf(why, len, "%s", spk_last_error(ctx));
+    spk_context_destroy(own);
     return out_finish(&o, st == SPK_OK, why, len);
 }
 
