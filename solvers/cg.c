@@ -47,6 +47,21 @@ static spk_reason nonpositive_reason(double v)
     return isnan(v) || isinf(v) ? SPK_DIVERGED_NANORINF : SPK_DIVERGED_INDEFINITE;
 }
 
+/* A p'Ap or r'z of 0 with the residual at round-off is the end of what floating point gives
+ * (rtol = atol = 0 asks for more), not an indefinite A: the detail says which it looks like. */
+void spk_cg_indefinite_detail(spk_result *res, const char *what, double v, int64_t it,
+                              double rnorm)
+{
+    if (res->reason != SPK_DIVERGED_INDEFINITE)
+        return;
+    const double rel = res->bnorm > 0 ? rnorm / res->bnorm : 0.0;
+    snprintf(res->reason_detail, sizeof res->reason_detail,
+             "%s = %.3e <= 0 at iteration %lld, ||r|| / ||b|| = %.3e%s", what, v, (long long)it,
+             rel, v == 0.0 && rel < 1e-12 ? ": the residual is at round-off, where the "
+                                            "tolerances (rtol, atol) could have stopped it"
+                                          : "");
+}
+
 /* One solve's device-side state, for the batch driver (solvers/batch.c). */
 typedef struct cg_run {
     spk_krylov       *k;
@@ -208,17 +223,8 @@ static spk_status cg_iterate(cg_run *c, spk_status (*step)(void *), double rr, d
         const int pq = h[last].why == SPK_CG_WHY_PQ;
         const double v = pq ? h[last].pq : h[last].rz_new;
         res->reason = nonpositive_reason(v);
-        /* what was nonpositive, where, and how far the residual had come: a p'Ap of 0 with
-         * the residual at round-off is the end of what floating point gives (rtol = atol = 0
-         * asks for more), not an indefinite A */
-        const double rel = res->bnorm > 0 ? sqrt(h[last].rr) / res->bnorm : 0.0;
-        if (res->reason == SPK_DIVERGED_INDEFINITE)
-            snprintf(res->reason_detail, sizeof res->reason_detail,
-                     "%s = %.3e <= 0 at iteration %lld, ||r|| / ||b|| = %.3e%s", pq ? "p'Ap" : "r'M^-1 r",
-                     v, (long long)h[last].it + 1, rel,
-                     v == 0.0 && rel < 1e-12 ? ": the residual is at round-off, where the "
-                                               "tolerances (rtol, atol) could have stopped it"
-                                             : "");
+        spk_cg_indefinite_detail(res, pq ? "p'Ap" : "r'M^-1 r", v, h[last].it + 1,
+                                 sqrt(h[last].rr));
         break;
     }
     case SPK_CG_WHY_DTOL: res->reason = SPK_DIVERGED_DTOL; break;

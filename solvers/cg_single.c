@@ -149,10 +149,14 @@ spk_status spk_cg_single(spk_krylov *k, const double *b, double *x)
     res->reason = spk_stop_check(k->opt, res->bnorm, res->rnorm);
     if (res->reason == SPK_REASON_NONE)
         res->reason = k->host_stop;
-    if (res->reason == SPK_REASON_NONE && !(gamma > 0))
+    if (res->reason == SPK_REASON_NONE && !(gamma > 0)) {
         res->reason = nonpositive(gamma);            /* r'M^-1 r <= 0: M not SPD */
-    if (res->reason == SPK_REASON_NONE && !(delta > 0))
+        spk_cg_indefinite_detail(res, "r'M^-1 r", gamma, 1, res->rnorm);
+    }
+    if (res->reason == SPK_REASON_NONE && !(delta > 0)) {
         res->reason = nonpositive(delta);            /* u'A u <= 0: A not SPD    */
+        spk_cg_indefinite_detail(res, "u'A u", delta, 1, res->rnorm);
+    }
     if (res->reason != SPK_REASON_NONE)
         return SPK_OK;
     const double div_thr = spk_stop_dtol_threshold(k->opt, res->bnorm, res->rnorm);
@@ -185,14 +189,24 @@ spk_status spk_cg_single(spk_krylov *k, const double *b, double *x)
             why = k->host_stop;
         const double gamma_new = v[0];
         delta = v[1];
-        if (why == SPK_REASON_NONE && !(gamma_new > 0))
+        const char *what = NULL;
+        double bad = 0.0;
+        if (why == SPK_REASON_NONE && !(gamma_new > 0)) {
             why = nonpositive(gamma_new);
+            what = "r'M^-1 r";
+            bad = gamma_new;
+        }
         beta = gamma_new / gamma;
         const double denom = delta - beta * gamma_new / alpha;
-        if (why == SPK_REASON_NONE && !(denom > 0))
+        if (why == SPK_REASON_NONE && !(denom > 0)) {
             why = nonpositive(denom);                /* p'A p <= 0 */
+            what = "p'Ap";
+            bad = denom;
+        }
         if (why != SPK_REASON_NONE) {
             res->reason = why;
+            if (what)
+                spk_cg_indefinite_detail(res, what, bad, it + 1, rnorm);
             return SPK_OK;
         }
         alpha = gamma_new / denom;

@@ -92,6 +92,10 @@ spk_status spk_fgmres(spk_krylov *k, const double *b, double *x);   /* solvers/g
 spk_status spk_minres(spk_krylov *k, const double *b, double *x);
 /* CG with one reduction per iteration (solvers/cg_single.c): spk_cg's form over ranks. */
 spk_status spk_cg_single(spk_krylov *k, const double *b, double *x);
+/* After a CG ended DIVERGED_INDEFINITE: res->reason_detail says what was nonpositive (`what`,
+ * its value v), at which iteration and how far the residual ||r|| had come (solvers/cg.c). */
+void spk_cg_indefinite_detail(spk_result *res, const char *what, double v, int64_t it,
+                              double rnorm);
 
 /* solvers/stop.c: the stopping test and the per-iteration record. */
 /* max(rtol * bnorm, atol) */
