@@ -163,7 +163,7 @@ static spk_status check_setup(spk_context *ctx, const char *fn, const spk_matrix
     if ((unsigned)opt->history > 1 || (unsigned)opt->use_x0 > 1 || opt->monitor_every < 0 ||
         opt->block_size < 0)
         return spk_fail(ctx, SPK_ERR_ARG, "%s: history = %d and use_x0 = %d must be 0 or 1, "
-                        "monitor_every = %lld and block_size = %d >= 0", fn, opt->history,
+                        "monitor_every = %lld and block_size = %d must be >= 0", fn, opt->history,
                         opt->use_x0, (long long)opt->monitor_every, opt->block_size);
     const spk_amg_options *g = &opt->amg;
     if (opt->precond == SPK_PRECOND_AMG) {
@@ -178,7 +178,8 @@ static spk_status check_setup(spk_context *ctx, const char *fn, const spk_matrix
         if ((unsigned)g->rebuild > 1)
             return spk_fail(ctx, SPK_ERR_ARG, "%s: spk_amg_options.rebuild = %d: 0 (keep the "
                             "aggregates) or 1 (build the hierarchy again)", fn, g->rebuild);
-        if (!g->nullspace && g->nullspace_cols > 0)
+        /* (not over ranks: one without rows may pass NULL, and would stop alone) */
+        if (!g->nullspace && g->nullspace_cols > 0 && !A->dist)
             return spk_fail(ctx, SPK_ERR_ARG, "%s: spk_amg_options.nullspace_cols = %d but "
                             "nullspace is NULL", fn, g->nullspace_cols);
     }
@@ -911,6 +912,8 @@ spk_status spk_solve(spk_context *ctx, spk_matrix *A, const double *b, double *x
         spk_options_default(&defaults);
         opt = &defaults;
     }
+    if (res)
+        memset(res, 0, sizeof *res);   /* overwritten, also when the call is refused below */
     spk_status st = check_setup(ctx, "spk_solve", A, opt);
     if (st)
         return st;

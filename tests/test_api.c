@@ -841,6 +841,13 @@ static void test_solver_errors(void)
             "a refused solve after a converged one: reason %s, %lld iterations",
             spk_reason_str(res.reason), (long long)res.iterations);
     b[2] = 1.0;
+    T_CHECK(spk_solve(ctx, A, b, x, &opt, &res) == SPK_OK && res.reason > 0, "spk_solve: %s",
+            spk_last_error(ctx));
+    b[2] = NAN;
+    T_CHECK(spk_solve(ctx, A, b, x, &opt, &res) == SPK_ERR_ARG && res.reason == 0 &&
+                res.iterations == 0,
+            "spk_solve refused after a converged solve: reason %s", spk_reason_str(res.reason));
+    b[2] = 1.0;
     double a_s, op_s;
     T_CHECK(spk_solver_spmv_seconds(S, 0, &a_s, &op_s) == SPK_ERR_ARG &&
                 strstr(spk_last_error(ctx), "reps = 0 must be >= 1"),

@@ -238,12 +238,22 @@ check "... saying one would replace the other" grep -q "one would replace the ot
 check "... and create nothing" test ! -e "$T/same.out"
 run "$SOLVE" -A "$T/in.mtx" --device cpu -o /dev/null --history /dev/null
 check "-o and --history both /dev/null are fine (rc=$rc: $err)" test "$rc" -eq 0
+"$SOLVE" -A "$T/in.mtx" --device cpu -o /dev/stdout --history /dev/stdout >"$T/both.txt" 2>"$T/err"
+rc=$?
+check "-o and --history both /dev/stdout into a file are fine (rc=$rc)" test "$rc" -eq 0
+check "... and both land there" grep -q "^iteration,cycle" "$T/both.txt"
 
 # --- a dangling link as -o: its target's directory is checked before the solve ---------------------
 ln -sf nodir/x.mtx "$T/dangling"
 run "$SOLVE" -A "$T/in.mtx" --device cpu -o "$T/dangling"
 check "-o onto a link into a missing directory exits 2 before the solve (rc=$rc)" test "$rc" -eq 2
 check "... naming the directory ($err)" grep -q "nodir: no such directory" "$T/err"
+ln -sf dangling "$T/dangling_chain"
+run "$SOLVE" -A "$T/in.mtx" --device cpu -o "$T/dangling_chain"
+check "-o onto a link to that link exits 2 before the solve (rc=$rc: $err)" test "$rc" -eq 2
+ln -sf loop "$T/loop"
+run "$SOLVE" -A "$T/in.mtx" --device cpu -o "$T/loop"
+check "-o onto a link loop exits 2 before the solve (rc=$rc: $err)" grep -q "Too many levels of symbolic links" "$T/err"
 ln -sf newx.mtx "$T/dangling2"
 run "$SOLVE" -A "$T/in.mtx" --device cpu -o "$T/dangling2"
 check "-o onto a link to a new file writes it (rc=$rc: $err)" test "$rc" -eq 0 -a -L "$T/dangling2" -a -s "$T/newx.mtx"
@@ -274,6 +284,10 @@ if command -v python3 >/dev/null; then
 fi
 run "$SOLVE" -A "$A" --rtol=1e-3
 check "--rtol=1e-3 exits 2 saying to give the value apart (rc=$rc: $err)" grep -q "give the value apart: --rtol 1e-3" "$T/err"
+run "$SOLVE" -A "$A" --json=1
+check "--json=1 exits 2 without a hint to split it (rc=$rc: $err)" test "$rc" -eq 2 -a -z "$(grep 'apart' "$T/err")"
+run "$SOLVE" -A "$A" --history --json --bogus
+check "--json as another option's value is not --json: no JSON on stdout (rc=$rc)" test "$rc" -eq 2 -a ! -s "$T/out"
 run "$SOLVE" -A poisson4d:5
 check "an unknown generator exits 2 (rc=$rc)" test "$rc" -eq 2
 check "... saying it is neither a file nor a generator ($err)" grep -q "no such file, and not a generator spec" "$T/err"

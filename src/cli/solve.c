@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <stddef.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -411,6 +412,19 @@ static const char *need_arg(int argc, char **argv, int *i)
     return argv[++*i];
 }
 
+/* Whether the help lists name[0 .. len) as an option followed by a value ("  --rtol X",
+ * "  -o FILE"). */
+static int takes_value(const char *name, ptrdiff_t len)
+{
+    for (const char *p = usage_text; (p = strstr(p, "\n  -")) != NULL; p++) {
+        const char *o = p + 3;
+        if (!strncmp(o, name, (size_t)len) && o[len] == ' ' && o[len + 1] >= 'A' &&
+            o[len + 1] <= 'Z')
+            return 1;
+    }
+    return 0;
+}
+
 static void parse_args(int argc, char **argv, cli *c)
 {
     memset(c, 0, sizeof *c);
@@ -586,7 +600,7 @@ static void parse_args(int argc, char **argv, cli *c)
                 die_usage("--ilut-fill expects a number > 0, got '%s'", argv[i]);
         } else if (!strcmp(a, "--explain")) {
             c->explain = 1;
-        } else if (!strncmp(a, "--", 2) && strchr(a, '=')) {
+        } else if (!strncmp(a, "--", 2) && strchr(a, '=') && takes_value(a, strchr(a, '=') - a)) {
             usage_fail("unknown option '%s' (give the value apart: %.*s %s)", a,
                        (int)(strchr(a, '=') - a), a, strchr(a, '=') + 1);
         } else {
@@ -902,7 +916,11 @@ static int out_conflicts(const cli *c, char *why, size_t len)
                 return -1;
             }
     }
-    if (c->out && c->history && same_path(c->out, c->history)) {
+    out_file po, ph;                      /* through stdout or stderr both are written, in turn */
+    char ignore[PATH_MAX + 256];
+    if (c->out && c->history && out_plan(c->out, &po, ignore, sizeof ignore) == 0 &&
+        out_plan(c->history, &ph, ignore, sizeof ignore) == 0 && po.how != OUT_STREAM &&
+        ph.how != OUT_STREAM && same_path(c->out, c->history)) {
         snprintf(why, len, "-o %s and --history %s are one file: one would replace the other",
                  c->out, c->history);
         return -1;
@@ -925,21 +943,30 @@ static int out_check(const char *path, char *why, size_t len)
         snprintf(why, len, "%s is a directory", path);
         return -1;
     }
-    char dir[PATH_MAX + 64], link[PATH_MAX + 1];
+    char dir[PATH_MAX + 64], link[PATH_MAX + 1], hop[PATH_MAX + 64];
     if (o.how == OUT_IN_PLACE && lstat(path, &st) == 0 && S_ISLNK(st.st_mode) &&
         stat(path, &st) != 0) {
-        /* a dangling link: its target is created where it points, so that directory must be
-         * there and writable (the link's own directory when the target is relative) */
-        const ssize_t k = readlink(path, link, PATH_MAX);
-        if (k <= 0)
-            return 0;
-        link[k] = '\0';
-        const char *slash = strrchr(path, '/');
-        const int w = link[0] != '/' && slash
-                          ? snprintf(dir, sizeof dir, "%.*s/%s", (int)(slash - path), path, link)
-                          : snprintf(dir, sizeof dir, "%s", link);
-        if (w < 0 || (size_t)w >= sizeof dir)
-            return 0;                   /* a name past PATH_MAX: the write will say */
+        if (errno == ELOOP) {
+            snprintf(why, len, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+        /* a dangling link (or a chain of them): the last one's target is created where it
+         * points, so that directory must be there and writable (a relative target counts from
+         * its link's directory) */
+        snprintf(dir, sizeof dir, "%s", path);
+        for (int hops = 0; hops < 40 && lstat(dir, &st) == 0 && S_ISLNK(st.st_mode); hops++) {
+            const ssize_t k = readlink(dir, link, PATH_MAX);
+            if (k <= 0)
+                return 0;
+            link[k] = '\0';
+            const char *slash = strrchr(dir, '/');
+            const int w = link[0] != '/' && slash
+                              ? snprintf(hop, sizeof hop, "%.*s/%s", (int)(slash - dir), dir, link)
+                              : snprintf(hop, sizeof hop, "%s", link);
+            if (w < 0 || (size_t)w >= sizeof hop)
+                return 0;               /* a name past PATH_MAX: the write will say */
+            memcpy(dir, hop, (size_t)w + 1);
+        }
     } else if (o.how != OUT_REPLACE) {
         return 0;                       /* written in place: a FIFO is not opened early    */
     } else {
@@ -1520,8 +1547,10 @@ int main(int argc, char **argv)
     mpi_start(&argc, &argv);
 #endif
     cli c;
-    for (int i = 1; i < argc; i++)                   /* before the parse: its errors too */
+    for (int i = 1; i < argc; i++) {                 /* before the parse: its errors too */
         json_errors |= !strcmp(argv[i], "--json");
+        i += takes_value(argv[i], (ptrdiff_t)strlen(argv[i]));   /* not an option's value */
+    }
     parse_args(argc, argv, &c);
     json_errors = c.json;
     catch_fatal_signals();
