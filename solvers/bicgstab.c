@@ -124,7 +124,7 @@ static spk_status bicg_run_step(void *self)
 }
 
 /* Take in a read-back: record the iterations since the last one (history, monitor). */
-static spk_status bicg_take(void *self, int slot, int64_t *it, int *done)
+static spk_status bicg_take(void *self, int slot, int64_t *it, int *done, double *rnorm)
 {
     bicg_run *c = (bicg_run *)self;
     const spk_bicg_scalars *h = &c->h[slot];
@@ -140,6 +140,7 @@ static spk_status bicg_take(void *self, int slot, int64_t *it, int *done)
     c->recorded = h->it;
     *it = h->it;
     *done = h->state == SPK_BICG_DONE || k->host_stop != SPK_REASON_NONE;
+    *rnorm = h->rnorm;
     return SPK_OK;
 }
 
@@ -217,6 +218,7 @@ spk_status spk_bicgstab(spk_krylov *k, const double *b, double *x)
     const spk_batch_method m = {
         .self = &c, .step = bicg_run_step, .take = bicg_take, .dev_block = w.S,
         .bytes = sizeof *w.S, .host = {&h[0], &h[1]}, .no_graph = !k->pc->graph_safe,
+        .thr = spk_stop_threshold(k->opt, res->bnorm), .r0 = res->rnorm,
     };
     int last;
     if ((st = spk_batch_run(k, &m, SPK_BICG_BATCH_FIRST, SPK_BICG_BATCH, &last)))

@@ -18,10 +18,10 @@
  *
  * The batch aims at ~1 ms of work, at most SPK_CG_BATCH iterations: the read-back between two
  * batches idles the GPU for a few microseconds, and a small system would otherwise be bound by
- * round trips. Iterations queued past the stop see the state and return at once, so stopping
- * costs at most two batches of launches (and of SpMVs, where the backend has no fused spmv_dot
- * to skip); x, the iteration count and the residual are those of the iteration that met the
- * test, as in the textbook loop. The history and the monitor see every iteration's residual,
+ * round trips. Iterations queued past the stop see the state and return at once (but an SpMV
+ * without a fused spmv_dot, and the preconditioner, run in full), and the driver queues none
+ * far past the stop the residual's rate predicts; x, the iteration count and the residual are
+ * those of the iteration that met the test, as in the textbook loop. The history and the monitor see every iteration's residual,
  * delivered batch by batch.
  *
  * The stopping test is on the recursive residual r (unpreconditioned), as SciPy and PETSc do;
@@ -106,7 +106,7 @@ static spk_status cg_step(void *self)
 }
 
 /* Take in a read-back: record the iterations since the last one (history, monitor). */
-static spk_status cg_take(void *self, int slot, int64_t *it, int *done)
+static spk_status cg_take(void *self, int slot, int64_t *it, int *done, double *rnorm)
 {
     cg_run *c = (cg_run *)self;
     const spk_cg_scalars *h = &c->h[slot];
@@ -121,6 +121,7 @@ static spk_status cg_take(void *self, int slot, int64_t *it, int *done)
     c->recorded = h->it;
     *it = h->it;
     *done = h->state == SPK_CG_DONE || c->k->host_stop != SPK_REASON_NONE;
+    *rnorm = sqrt(h->rr);
     return SPK_OK;
 }
 
@@ -206,7 +207,8 @@ static spk_status cg_iterate(cg_run *c, spk_status (*step)(void *), double rr, d
 
     const spk_batch_method m = {
         .self = c, .step = step, .take = cg_take, .dev_block = c->S, .bytes = sizeof *c->S,
-        .host = {&h[0], &h[1]}, .no_graph = !k->pc->graph_safe,
+        .host = {&h[0], &h[1]}, .no_graph = !k->pc->graph_safe, .thr = h[0].thr,
+        .r0 = res->rnorm,
     };
     int last;
     if ((st = spk_batch_run(k, &m, 4, SPK_CG_BATCH, &last)))

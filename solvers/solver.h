@@ -116,19 +116,23 @@ double spk_stop_dtol_threshold(const spk_options *opt, double bnorm, double r0no
 /* solvers/batch.c: the host loop of a method with device-resident scalars. `step` queues one
  * iteration; after each batch the block at dev_block (`bytes`) is fetched into host[slot], and
  * `take` is handed each read-back in order (slot 0 or 1): it records the iterations since the
- * last one and reports the iteration count and whether the method is done. Iterations run
- * until done or k->maxiter are queued; *last is the slot of the final read-back, -1 when
- * nothing was queued (maxiter 0). */
+ * last one and reports the iteration count, whether the method is done, and the residual norm
+ * its stopping test compares with `thr` (NAN when it has none). Iterations run until done or
+ * k->maxiter are queued, but none far past the stop the residual's rate predicts (thr > 0;
+ * r0 the norm at iteration 0); *last is the slot of the final read-back, -1 when nothing was
+ * queued (maxiter 0). */
 typedef struct spk_batch_method {
     void       *self;
     spk_status (*step)(void *self);
-    spk_status (*take)(void *self, int slot, int64_t *it, int *done);
+    spk_status (*take)(void *self, int slot, int64_t *it, int *done, double *rnorm);
     const void *dev_block;
     size_t      bytes;
     void       *host[2];
     int         gpu_shape;           /* 1: depth 2 and timed batches on the CPU too (tests)  */
     int         no_graph;            /* 1: never capture the steps into a CUDA graph (a step
                                         runs host code: a user preconditioner)              */
+    double      thr, r0;             /* the stopping test's ||r|| threshold (0: no prediction)
+                                        and ||r|| at iteration 0                            */
 } spk_batch_method;
 spk_status spk_batch_run(spk_krylov *k, const spk_batch_method *m, int64_t first_batch,
                          int64_t max_batch, int *last);

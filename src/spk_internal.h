@@ -27,8 +27,13 @@ enum { SPK_BSR_BRANCH = 0, SPK_BSR_FLAT = 1, SPK_BSR_SPLIT = 2 };
 enum { SPK_CSR_SUMS_AUTO = 0, SPK_CSR_SUMS_ROWS = 1, SPK_CSR_SUMS_SEGMENTED = 2 };
 /* The GPU work one batch of device-scalar iterations aims at (solvers/batch.c). */
 #define SPK_BATCH_SECONDS 1e-3
+/* The GPU work the batch driver may queue past the stop it predicts: about what a wrong
+ * prediction costs, the GPU idle while the host takes a read-back and queues the next
+ * iteration (a wake from the event's wait and a launch, ~10 us). */
+#define SPK_BATCH_SLACK_SECONDS 10e-6
 typedef struct spk_tuning {
     double batch_s;      /* SPK_BATCH_US: seconds of GPU work between read-backs             */
+    double batch_slack_s;/* SPK_BATCH_SLACK_US: GPU work queued past the predicted stop      */
     int    cuda_graph;   /* SPK_CUDA_GRAPH: 0 launches the iterations one by one             */
     int    csr_kernel;   /* SPK_CSR_KERNEL: SPK_CSR_VECTOR / _MERGE / _ADAPTIVE, or AUTO     */
     int    csr_group;    /* SPK_CSR_GROUP: CSR-vector's lanes per row, 1..32; 0: the rule    */

@@ -30,18 +30,20 @@ static spk_status knob_word(spk_context *ctx, const char *name, const char *cons
     return spk_fail(ctx, SPK_ERR_ARG, "%s=%s: expected one of %s (or unset)", name, e, list);
 }
 
-/* SPK_BATCH_US: microseconds, a number in (0, 1e7). */
-static spk_status knob_batch(spk_context *ctx, double *seconds)
+/* A knob in microseconds below 1e7, above 0 (or from 0 with zero_ok): seconds into
+ * *seconds, def when unset. */
+static spk_status knob_us(spk_context *ctx, const char *name, int zero_ok, double def,
+                          double *seconds)
 {
-    const char *e = getenv("SPK_BATCH_US");
-    *seconds = SPK_BATCH_SECONDS;
+    const char *e = getenv(name);
+    *seconds = def;
     if (!e || !*e)
         return SPK_OK;
     char *end;
     const double us = strtod(e, &end);
-    if (end == e || *end || !(us > 0 && us < 1e7))
-        return spk_fail(ctx, SPK_ERR_ARG, "SPK_BATCH_US=%s: expected microseconds in (0, 1e7) "
-                        "(or unset)", e);
+    if (end == e || *end || !((us > 0 || (zero_ok && us == 0)) && us < 1e7))
+        return spk_fail(ctx, SPK_ERR_ARG, "%s=%s: expected microseconds in %s0, 1e7) (or unset)",
+                        name, e, zero_ok ? "[" : "(");
     *seconds = us * 1e-6;
     return SPK_OK;
 }
@@ -79,7 +81,9 @@ spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t)
     static const char *const mixed_vec[] = {"auto", "fp64", "fp32"};
     static const char *const amg_steps[] = {"auto", "fused", "plain"};
     int w;
-    spk_status st = knob_batch(ctx, &t->batch_s);
+    spk_status st = knob_us(ctx, "SPK_BATCH_US", 0, SPK_BATCH_SECONDS, &t->batch_s);
+    if (!st)
+        st = knob_us(ctx, "SPK_BATCH_SLACK_US", 1, SPK_BATCH_SLACK_SECONDS, &t->batch_slack_s);
     if (!st && !(st = knob_word(ctx, "SPK_CUDA_GRAPH", on_off, 2, &w)))
         t->cuda_graph = w != 0;                           /* unset or "1": on */
     if (!st && !(st = knob_word(ctx, "SPK_CSR_KERNEL", csr, 4, &w)))
@@ -121,6 +125,7 @@ spk_status spk_tuning_read(spk_context *ctx, spk_tuning *t)
 void spk_tuning_default(spk_tuning *t)
 {
     t->batch_s = SPK_BATCH_SECONDS;
+    t->batch_slack_s = SPK_BATCH_SLACK_SECONDS;
     t->cuda_graph = 1;
     t->csr_kernel = SPK_TUNE_AUTO;
     t->csr_group = 0;

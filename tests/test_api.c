@@ -268,6 +268,7 @@ static void test_knobs(void)
         const char *name, *good, *bad, *said;  /* said: what the message must name */
     } knobs[] = {
         {"SPK_BATCH_US", "500", "fast", "microseconds"}, {"SPK_CUDA_GRAPH", "0", "off", "0, 1"},
+        {"SPK_BATCH_SLACK_US", "0", "-1", "[0, 1e7)"},   {"SPK_BATCH_US", "1e3", "0", "(0, 1e7)"},
         {"SPK_CSR_KERNEL", "merge", "x", "adaptive"},    {"SPK_ELL_INDEX", "32", "16", "32"},
         {"SPK_ELL_ROWS", "2", "3", "1, 2"},              {"SPK_GS_ROWS", "4", "8", "4"},
         {"SPK_GS_KERNEL", "rows", "tile", "rows"},       {"SPK_HUGEPAGES", "0", "no", "0, 1"},

@@ -1114,7 +1114,9 @@ static void test_alloc_failure(spk_device dev)
  * the CPU table in both shapes: the CPU's (depth 1, batches of 1) and the GPU's (depth 2,
  * timed batches up to max_batch). Every iteration must reach `take` exactly once and in
  * order, the run must end at min(stop_at, maxiter), and the iterations queued past the stop
- * at most two batches. */
+ * at most two batches. Its residual is rate^it, or a rate that slows down at `bend` (a
+ * prediction from the early rate is short), or none (NAN: nothing to predict from); with a
+ * steady rate the driver queues nothing past the stop once it has two read-backs. */
 typedef struct fake_block {
     int64_t it;
     int32_t done;
@@ -1123,9 +1125,18 @@ typedef struct fake_block {
 typedef struct fake_method {
     fake_block dev;                  /* the "device" block                                   */
     fake_block host[2];
-    int64_t    stop_at, steps, seen, takes;
-    int        order_ok;
+    int64_t    stop_at, steps, seen, takes, bend;
+    int        order_ok, residual;   /* residual: 0 none, 1 steady, 2 slowing at bend        */
 } fake_method;
+
+/* The fake's ||r|| at iteration it: 0.5^it, or after `bend` 0.95 a step; thr puts the stop
+ * at stop_at. */
+static double fake_rnorm(const fake_method *f, int64_t it)
+{
+    if (f->residual == 1 || it <= f->bend)
+        return pow(0.5, (double)it);
+    return pow(0.5, (double)f->bend) * pow(0.95, (double)(it - f->bend));
+}
 
 static spk_status fake_step(void *self)
 {
@@ -1136,7 +1147,7 @@ static spk_status fake_step(void *self)
     return SPK_OK;
 }
 
-static spk_status fake_take(void *self, int slot, int64_t *it, int *done)
+static spk_status fake_take(void *self, int slot, int64_t *it, int *done, double *rnorm)
 {
     fake_method *f = (fake_method *)self;
     const fake_block *h = &f->host[slot];
@@ -1145,6 +1156,7 @@ static spk_status fake_take(void *self, int slot, int64_t *it, int *done)
     f->takes++;
     *it = h->it;
     *done = h->done;
+    *rnorm = f->residual ? fake_rnorm(f, h->it) : NAN;
     return SPK_OK;
 }
 
@@ -1152,30 +1164,48 @@ static void test_batch_driver(void)
 {
     static const int64_t stops[] = {1, 2, 7, 33, 100, 1000000};
     static const int64_t maxits[] = {0, 1, 50, 500};
-    for (int shape = 0; shape < 2; shape++)
-        for (size_t a = 0; a < sizeof stops / sizeof stops[0]; a++)
-            for (size_t b = 0; b < sizeof maxits / sizeof maxits[0]; b++) {
-                spk_krylov k;
-                memset(&k, 0, sizeof k);
-                k.ctx = ctx;
-                k.ops = spk_vec_ops_cpu();
-                k.maxiter = maxits[b];
-                fake_method f;
-                memset(&f, 0, sizeof f);
-                f.stop_at = stops[a];
-                f.order_ok = 1;
-                const spk_batch_method m = {&f, fake_step, fake_take, &f.dev, sizeof f.dev,
-                                            {&f.host[0], &f.host[1]}, shape, 0};
-                int last = 7;
-                T_OK(spk_batch_run(&k, &m, 3, 8, &last));
-                const int64_t want = stops[a] < maxits[b] ? stops[a] : maxits[b];
-                T_CHECK(f.order_ok && f.seen == want && f.dev.it == want &&
-                            (want == 0 ? last == -1 : last == 0 || last == 1) &&
-                            f.steps - want <= (shape ? 2 * 8 : 0) && f.steps <= maxits[b],
-                        "batch driver shape %d stop %lld maxiter %lld: seen %lld, steps %lld, "
-                        "last %d, order %d", shape, (long long)stops[a], (long long)maxits[b],
-                        (long long)f.seen, (long long)f.steps, last, f.order_ok);
-            }
+    const double slack = ctx->tune.batch_slack_s;
+    ctx->tune.batch_slack_s = 0.0;                   /* no slack: the prediction alone     */
+    for (int residual = 0; residual < 3; residual++)
+        for (int shape = 0; shape < 2; shape++)
+            for (size_t a = 0; a < sizeof stops / sizeof stops[0]; a++)
+                for (size_t b = 0; b < sizeof maxits / sizeof maxits[0]; b++) {
+                    spk_krylov k;
+                    memset(&k, 0, sizeof k);
+                    k.ctx = ctx;
+                    k.ops = spk_vec_ops_cpu();
+                    k.maxiter = maxits[b];
+                    fake_method f;
+                    memset(&f, 0, sizeof f);
+                    f.stop_at = stops[a];
+                    f.order_ok = 1;
+                    f.residual = residual;
+                    f.bend = stops[a] / 2;
+                    const spk_batch_method m = {
+                        .self = &f, .step = fake_step, .take = fake_take, .dev_block = &f.dev,
+                        .bytes = sizeof f.dev, .host = {&f.host[0], &f.host[1]},
+                        .gpu_shape = shape,
+                        .thr = residual && stops[a] < 1000 ? fake_rnorm(&f, stops[a]) * 1.0001
+                                                           : 0.0,
+                        .r0 = 1.0,
+                    };
+                    int last = 7;
+                    T_OK(spk_batch_run(&k, &m, 3, 8, &last));
+                    const int64_t want = stops[a] < maxits[b] ? stops[a] : maxits[b];
+                    /* a steady rate, predicted from the read-backs of iterations 0 and 3:
+                     * nothing past the stop after the first two batches (6 iterations) */
+                    const int64_t past = !shape            ? 0
+                                         : residual == 1 ? (want < 6 ? 6 - want : 0)
+                                                         : 2 * 8;
+                    T_CHECK(f.order_ok && f.seen == want && f.dev.it == want &&
+                                (want == 0 ? last == -1 : last == 0 || last == 1) &&
+                                f.steps - want <= past && f.steps <= maxits[b],
+                            "batch driver residual %d shape %d stop %lld maxiter %lld: seen "
+                            "%lld, steps %lld, last %d, order %d", residual, shape,
+                            (long long)stops[a], (long long)maxits[b], (long long)f.seen,
+                            (long long)f.steps, last, f.order_ok);
+                }
+    ctx->tune.batch_slack_s = slack;
 }
 
 int main(int argc, char **argv)
