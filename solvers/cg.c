@@ -21,8 +21,8 @@
  * round trips. Iterations queued past the stop see the state and return at once (but an SpMV
  * without a fused spmv_dot, and the preconditioner, run in full), and the driver queues none
  * far past the stop the residual's rate predicts; x, the iteration count and the residual are
- * those of the iteration that met the test, as in the textbook loop. The history and the monitor see every iteration's residual,
- * delivered batch by batch.
+ * those of the iteration that met the test, as in the textbook loop. The history and the
+ * monitor see every iteration's residual, delivered batch by batch.
  *
  * The stopping test is on the recursive residual r (unpreconditioned), as SciPy and PETSc do;
  * the caller recomputes the true residual at the end.
