@@ -18,7 +18,7 @@ step() { echo "=== $*"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$LOG/gpu.txt"
 step build
 cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 ${CMAKE_EXTRA:-} >"$LOG/build.log" 2>&1 &&
-  cmake --build $B -j 16 --target solve heat spk_cuda $( (echo test_robust_gpu; cd $B && cmake --build . --target help | grep -oE "test_[a-z_]+" | grep -v util) | sort -u) >>"$LOG/build.log" 2>&1 || { tail -50 "$LOG/build.log"; exit 1; }
+  cmake --build $B -j 16 --target solve heat spk_cuda $( (echo test_robust_gpu; cd $B && cmake --build . --target help | grep -oE "test_[a-z0-9_]+" | grep -v util) | sort -u) >>"$LOG/build.log" 2>&1 || { tail -50 "$LOG/build.log"; exit 1; }
 
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   step "ctest -L gpu"
