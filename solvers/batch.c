@@ -12,7 +12,8 @@
  * Iterations queued past the stop run their kernels for nothing: the method's own steps
  * return at once, but an SpMV without a fused skip, or a preconditioner, runs in full. With
  * two batches of ~1 ms in flight that was up to two milliseconds at the end of every solve:
- * a fifth of an AMG-CG solve of 15-20 iterations. So the driver predicts the stop: log ||r||
+ * one wasted V-cycle or more of an AMG-CG solve (5-10% of a large one, a third to a half of
+ * a small one, on an H100). So the driver predicts the stop: log ||r||
  * against the iteration is fitted through the newest read-back and the oldest one kept within
  * SPK_BATCH_RATE_SPAN iterations of it (the residual's geometric rate, which CG and BiCGStab
  * with a good preconditioner follow closely), and no iteration is queued past the predicted
