@@ -195,7 +195,8 @@ static spk_status v_invert(spk_context *ctx, int64_t n, double *d, int allow_neg
 {
     *bad = -1;
     for (int64_t i = 0; i < n; i++) {
-        int ok = allow_negative ? (d[i] != 0.0 && isfinite(d[i])) : (d[i] > 0.0 && isfinite(d[i]));
+        /* 1 / d finite: neither 0 nor a subnormal whose reciprocal overflows */
+        int ok = (allow_negative || d[i] > 0.0) && isfinite(d[i]) && isfinite(1.0 / d[i]);
         if (!ok) {
             *bad = i;
             return SPK_OK;

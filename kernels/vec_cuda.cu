@@ -147,7 +147,8 @@ __global__ void invert_check_kernel(int64_t n, const double *__restrict__ d, int
 {
     SPK_GRID_STRIDE(i, n) {
         double di = d[i];
-        int ok = allow_negative ? (di != 0.0 && isfinite(di)) : (di > 0.0 && isfinite(di));
+        /* 1 / d finite: neither 0 nor a subnormal whose reciprocal overflows (vec_cpu.c) */
+        int ok = (allow_negative || di > 0.0) && isfinite(di) && isfinite(1.0 / di);
         if (!ok)
             atomicMin(first_bad, (unsigned long long)i);
     }

@@ -8,6 +8,8 @@
  * its capability `diag` lets CG and BiCGStab fuse D^-1 into their vector steps. */
 #include "precond.h"
 
+#include <math.h>
+
 typedef struct pc_jacobi {
     spk_context       *ctx;
     const spk_vec_ops *ops;
@@ -27,11 +29,12 @@ spk_status spk_jacobi_invert(spk_context *ctx, const spk_vec_ops *ops, int64_t n
     double v = 0.0;                      /* invert left d as it was: a_ii is still there */
     if ((st = ops->download(ctx, 1, dinv + bad, &v)))
         return st;
+    const int overflows = v != 0.0 && isfinite(v) && (v > 0.0 || !require_positive);
     return spk_fail(ctx, SPK_ERR_UNSUPPORTED,
-                    "Jacobi needs a %s diagonal, but a(%lld,%lld) = %g; use no "
+                    "Jacobi needs a %s diagonal, but a(%lld,%lld) = %g%s; use no "
                     "preconditioner (SPK_PRECOND_NONE)%s",
                     require_positive ? "positive" : "nonzero", (long long)bad + 1,
-                    (long long)bad + 1, v,
+                    (long long)bad + 1, v, overflows ? ", whose reciprocal overflows" : "",
                     require_positive ? ", or BiCGStab or GMRES if A is not SPD" : "");
 }
 

@@ -57,8 +57,9 @@ extern const spk_precond_ops spk_pc_ic0;
 extern const spk_precond_ops spk_pc_ilut;
 
 /* Jacobi's diagonal check, shared with its refresh: dinv holds diag(A) (n doubles on the
- * device); invert it in place, or, on a zero (for CG, a non-positive) entry, leave it and
- * answer SPK_ERR_UNSUPPORTED naming the row and its value. */
+ * device); invert it in place, or, on a zero (for CG, a non-positive) entry or one whose
+ * reciprocal overflows, leave it and answer SPK_ERR_UNSUPPORTED naming the row and its
+ * value. */
 spk_status spk_jacobi_invert(spk_context *ctx, const spk_vec_ops *ops, int64_t n,
                              int require_positive, double *dinv);
 

@@ -610,8 +610,8 @@ typedef struct spk_vec_ops {
     /* The vector part of a fused step (spk_step) with t given, n doubles, or NULL (t = 0: then
      * y = beta u + w b, and with u, w NULL a conversion y = b between precisions). */
     spk_status (*step)(spk_context *ctx, int64_t n, const double *t, const spk_step *s);
-    /* d = 1 / d, checking d: first index with d <= 0 (or == 0 if allow_negative) into *bad,
-     * else -1. */
+    /* d = 1 / d, checking d: first index with d <= 0 (or == 0 if allow_negative), or whose
+     * 1 / d is not finite (a subnormal d), into *bad, d left as it was; else -1. */
     spk_status (*invert)(spk_context *ctx, int64_t n, double *d, int allow_negative,
                          int64_t *bad);
     /* w = w - V h, V column-major n x k with leading dimension ldv, h a host array of k */

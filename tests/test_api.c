@@ -633,7 +633,8 @@ static void test_update_fallback(void)
 /* Per format, with a CG + Jacobi solver on the matrix: a refused update (NaN) leaves the
  * matrix, its layout and the solution as they were; a zero diagonal is taken by the update but
  * refused by the refresh and by every solve (naming the row) until an update repairs it; a
- * negative diagonal is refused by CG's refresh with the row and its value. On the GPU the
+ * negative diagonal is refused by CG's refresh with the row and its value, and so is a
+ * subnormal one, whose reciprocal overflows. On the GPU the
  * diagonal comes from the device values. */
 static void test_update_errors(spk_format fmt)
 {
@@ -692,6 +693,17 @@ static void test_update_errors(spk_format fmt)
     T_CHECK(spk_solver_refresh(S) == SPK_ERR_UNSUPPORTED && strstr(spk_last_error(ctx), "a(4,4) = -") &&
             strstr(spk_last_error(ctx), "positive"), "%s negative diagonal: %s", fn,
             spk_last_error(ctx));
+
+    /* a subnormal diagonal a(5,5) (the sum of its triplets), whose reciprocal overflows:
+     * refused as a zero one is */
+    fem_values(&F, 8, 1);
+    for (int64_t k = 0; k < F.nnz; k++)
+        if (F.row[k] == 4 && F.col[k] == 4)
+            F.val[k] = 1e-310;
+    T_CHECK(spk_matrix_update_values(ctx, A, F.nnz, F.val, 0) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(spk_solver_refresh(S) == SPK_ERR_UNSUPPORTED && strstr(spk_last_error(ctx), "a(5,5) = ") &&
+            strstr(spk_last_error(ctx), "e-310, whose reciprocal overflows"),
+            "%s subnormal diagonal: %s", fn, spk_last_error(ctx));
 
     /* repaired: the first solution again */
     fem_values(&F, 8, 1);
