@@ -95,6 +95,11 @@ int main(int argc, char **argv)
                 sum_vec += t.vec[l];
             }
             printf("  coarsest dense spmv %.1f us\n", 1e6 * t.coarse);
+            printf("  level  entries (backend) of A, R, P\n");
+            for (int l = 0; l + 1 < t.nlevels; l++)
+                printf("  %5d  %lld (%s), %lld (%s), %lld (%s)\n", l, (long long)t.nnz_a[l],
+                       t.be_a[l], (long long)t.nnz_r[l], t.be_r[l], (long long)t.nnz_p[l],
+                       t.be_p[l]);
             printf("  sum of the SpMVs %.1f us, with the vector steps %.1f us; V-cycle / SpMVs "
                    "%.2f, V-cycle / all parts %.2f\n", 1e6 * sum_spmv, 1e6 * (sum_spmv + sum_vec),
                    t.vcycle / sum_spmv, t.vcycle / (sum_spmv + sum_vec));

@@ -234,6 +234,9 @@ typedef struct spk_amg_timing {
     double spmv_a[32], spmv_r[32], spmv_p[32], vec[32];
     int    count_a[32];          /* SpMVs with A_l in one cycle                               */
     double coarse;
+    int64_t nnz_a[32], nnz_r[32], nnz_p[32];          /* their entries                        */
+    const char *be_a[32], *be_r[32], *be_p[32];       /* their backends (the fp32 twin's name
+                                                         is the matrix's: see the values line) */
 } spk_amg_timing;
 spk_status spk_amg_time_parts(void *state, const double *r, double *z, int reps,
                               spk_amg_timing *t);

@@ -873,6 +873,15 @@ spk_status spk_amg_time_parts(void *state, const double *r, double *z, int reps,
     if (st)
         return st;
     TIME_PART(M, reps, t->vcycle, amg_apply(M, r, z));
+    for (int l = 0; l + 1 < M->H.nlevels; l++) {
+        const amg_level_dev *L = &M->lev[l];
+        t->nnz_a[l] = L->A->csr.nnz;
+        t->nnz_r[l] = L->R->csr.nnz;
+        t->nnz_p[l] = L->P->csr.nnz;
+        t->be_a[l] = spk_matrix_backend_name(L->A);
+        t->be_r[l] = spk_matrix_backend_name(L->R);
+        t->be_p[l] = spk_matrix_backend_name(L->P);
+    }
     const int jac = M->H.opt.smoother != SPK_AMG_CHEBYSHEV, sw = M->H.opt.sweeps,
               deg = M->H.opt.degree;
     if (M->fused)
