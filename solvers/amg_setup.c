@@ -685,19 +685,26 @@ static void smoother_values(const spk_csr *A, const double *dinv, double omega, 
 
 /* ---- the coarsest level ----------------------------------------------------------------- */
 
-/* cinv = A^-1 (dense, row-major) by LU with partial pivoting; an unknown whose row and column
- * are zero gets a zero row and column. lu: n x n, piv: n. */
+/* cinv = A^-1 (dense, row-major) by LU with partial pivoting of R A, R = diag(1 / the row's
+ * largest |a_ij|): each row scaled to a largest entry of 1, so that the pivots are judged
+ * against their own row's scale and not the whole matrix's (a coefficient that jumps by 1e16,
+ * jump3d:N:1e16, leaves rows of entries ~1 beside rows of ~1e16, whose pivots are not small);
+ * then A^-1 = (R A)^-1 R. An unknown whose row and column are zero gets a zero row and
+ * column. lu: n x n, piv: 4 n + 1. */
 static spk_status coarse_inverse(spk_context *ctx, const spk_csr *A, double *lu, int64_t *piv,
                                  double *cinv)
 {
     const int64_t n = A->nrows;
+    double *rs = (double *)(piv + 3 * n);           /* 1 / the row's largest |a_ij|, or 1 */
     memset(lu, 0, (size_t)n * (size_t)n * sizeof *lu);
-    double amax = 0.0;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
-            lu[i * n + A->colind[p]] = A->val[p];
-            amax = fmax(amax, fabs(A->val[p]));
-        }
+    for (int64_t i = 0; i < n; i++) {
+        double m = 0.0;
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+            m = fmax(m, fabs(A->val[p]));
+        rs[i] = m > 0.0 && isfinite(1.0 / m) ? 1.0 / m : 1.0;
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+            lu[i * n + A->colind[p]] = rs[i] * A->val[p];
+    }
     /* zero row and column: decoupled, given 1 on the diagonal here and 0 in the inverse */
     char *zero = (char *)(piv + 2 * n);             /* piv: n pivots, n of perm, then zero[] */
     for (int64_t i = 0; i < n; i++) {
@@ -708,6 +715,7 @@ static spk_status coarse_inverse(spk_context *ctx, const spk_csr *A, double *lu,
         if (z)
             lu[i * n + i] = 1.0;
     }
+    const double amax = 1.0;                        /* every nonzero row's largest entry */
     for (int64_t c = 0; c < n; c++) {
         int64_t pr = c;
         for (int64_t r = c + 1; r < n; r++)
@@ -716,7 +724,8 @@ static spk_status coarse_inverse(spk_context *ctx, const spk_csr *A, double *lu,
         piv[c] = pr;
         if (!(fabs(lu[pr * n + c]) > 1e-14 * amax))
             return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "AMG: the coarsest level's matrix (%lld "
-                            "rows) is singular to working precision (pivot %g at column %lld): A "
+                            "rows) is singular to working precision (pivot %g at column %lld, "
+                            "the rows scaled to a largest entry of 1): A "
                             "is singular (a pure Neumann problem?) or its null space is not in "
                             "the near-null space B", (long long)n, lu[pr * n + c],
                             (long long)c + 1);
@@ -783,6 +792,11 @@ static spk_status coarse_inverse(spk_context *ctx, const spk_csr *A, double *lu,
                 xr[j] /= d;
         }
     }
+    /* (R A)^-1 R: column j times rs[j] */
+#pragma omp parallel for schedule(static) if (n > 256)
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++)
+            cinv[i * n + j] *= rs[j];
     for (int64_t i = 0; i < n; i++)
         if (zero[i])
             for (int64_t j = 0; j < n; j++)
@@ -898,7 +912,7 @@ static spk_status coarse_setup(spk_context *ctx, spk_amg_hier *H, const spk_csr 
     H->nc = n;
     H->lu = spk_malloc(ctx, (size_t)(n > 0 ? n * n : 1), sizeof *H->lu);
     H->cinv = spk_malloc(ctx, (size_t)(n > 0 ? n * n : 1), sizeof *H->cinv);
-    H->piv = spk_malloc(ctx, (size_t)(3 * n + 1), sizeof *H->piv);
+    H->piv = spk_malloc(ctx, (size_t)(4 * n + 1), sizeof *H->piv);
     if (!H->lu || !H->cinv || !H->piv)
         return spk_fail(ctx, SPK_ERR_NOMEM, "AMG: the coarsest level's dense inverse of order "
                         "%lld: out of memory", (long long)n);
