@@ -416,12 +416,14 @@ typedef struct spk_amg_options {
      * and B defaults to the block_size translations. 0 or 1: scalar */
     int           block_size;
     /* the near-null space: nullspace_cols column-major vectors of n entries each (copied at
-     * setup). NULL: from coords when given, else the translations (B = ones for scalars) */
+     * setup; each scaled by a power of two, so its scale does not matter; a zero vector is
+     * SPK_ERR_ARG). NULL: from coords when given, else the translations (B = ones for
+     * scalars) */
     const double *nullspace;
     int           nullspace_cols;
     /* node coordinates, coord_dim (2 or 3) per node, node-major (x0 y0 z0 x1 ...), one node
      * per block_size unknowns (block_size must equal coord_dim): B = the rigid-body modes,
-     * 3 in 2-D, 6 in 3-D */
+     * 3 in 2-D, 6 in 3-D, less a rotation that moves no node */
     const double *coords;
     int           coord_dim;
     double        theta;       /* strength threshold: |a_ij| >= theta sqrt(|a_ii a_jj|); 0     */

@@ -935,6 +935,40 @@ static spk_status coarse_values(spk_context *ctx, spk_amg_hier *H, const spk_csr
     return st;
 }
 
+/* Level 0's B, given or made from coordinates (the translations are 0 and 1 already), each
+ * column scaled by a power of two to a largest |entry| in [0.5, 1): the span is B's, and so
+ * are the hierarchy's bits (the tentative prolongator's QR takes a power of two out exactly),
+ * but the QR's norms can no longer overflow or underflow (a B of 1e160 or 1e-170 used to lose
+ * its columns without a word). A zero column spans nothing: a given one is refused; a
+ * rigid-body rotation that moves no node (every node on its axis, or all at one point) is
+ * left out, and k counts the modes that remain. */
+static spk_status scale_columns(spk_context *ctx, const spk_amg_options *o, spk_amg_level *L0)
+{
+    const int64_t n = L0->n;
+    int kept = 0;
+    for (int c = 0; c < L0->k; c++) {
+        double *col = L0->B + (int64_t)c * n, m = 0.0;
+        for (int64_t i = 0; i < n; i++)
+            m = fmax(m, fabs(col[i]));
+        if (m == 0.0 && n > 0) {
+            if (o->nullspace)
+                return spk_fail(ctx, SPK_ERR_ARG, "AMG: near-null space vector %d of %d is zero: "
+                                "it spans nothing", c + 1, L0->k);
+            continue;                           /* a rotation that moves no node */
+        }
+        int e = 0;
+        (void)frexp(m, &e);
+        double *to = L0->B + (int64_t)kept * n;
+        for (int64_t i = 0; i < n; i++)
+            to[i] = ldexp(col[i], -e);
+        kept++;
+    }
+    if (kept == 0 && n > 0)
+        return spk_fail(ctx, SPK_ERR_ARG, "AMG: the near-null space is empty");
+    L0->k = kept;
+    return SPK_OK;
+}
+
 spk_status spk_amg_begin(spk_context *ctx, const spk_csr *A0, int symmetric,
                          const spk_amg_options *in, spk_amg_hier *H)
 {
@@ -989,6 +1023,8 @@ spk_status spk_amg_begin(spk_context *ctx, const spk_csr *A0, int symmetric,
             for (int c = 0; c < k; c++)
                 B[(int64_t)c * n + i] = i % k == c ? 1.0 : 0.0;
     }
+    if ((o->nullspace || o->coords) && (st = scale_columns(ctx, o, L0)))
+        goto fail;
     H->nlevels = 1;
     return SPK_OK;
 fail:

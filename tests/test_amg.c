@@ -515,6 +515,30 @@ static void test_nullspace(void)
     run given = solve_with(A, SPK_PRECOND_AMG, &o, 9), dflt = solve_with(A, SPK_PRECOND_AMG, NULL, 9);
     T_CHECK(given.its == dflt.its, "B = ones given: %lld iterations, the default: %lld",
             (long long)given.its, (long long)dflt.its);
+    /* B's scale does not matter: ones times 1e160 or 1e-170 (whose QR norms overflow or
+     * underflow unscaled) take the same iterations; a zero vector is refused */
+    static const double scales[] = {1e160, 1e-170};
+    for (int c = 0; c < 2; c++) {
+        for (int64_t i = 0; i < n; i++)
+            B[i] = scales[c];
+        run sc = solve_with(A, SPK_PRECOND_AMG, &o, 9);
+        T_CHECK(sc.its == dflt.its, "B = %g: %lld iterations, ones %lld", scales[c],
+                (long long)sc.its, (long long)dflt.its);
+    }
+    for (int64_t i = 0; i < n; i++)
+        B[i] = 0.0;
+    {
+        spk_options opt;
+        spk_options_default(&opt);
+        opt.precond = SPK_PRECOND_AMG;
+        opt.amg = o;
+        double *b = t_rand_vec(n, 2), *x = calloc((size_t)n, sizeof *x);
+        spk_result res;
+        const spk_status st = spk_solve(ctx, A, b, x, &opt, &res);
+        T_CHECK(st == SPK_ERR_ARG && strstr(spk_last_error(ctx), "is zero"), "B = 0: %s, '%s'",
+                spk_status_str(st), spk_last_error(ctx));
+        free(b), free(x);
+    }
     /* a bad near-null space (B alternating in sign) costs iterations */
     for (int64_t i = 0; i < n; i++)
         B[i] = i % 2 ? 1.0 : -1.0;
