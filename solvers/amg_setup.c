@@ -699,8 +699,16 @@ static spk_status coarse_inverse(spk_context *ctx, const spk_csr *A, double *lu,
     memset(lu, 0, (size_t)n * (size_t)n * sizeof *lu);
     for (int64_t i = 0; i < n; i++) {
         double m = 0.0;
-        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            if (!isfinite(A->val[p]))
+                return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "AMG: the coarsest level's matrix (%lld "
+                                "rows) has a(%lld,%lld) = %g: the hierarchy overflowed, or a "
+                                "diagonal entry of A is so small that its reciprocal overflows; "
+                                "scale the system (A and b by one constant) towards entries of "
+                                "order 1", (long long)n, (long long)i + 1,
+                                (long long)A->colind[p] + 1, A->val[p]);
             m = fmax(m, fabs(A->val[p]));
+        }
         rs[i] = m > 0.0 && isfinite(1.0 / m) ? 1.0 / m : 1.0;
         for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
             lu[i * n + A->colind[p]] = rs[i] * A->val[p];

@@ -448,6 +448,18 @@ static void test_contrast(void)
     const spk_status st = spk_solve(ctx, L, b, x, &opt, &res);
     T_CHECK(st == SPK_ERR_UNSUPPORTED && strstr(spk_last_error(ctx), "singular"),
             "the Neumann Laplacian: %s, '%s'", spk_status_str(st), spk_last_error(ctx));
+    spk_matrix_destroy(L);
+    /* the Dirichlet one times 1e-310, whose diagonal's reciprocals overflow: the hierarchy
+     * fills with NaN, and the coarsest level says what to do instead of "singular" */
+    for (int64_t p = 0; p < q; p++)
+        val[p] = (row[p] == col[p] ? 2.0 : -1.0) * 1e-310;
+    L = NULL;
+    T_CHECK(spk_matrix_from_coo(ctx, N, N, q, row, col, val, 0, &L) == SPK_OK, "%s",
+            spk_last_error(ctx));
+    opt.amg.max_coarse = 10;
+    const spk_status st2 = spk_solve(ctx, L, b, x, &opt, &res);
+    T_CHECK(st2 == SPK_ERR_UNSUPPORTED && strstr(spk_last_error(ctx), "scale the system"),
+            "the Laplacian times 1e-310: %s, '%s'", spk_status_str(st2), spk_last_error(ctx));
     free(b), free(x);
     spk_matrix_destroy(L);
 }

@@ -382,6 +382,7 @@ printf '%%%%MatrixMarket matrix array real general\n2 1\n1e10\n1\n' >"$T/sing_b.
 run "$SOLVE" -A "$T/sing.mtx" -b "$T/sing_b.mtx" --method cg --device cpu --quiet -o "$T/xs.mtx"
 check "a solve whose x overflows exits 1 (rc=$rc)" test "$rc" -eq 1
 check "... is not reported converged ($err)" grep -q "DIVERGED_NANORINF" "$T/err"
+check "... and the hint says to scale the system ($err)" grep -q "scaled towards entries of order 1" "$T/err"
 check "... and x is not written, with a message" test ! -e "$T/xs.mtx" -a -n "$(grep 'not writing' "$T/err")"
 
 # --- --json stays valid JSON for a file name that is not UTF-8, and for NaN/Inf history rows ----

@@ -184,8 +184,9 @@ static const char usage_text[] =
     "  --json              print the whole result as JSON on stdout (with the history when\n"
     "                      --history is given) instead of the summary; a run that fails\n"
     "                      prints {\"error\": ..., \"status\": ..., \"exit\": ...}\n"
-    "  --explain           print the row-length statistics, each format's memory, why the\n"
-    "                      format was chosen, and the preconditioner (AMG: its levels)\n"
+    "  --explain           print the row-length statistics and the range of |a_ij|, each\n"
+    "                      format's memory, why the format was chosen, and the\n"
+    "                      preconditioner (AMG: its levels)\n"
     "  --quiet, -q         print nothing but errors: no summary, --explain, --monitor or\n"
     "                      notes (-o, --history and --json are still written)\n"
     "  --help, -h, --version\n"
@@ -679,6 +680,10 @@ static const char *hint(const spk_result *res)
         return "--max-time passed; x is the last iterate";
     case SPK_DIVERGED_INTERRUPTED:
         return "interrupted; x and the history so far are written";
+    case SPK_DIVERGED_NANORINF:
+        return "a product overflowed or a division by an underflowed value met an infinity: "
+               "entries of A or b near double's limits (--explain prints the largest and "
+               "smallest |a_ij|) want the system scaled towards entries of order 1";
     default:
         return "";
     }
@@ -1204,6 +1209,8 @@ static void print_explain(spk_context *ctx, const report *r)
     printf("  columns: bandwidth %lld (max |j - i|), coherence %.3f (share of the entries whose "
            "diagonal neighbour (i-1, j-1) is an entry)\n", (long long)in->bandwidth,
            in->coherence);
+    printf("  values: |a_ij| from %.3g to %.3g (the nonzero ones)\n", in->val_absmin,
+           in->val_absmax);
     if (in->bytes[SPK_FMT_DIA] != SIZE_MAX)
         printf("  DIA: %lld diagonals, fill %.3fx, %lld rows without every diagonal\n",
                (long long)in->dia_diags, in->dia_fill, (long long)in->dia_partial_rows);
