@@ -144,6 +144,8 @@ typedef struct spk_amg_hier {
     double         dev_step_s[SPK_AMG_DEV_STEPS]; /* a GPU build's seconds per step          */
     int            a_from_layout;  /* its level 0 read from the matrix's device layout       */
     int            host_values;    /* a GPU build's host copies hold the values (and D^-1)   */
+    int64_t        stop_aggs;      /* a host build that stopped coarsening: the aggregates of
+                                      its last level (x k no fewer rows than the level's)    */
 } spk_amg_hier;
 
 /* Resolve the options' zeros to the defaults (spk.h, spk_amg_options). */

@@ -908,6 +908,13 @@ static spk_status coarse_setup(spk_context *ctx, spk_amg_hier *H, const spk_csr 
     const int l = H->nlevels - 1;
     const spk_csr *A = level_A(H, A0, l);
     const int64_t n = A->nrows;
+    if (n > AMG_DENSE_MAX && H->stop_aggs > 0)
+        return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "AMG: the coarsening stopped at %lld rows on "
+                        "level %d: its %lld aggregates of %d near-null vectors each would make "
+                        "%lld coarse rows, no fewer; more than the coarsest level's dense solve "
+                        "takes (%d): use fewer near-null vectors, or Jacobi", (long long)n, l,
+                        (long long)H->stop_aggs, H->lev[l].k,
+                        (long long)H->stop_aggs * H->lev[l].k, AMG_DENSE_MAX);
     if (n > AMG_DENSE_MAX)
         return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "AMG: the coarsening stopped at %lld rows on "
                         "level %d (aggregation no longer coarsens, or max_levels = %d), more "
@@ -1101,6 +1108,7 @@ spk_status spk_amg_build(spk_context *ctx, const spk_csr *A0, int symmetric,
             goto fail;
         }
         if (L->naggs == 0 || L->naggs * L->k >= L->n) {  /* no coarsening: this is the last */
+            H->stop_aggs = L->naggs;
             spk_free(L->agg);
             L->agg = NULL;
             L->naggs = 0;

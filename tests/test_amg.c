@@ -551,6 +551,27 @@ static void test_nullspace(void)
                 spk_status_str(st), spk_last_error(ctx));
         free(b), free(x);
     }
+    /* more vectors than aggregation can coarsen (aggregates x k >= n) on a matrix past the
+     * dense solve's order: the message names the vectors, not max_levels */
+    {
+        spk_matrix *A2 = t_matrix(ctx, "poisson2d:100");
+        const int64_t n2 = A2->csr.nrows;
+        const int k = 16;
+        double *Bk = t_rand_vec(n2 * k, 5), *b = t_rand_vec(n2, 2),
+               *x = calloc((size_t)n2, sizeof *x);
+        spk_options opt;
+        spk_options_default(&opt);
+        opt.precond = SPK_PRECOND_AMG;
+        opt.amg.nullspace = Bk;
+        opt.amg.nullspace_cols = k;
+        spk_result res;
+        const spk_status st = spk_solve(ctx, A2, b, x, &opt, &res);
+        T_CHECK(st == SPK_ERR_UNSUPPORTED && strstr(spk_last_error(ctx), "16 near-null vectors"),
+                "16 near-null vectors on poisson2d:100: %s, '%s'", spk_status_str(st),
+                spk_last_error(ctx));
+        free(Bk), free(b), free(x);
+        spk_matrix_destroy(A2);
+    }
     /* a bad near-null space (B alternating in sign) costs iterations */
     for (int64_t i = 0; i < n; i++)
         B[i] = i % 2 ? 1.0 : -1.0;
