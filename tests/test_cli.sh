@@ -200,6 +200,10 @@ run "$SOLVE" -A poisson2d:10 --device cpu --precond chebyshev --poly-degree 0
 check "--poly-degree 0 exits 2 (rc=$rc)" test "$rc" -eq 2
 run "$SOLVE" -A poisson2d:10 --device cpu --precond jacobi --poly-degree 2
 check "--poly-degree without chebyshev warns" grep -q "applies to --precond chebyshev only" "$T/err"
+run "$SOLVE" -A poisson2d:10 --device cpu --precond amg --amg-degree 3
+check "--amg-degree with AMG's Jacobi smoother warns" grep -q "applies to --amg-smoother chebyshev only" "$T/err"
+run "$SOLVE" -A poisson2d:10 --device cpu --precond amg --amg-smoother chebyshev --amg-degree 3
+check "... and with its Chebyshev smoother does not" test -z "$(grep warning "$T/err")"
 run "$SOLVE" -A "$IN/sherman1.mtx" --device cpu --method cg --precond chebyshev
 check "Chebyshev-CG refuses a negative diagonal, naming the entry (rc=$rc: $err)" \
   grep -q "Chebyshev needs a positive diagonal.*a([0-9]*,[0-9]*) = -" "$T/err"

@@ -1384,6 +1384,10 @@ static void read_amg_inputs(spk_context *ctx, cli *c, int64_t n)
         fprintf(stderr, "solve: warning: --poly-degree applies to --precond chebyshev only (the "
                 "preconditioner is %s)\n", spk_precond_str(c->opt.precond));
     const spk_precond p = c->opt.precond;
+    if (c->opt.amg.degree && p == SPK_PRECOND_AMG && c->opt.amg.smoother != SPK_AMG_CHEBYSHEV &&
+        !c->quiet)
+        fprintf(stderr, "solve: warning: --amg-degree applies to --amg-smoother chebyshev only "
+                "(the smoother is jacobi)\n");
     if (c->amg_opt && p != SPK_PRECOND_AMG && !c->quiet)
         fprintf(stderr, "solve: warning: %s applies to --precond amg only (the preconditioner "
                 "is %s)\n", c->amg_opt, spk_precond_str(p));
