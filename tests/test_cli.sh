@@ -249,6 +249,12 @@ fi
 run "$SOLVE" -A "$IN/bcsstk09.mtx" --device cpu --precond amg --coords grid
 check "--coords grid with a file matrix exits 2 (rc=$rc)" test "$rc" -eq 2
 check "... saying it needs a generator" grep -q "not a generator spec" "$T/err"
+run "$SOLVE" -A poisson3d:10 --device cpu --precond amg --block-size 3
+check "--block-size that does not divide n exits 2 (rc=$rc)" test "$rc" -eq 2
+check "... naming the option and the rows" grep -q -- "--block-size 3 must divide the 1000 rows" "$T/err"
+run "$SOLVE" -A lame3d:4 --device cpu --precond amg --block-size 2 --coords grid
+check "--coords of 3-D nodes with --block-size 2 exits 2 (rc=$rc)" test "$rc" -eq 2
+check "... naming both options" grep -q -- "--coords grid gives 3 coordinates a node.*--block-size is 2" "$T/err"
 run "$SOLVE" -A poisson2d:10 --device cpu --precond amg --amg-smoother gauss
 check "an unknown --amg-smoother exits 2 (rc=$rc)" test "$rc" -eq 2
 run "$SOLVE" -A poisson2d:10 --device cpu --precond jacobi --block-size 2

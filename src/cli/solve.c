@@ -1373,6 +1373,16 @@ static void read_amg_inputs(spk_context *ctx, cli *c, int64_t n)
         c->opt.amg.coords = node_major;
         c->opt.amg.coord_dim = (int)cols;
     }
+    /* what the library would refuse by its field names, said here by the options' */
+    const int bs = c->opt.amg.block_size;
+    if (c->opt.precond == SPK_PRECOND_AMG && bs > 1 && n % bs)
+        fail_exit(ctx, EXIT_USAGE, spk_status_str(SPK_ERR_ARG), "--block-size %d must divide the "
+                  "%lld rows of %s", bs, (long long)n, c->A);
+    if (c->opt.precond == SPK_PRECOND_AMG && bs > 1 && c->opt.amg.coords && !c->nullspace &&
+        c->opt.amg.coord_dim != bs)
+        fail_exit(ctx, EXIT_USAGE, spk_status_str(SPK_ERR_ARG), "--coords %s gives %d coordinates "
+                  "a node, whose rigid-body modes act on %d unknowns a node, but --block-size is "
+                  "%d", c->coords, c->opt.amg.coord_dim, c->opt.amg.coord_dim, bs);
     if ((c->nullspace || c->coords) && c->opt.precond != SPK_PRECOND_AMG && !c->quiet)
         fprintf(stderr, "solve: warning: --nullspace and --coords apply to --precond amg only "
                 "(the preconditioner is %s)\n", spk_precond_str(c->opt.precond));
