@@ -685,17 +685,17 @@ static void smoother_values(const spk_csr *A, const double *dinv, double omega, 
 
 /* ---- the coarsest level ----------------------------------------------------------------- */
 
-/* cinv = A^-1 (dense, row-major) by LU with partial pivoting of R A, R = diag(1 / the row's
- * largest |a_ij|): each row scaled to a largest entry of 1, so that the pivots are judged
- * against their own row's scale and not the whole matrix's (a coefficient that jumps by 1e16,
- * jump3d:N:1e16, leaves rows of entries ~1 beside rows of ~1e16, whose pivots are not small);
- * then A^-1 = (R A)^-1 R. An unknown whose row and column are zero gets a zero row and
- * column. lu: n x n, piv: 4 n + 1. */
+/* cinv = A^-1 (dense, row-major) by LU with partial pivoting of R A, R = diag(2^-e_i) with
+ * 2^e_i the power of two just above row i's largest |a_ij|: each row scaled exactly to a
+ * largest entry in [0.5, 1), so that the pivots are judged against their own row's scale and
+ * not the whole matrix's (a coefficient that jumps by 1e16, jump3d:N:1e16, leaves rows of
+ * entries ~1 beside rows of ~1e16, whose pivots are not small); then A^-1 = (R A)^-1 R. An
+ * unknown whose row and column are zero gets a zero row and column. lu: n x n, piv: 4 n + 1. */
 static spk_status coarse_inverse(spk_context *ctx, const spk_csr *A, double *lu, int64_t *piv,
                                  double *cinv)
 {
     const int64_t n = A->nrows;
-    double *rs = (double *)(piv + 3 * n);           /* 1 / the row's largest |a_ij|, or 1 */
+    int64_t *re = piv + 3 * n;                      /* e_i: row i scaled by 2^-e_i */
     memset(lu, 0, (size_t)n * (size_t)n * sizeof *lu);
     for (int64_t i = 0; i < n; i++) {
         double m = 0.0;
@@ -709,9 +709,11 @@ static spk_status coarse_inverse(spk_context *ctx, const spk_csr *A, double *lu,
                                 (long long)A->colind[p] + 1, A->val[p]);
             m = fmax(m, fabs(A->val[p]));
         }
-        rs[i] = m > 0.0 && isfinite(1.0 / m) ? 1.0 / m : 1.0;
+        int e = 0;
+        (void)frexp(m, &e);                         /* m = 0: e = 0 */
+        re[i] = e;
         for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
-            lu[i * n + A->colind[p]] = rs[i] * A->val[p];
+            lu[i * n + A->colind[p]] = ldexp(A->val[p], -e);
     }
     /* zero row and column: decoupled, given 1 on the diagonal here and 0 in the inverse */
     char *zero = (char *)(piv + 2 * n);             /* piv: n pivots, n of perm, then zero[] */
@@ -723,7 +725,7 @@ static spk_status coarse_inverse(spk_context *ctx, const spk_csr *A, double *lu,
         if (z)
             lu[i * n + i] = 1.0;
     }
-    const double amax = 1.0;                        /* every nonzero row's largest entry */
+    const double amax = 1.0;                        /* above every row's largest entry */
     for (int64_t c = 0; c < n; c++) {
         int64_t pr = c;
         for (int64_t r = c + 1; r < n; r++)
@@ -733,7 +735,7 @@ static spk_status coarse_inverse(spk_context *ctx, const spk_csr *A, double *lu,
         if (!(fabs(lu[pr * n + c]) > 1e-14 * amax))
             return spk_fail(ctx, SPK_ERR_UNSUPPORTED, "AMG: the coarsest level's matrix (%lld "
                             "rows) is singular to working precision (pivot %g at column %lld, "
-                            "the rows scaled to a largest entry of 1): A "
+                            "the rows scaled to a largest entry in [0.5, 1)): A "
                             "is singular (a pure Neumann problem?) or its null space is not in "
                             "the near-null space B", (long long)n, lu[pr * n + c],
                             (long long)c + 1);
@@ -800,11 +802,11 @@ static spk_status coarse_inverse(spk_context *ctx, const spk_csr *A, double *lu,
                 xr[j] /= d;
         }
     }
-    /* (R A)^-1 R: column j times rs[j] */
+    /* (R A)^-1 R: column j times 2^-e_j */
 #pragma omp parallel for schedule(static) if (n > 256)
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < n; j++)
-            cinv[i * n + j] *= rs[j];
+            cinv[i * n + j] = ldexp(cinv[i * n + j], -(int)re[j]);
     for (int64_t i = 0; i < n; i++)
         if (zero[i])
             for (int64_t j = 0; j < n; j++)
