@@ -572,6 +572,23 @@ static void test_nullspace(void)
         free(Bk), free(b), free(x);
         spk_matrix_destroy(A2);
     }
+    /* coordinates all at one point: the rotations move no node and are left out, the
+     * translations remain (3 vectors), and the solve converges */
+    {
+        spk_matrix *E = t_matrix(ctx, "lame3d:6");
+        const int64_t ne = E->csr.nrows;
+        double *xyz = calloc((size_t)ne, sizeof *xyz);
+        spk_amg_options oe;
+        memset(&oe, 0, sizeof oe);
+        oe.coords = xyz;
+        oe.coord_dim = 3;
+        oe.block_size = 3;
+        run r = solve_with(E, SPK_PRECOND_AMG, &oe, 4);
+        T_CHECK(r.reason > 0 && r.true_rel < 1e-8, "coordinates at one point: %lld iterations (%s)",
+                (long long)r.its, spk_reason_str(r.reason));
+        free(xyz);
+        spk_matrix_destroy(E);
+    }
     /* a bad near-null space (B alternating in sign) costs iterations */
     for (int64_t i = 0; i < n; i++)
         B[i] = i % 2 ? 1.0 : -1.0;
