@@ -320,7 +320,11 @@ typedef struct run {
     double true_rel;
 } run;
 
-static run solve_with(spk_matrix *A, spk_precond pc, const spk_amg_options *amg, uint64_t seed)
+/* A CG solve with preconditioner pc (AMG's options amg, NULL for the defaults) from a random
+ * b of the seed: its status, and on success its run in *r (the message of a failure stays
+ * on the context). */
+static spk_status solve_run(spk_matrix *A, spk_precond pc, const spk_amg_options *amg,
+                            uint64_t seed, run *r)
 {
     const int64_t n = A->csr.nrows;
     spk_options opt;
@@ -331,38 +335,32 @@ static run solve_with(spk_matrix *A, spk_precond pc, const spk_amg_options *amg,
         opt.amg = *amg;
     double *b = t_rand_vec(n, seed), *x = calloc((size_t)n, sizeof *x);
     spk_result res;
-    run r = {-1, SPK_REASON_NONE, INFINITY};
-    spk_status st = spk_solve(ctx, A, b, x, &opt, &res);
-    T_CHECK(st == SPK_OK, "solve: %s", spk_last_error(ctx));
+    *r = (run){-1, SPK_REASON_NONE, INFINITY};
+    const spk_status st = spk_solve(ctx, A, b, x, &opt, &res);
     if (!st) {
-        r.its = res.iterations;
-        r.reason = res.reason;
-        r.true_rel = t_true_rel(A, b, x);
+        r->its = res.iterations;
+        r->reason = res.reason;
+        r->true_rel = t_true_rel(A, b, x);
         T_CHECK(pc != SPK_PRECOND_AMG || res.precond_setup_s > 0.0, "precond_setup_s %g",
                 res.precond_setup_s);
     }
     free(b);
     free(x);
+    return st;
+}
+
+static run solve_with(spk_matrix *A, spk_precond pc, const spk_amg_options *amg, uint64_t seed)
+{
+    run r;
+    T_CHECK(solve_run(A, pc, amg, seed, &r) == SPK_OK, "solve: %s", spk_last_error(ctx));
     return r;
 }
 
-/* The status of a CG solve with AMG (amg: its options, NULL for the defaults) from a random
- * b, for the cases a setup refuses; the message stays on the context. */
+/* The status of an AMG-CG solve that a setup refuses (the message stays on the context). */
 static spk_status amg_solve_status(spk_matrix *A, const spk_amg_options *amg)
 {
-    const int64_t n = A->csr.nrows;
-    spk_options opt;
-    spk_options_default(&opt);
-    opt.method = SPK_METHOD_CG;
-    opt.precond = SPK_PRECOND_AMG;
-    if (amg)
-        opt.amg = *amg;
-    double *b = t_rand_vec(n, 3), *x = calloc((size_t)n, sizeof *x);
-    spk_result res;
-    const spk_status st = spk_solve(ctx, A, b, x, &opt, &res);
-    free(b);
-    free(x);
-    return st;
+    run r;
+    return solve_run(A, SPK_PRECOND_AMG, amg, 3, &r);
 }
 
 static void test_counts(void)
