@@ -407,25 +407,13 @@ static int64_t standard_aggregation(int64_t nn, const int64_t *gptr, const int32
     return next;
 }
 
-int64_t spk_amg_mis2_aggregation(spk_context *ctx, int64_t nn, const int64_t *gptr,
-                                 const int32_t *gcol, int32_t *agg, int *rounds)
+/* MIS(2) rounds over every node: state in/out on return. */
+static int mis2_rounds(int64_t nn, const int64_t *gptr, const int32_t *gcol, uint64_t *k0,
+                       uint64_t *m1, int8_t *state)
 {
-    uint64_t *k0 = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *k0);
-    uint64_t *m1 = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *m1);
-    int8_t *state = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *state);
-    int32_t *first = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *first);
-    int64_t naggs = -1;
-    *rounds = 0;
-    if (!k0 || !m1 || !state || !first) {
-        spk_fail(ctx, SPK_ERR_NOMEM, "AMG MIS(2) aggregation of %lld nodes: out of memory",
-                 (long long)nn);
-        goto done;
-    }
-#pragma omp parallel for schedule(static) if (nn > SPK_OMP_MIN_N)
-    for (int64_t i = 0; i < nn; i++)
-        state[i] = gptr[i + 1] > gptr[i] ? SPK_AMG_MIS_UNDECIDED : SPK_AMG_MIS_OUT;
+    int rounds = 0;
     for (int64_t left = nn; left > 0;) {
-        (*rounds)++;
+        rounds++;
 #pragma omp parallel for schedule(static) if (nn > SPK_OMP_MIN_N)
         for (int64_t i = 0; i < nn; i++)
             k0[i] = spk_amg_key(state[i], i);
@@ -452,48 +440,62 @@ int64_t spk_amg_mis2_aggregation(spk_context *ctx, int64_t nn, const int64_t *gp
                 left++;
         }
     }
-    naggs = 0;
-    for (int64_t i = 0; i < nn; i++)                /* the roots, numbered in node order */
-        first[i] = state[i] == SPK_AMG_MIS_IN ? (int32_t)naggs++ : -1;
+    return rounds;
+}
+
+/* The roots (state in) numbered in node order into id and agg, each node next to a root into
+ * the one of largest key (at most one root is a step away), the others -1; returns the count. */
+static int64_t mis2_join(int64_t nn, const int64_t *gptr, const int32_t *gcol, const int8_t *state,
+                         int32_t *id, int32_t *agg)
+{
+    int64_t naggs = 0;
+    for (int64_t i = 0; i < nn; i++)
+        id[i] = state[i] == SPK_AMG_MIS_IN ? (int32_t)naggs++ : -1;
 #pragma omp parallel for schedule(static) if (nn > SPK_OMP_MIN_N)
-    for (int64_t i = 0; i < nn; i++) {              /* next to a root: the root of largest key */
-        if (state[i] == SPK_AMG_MIS_IN)
-            continue;
+    for (int64_t i = 0; i < nn; i++) {
         uint64_t best = 0;
-        int32_t a = -1;
-        for (int64_t p = gptr[i]; p < gptr[i + 1]; p++) {
+        int32_t a = id[i];
+        for (int64_t p = gptr[i]; a < 0 && p < gptr[i + 1]; p++) {
             const int32_t j = gcol[p];
-            if (state[j] == SPK_AMG_MIS_IN && spk_amg_key(SPK_AMG_MIS_IN, j) > best) {
+            if (id[j] >= 0 && spk_amg_key(SPK_AMG_MIS_IN, j) > best) {
                 best = spk_amg_key(SPK_AMG_MIS_IN, j);
-                a = first[j];
+                a = id[j];
             }
         }
         agg[i] = a;
     }
+    return naggs;
+}
+
+int64_t spk_amg_mis2_aggregation(spk_context *ctx, int64_t nn, const int64_t *gptr,
+                                 const int32_t *gcol, int32_t *agg, int *rounds)
+{
+    uint64_t *k0 = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *k0);
+    uint64_t *m1 = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *m1);
+    int8_t *state = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *state);
+    int32_t *first = spk_malloc(ctx, (size_t)(nn > 0 ? nn : 1), sizeof *first);
+    int64_t naggs = -1;
+    *rounds = 0;
+    if (!k0 || !m1 || !state || !first) {
+        spk_fail(ctx, SPK_ERR_NOMEM, "AMG MIS(2) aggregation of %lld nodes: out of memory",
+                 (long long)nn);
+        goto done;
+    }
 #pragma omp parallel for schedule(static) if (nn > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < nn; i++)
-        if (state[i] == SPK_AMG_MIS_IN)
-            agg[i] = first[i];
-    /* two steps away: the aggregate of the neighbour of largest key that joined above (read
-     * from `first`, a copy of the joins, so the order of this pass does not matter) */
+        state[i] = gptr[i + 1] > gptr[i] ? SPK_AMG_MIS_UNDECIDED : SPK_AMG_MIS_OUT;
+    *rounds = mis2_rounds(nn, gptr, gcol, k0, m1, state);
+    naggs = mis2_join(nn, gptr, gcol, state, first, agg);
+    /* two steps away: the aggregate most of its neighbours joined, ties to the neighbour of
+     * largest key (read from `first`, a copy of the joins, so the order of this pass does not
+     * matter) */
 #pragma omp parallel for schedule(static) if (nn > SPK_OMP_MIN_N)
     for (int64_t i = 0; i < nn; i++)
         first[i] = agg[i];
 #pragma omp parallel for schedule(static) if (nn > SPK_OMP_MIN_N)
-    for (int64_t i = 0; i < nn; i++) {
-        if (first[i] >= 0)
-            continue;
-        uint64_t best = 0;
-        int32_t a = -1;
-        for (int64_t p = gptr[i]; p < gptr[i + 1]; p++) {
-            const int32_t j = gcol[p];
-            if (first[j] >= 0 && state[j] != SPK_AMG_MIS_IN && spk_amg_key(state[j], j) >= best) {
-                best = spk_amg_key(state[j], j);
-                a = first[j];
-            }
-        }
-        agg[i] = a;
-    }
+    for (int64_t i = 0; i < nn; i++)
+        if (first[i] < 0)
+            agg[i] = spk_amg_join_most(first, gptr[i], gptr[i + 1], gcol);
 done:
     spk_free(k0);
     spk_free(m1);

@@ -394,9 +394,9 @@ __global__ void k_root_flags(int64_t nn, const int8_t *state, int32_t *flag)
         flag[i] = state[i] == SPK_AMG_MIS_IN;
 }
 
-/* first: the roots' numbers (the scan of the flags, read where state is in) */
-__global__ void k_join1(int64_t nn, const int32_t *gptr, const int32_t *gcol,
-                        const int8_t *state, const int32_t *ids, int32_t *agg)
+/* ids: the scan of the flags (read where state is in); a node next to a root joins it */
+__global__ void k_join(int64_t nn, const int32_t *gptr, const int32_t *gcol, const int8_t *state,
+                       const int32_t *ids, int32_t *agg)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nn;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -417,24 +417,14 @@ __global__ void k_join1(int64_t nn, const int32_t *gptr, const int32_t *gcol,
     }
 }
 
-__global__ void k_join2(int64_t nn, const int32_t *gptr, const int32_t *gcol,
-                        const int8_t *state, const int32_t *first, int32_t *agg)
+/* two steps away: the aggregate most neighbours joined (first: a copy of the joins) */
+__global__ void k_join_rest(int64_t nn, const int32_t *gptr, const int32_t *gcol,
+                            const int32_t *first, int32_t *agg)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nn;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        if (first[i] >= 0)
-            continue;
-        uint64_t best = 0;
-        int32_t a = -1;
-        for (int32_t p = gptr[i]; p < gptr[i + 1]; p++) {
-            const int32_t j = gcol[p];
-            if (first[j] >= 0 && state[j] != SPK_AMG_MIS_IN && spk_amg_key(state[j], j) >= best) {
-                best = spk_amg_key(state[j], j);
-                a = first[j];
-            }
-        }
-        agg[i] = a;
-    }
+         i += (int64_t)gridDim.x * blockDim.x)
+        if (first[i] < 0)
+            agg[i] = spk_amg_join_most(first, gptr[i], gptr[i + 1], gcol);
 }
 
 /* ---- the tentative prolongator ----------------------------------------------------------- */
@@ -965,6 +955,9 @@ static spk_status aggregate(dev_build *B, const dev_level *L, double theta, int3
     if ((st = launched(B, "AMG strength")) || (st = dalloc(B, &state, nn, "AMG MIS(2)")) ||
         (st = dalloc(B, &m1, nn, "AMG MIS(2)")) || (st = dalloc(B, &left, 1, "AMG MIS(2)")))
         goto done;
+    if ((st = dalloc(B, &ids, nn + 1, "AMG aggregates")) ||
+        (st = dalloc(B, &first, nn, "AMG aggregates")))
+        goto done;
     k_mis_init<<<blocks(nn), SPK_CUDA_BLOCK, 0, B->s>>>(nn, gptr, state);
     if ((st = launched(B, "AMG MIS(2)")))
         goto done;
@@ -979,18 +972,16 @@ static spk_status aggregate(dev_build *B, const dev_level *L, double theta, int3
         if ((st = launched(B, "AMG MIS(2)")) || (st = get(B, &hleft, left, sizeof hleft)))
             goto done;
     }
-    if ((st = dalloc(B, &ids, nn + 1, "AMG aggregates")) ||
-        (st = dalloc(B, &first, nn, "AMG aggregates")))
-        goto done;
     k_root_flags<<<blocks(nn), SPK_CUDA_BLOCK, 0, B->s>>>(nn, state, ids);
     if ((st = launched(B, "AMG roots")) || (st = scan(B, ids, nn, naggs)))
         goto done;
-    k_join1<<<blocks(nn), SPK_CUDA_BLOCK, 0, B->s>>>(nn, gptr, gcol, state, ids, first);
-    if ((st = launched(B, "AMG joins")) ||
-        (st = cu(B, cudaMemcpyAsync(agg, first, (size_t)(nn > 0 ? nn : 1) * sizeof *agg,
+    k_join<<<blocks(nn), SPK_CUDA_BLOCK, 0, B->s>>>(nn, gptr, gcol, state, ids, agg);
+    if ((st = launched(B, "AMG joins")))
+        goto done;
+    if ((st = cu(B, cudaMemcpyAsync(first, agg, (size_t)(nn > 0 ? nn : 1) * sizeof *agg,
                                     cudaMemcpyDeviceToDevice, B->s), "copy")))
         goto done;
-    k_join2<<<blocks(nn), SPK_CUDA_BLOCK, 0, B->s>>>(nn, gptr, gcol, state, first, agg);
+    k_join_rest<<<blocks(nn), SPK_CUDA_BLOCK, 0, B->s>>>(nn, gptr, gcol, first, agg);
     st = launched(B, "AMG joins");
 done:
     dfree(gptr);
