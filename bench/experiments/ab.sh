@@ -20,7 +20,7 @@
 #       tree, interleaved
 #       (base, exp, base, exp: drift shows as a difference between the two runs of one tree).
 #       A CMD names its program without a folder ("bench_spmv --reps 30 lame3d:48"); it runs as
-#       base/build-gpu/bench_spmv ... and exp/build-gpu/bench_spmv .... OUTDIR gets at most four
+#       base/build-gpu/bench_spmv ... and exp/build-gpu/bench_spmv .... OUTDIR gets three
 #       files, as the device tool returns only a few: summary.txt (what ran, exit statuses,
 #       the tests' last lines and memcheck's verdicts), ab.txt (every command's output, headed
 #       "## base|exp run K: CMD"), and logs.tgz (the build logs and everything else).
