@@ -8,14 +8,15 @@
  * the time to solution (setup + solve).
  *
  *   bench_amg [--device cpu|gpu|auto] [--rtol X] [--json FILE] [--resident]
- *             SPEC[@rbm][@bN][@chebK][@fp32][@mixed][@dev]...
+ *             SPEC[@rbm][@bN][@chebK][@fp32][@mixed][@dev][@mcN]...
  *
  * SPEC is a generator spec or a Matrix Market file; SPEC@rbm gives AMG the generator's node
  * coordinates (spk_generate_coords: the rigid-body modes, lame3d), @bN a block size N, @chebK
  * Chebyshev smoothing of degree K instead of damped Jacobi, @fp32 the V-cycle's matrices in
  * fp32 values inside the fp64 solve (spk_amg_options.fp32), @mixed both solves in mixed
  * precision (spk_options.precision; AMG's cycle then takes fp32 values too), @dev the
- * hierarchy built on the GPU (spk_amg_options.setup; MIS(2) aggregation). The same SPEC
+ * hierarchy built on the GPU (spk_amg_options.setup; MIS(2) aggregation), @mcN the coarsest
+ * level at most N rows (spk_amg_options.max_coarse, solve's --amg-max-coarse). The same SPEC
  * with and without a suffix, in one run, measures what it changes.
  * b = A x with x uniform in [0, 1) (seeded): a right-hand side with every frequency, unlike
  * A * ones, which lies in smoothed aggregation's coarse space (one V-cycle solves it).
@@ -43,7 +44,7 @@ int main(int argc, char **argv)
             resident = 1;
         else {
             fprintf(stderr, "usage: bench_amg [--device cpu|gpu|auto] [--rtol X] [--json FILE] "
-                            "[--resident] SPEC[@rbm][@bN][@chebK][@fp32][@mixed][@dev]...\n");
+                            "[--resident] SPEC[@rbm][@bN][@chebK][@fp32][@mixed][@dev][@mcN]...\n");
             return 2;
         }
     }
@@ -62,8 +63,10 @@ int main(int argc, char **argv)
     for (int c = first; c < argc; c++) {
         char spec[256];
         snprintf(spec, sizeof spec, "%s", argv[c]);
-        /* SPEC@rbm, @bN (block size N), @chebK (Chebyshev smoothing of degree K), combinable */
+        /* SPEC@rbm, @bN (block size N), @chebK (Chebyshev smoothing of degree K), @mcN (the
+         * coarsest level's rows), combinable */
         int rbm = 0, bs = 0, cheb = 0, fp32 = 0, mixed = 0, dev = 0;
+        long long max_coarse = 0;
         for (char *at = strchr(spec, '@'); at; at = strchr(at + 1, '@')) {
             *at = '\0';
             if (!strncmp(at + 1, "rbm", 3))
@@ -76,6 +79,8 @@ int main(int argc, char **argv)
                 dev = 1;
             else if (!strncmp(at + 1, "cheb", 4))
                 cheb = atoi(at + 5);
+            else if (!strncmp(at + 1, "mc", 2))
+                max_coarse = atoll(at + 3);
             else if (at[1] == 'b')
                 bs = atoi(at + 2);
         }
@@ -106,6 +111,7 @@ int main(int argc, char **argv)
         }
         opt.amg.block_size = bs;
         opt.amg.fp32 = fp32;
+        opt.amg.max_coarse = max_coarse;
         if (dev)
             opt.amg.setup = SPK_AMG_SETUP_DEVICE;
         if (mixed)
