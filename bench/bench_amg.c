@@ -8,7 +8,7 @@
  * the time to solution (setup + solve).
  *
  *   bench_amg [--device cpu|gpu|auto] [--rtol X] [--json FILE] [--resident]
- *             SPEC[@rbm][@bN][@chebK][@fp32][@mixed][@dev][@mcN]...
+ *             SPEC[@rbm][@bN][@chebK][@fp32][@mixed][@dev][@mcN][@wW]...
  *
  * SPEC is a generator spec or a Matrix Market file; SPEC@rbm gives AMG the generator's node
  * coordinates (spk_generate_coords: the rigid-body modes, lame3d), @bN a block size N, @chebK
@@ -16,7 +16,8 @@
  * fp32 values inside the fp64 solve (spk_amg_options.fp32), @mixed both solves in mixed
  * precision (spk_options.precision; AMG's cycle then takes fp32 values too), @dev the
  * hierarchy built on the GPU (spk_amg_options.setup; MIS(2) aggregation), @mcN the coarsest
- * level at most N rows (spk_amg_options.max_coarse, solve's --amg-max-coarse). The same SPEC
+ * level at most N rows (spk_amg_options.max_coarse, solve's --amg-max-coarse), @wW the Jacobi
+ * smoother's weight W / rho (spk_amg_options.omega, --amg-omega). The same SPEC
  * with and without a suffix, in one run, measures what it changes.
  * b = A x with x uniform in [0, 1) (seeded): a right-hand side with every frequency, unlike
  * A * ones, which lies in smoothed aggregation's coarse space (one V-cycle solves it).
@@ -44,7 +45,7 @@ int main(int argc, char **argv)
             resident = 1;
         else {
             fprintf(stderr, "usage: bench_amg [--device cpu|gpu|auto] [--rtol X] [--json FILE] "
-                            "[--resident] SPEC[@rbm][@bN][@chebK][@fp32][@mixed][@dev][@mcN]...\n");
+                            "[--resident] SPEC[@rbm][@bN][@chebK][@fp32][@mixed][@dev][@mcN][@wW]...\n");
             return 2;
         }
     }
@@ -64,9 +65,10 @@ int main(int argc, char **argv)
         char spec[256];
         snprintf(spec, sizeof spec, "%s", argv[c]);
         /* SPEC@rbm, @bN (block size N), @chebK (Chebyshev smoothing of degree K), @mcN (the
-         * coarsest level's rows), combinable */
+         * coarsest level's rows), @wW (the smoother's weight), combinable */
         int rbm = 0, bs = 0, cheb = 0, fp32 = 0, mixed = 0, dev = 0;
         long long max_coarse = 0;
+        double omega = 0.0;
         for (char *at = strchr(spec, '@'); at; at = strchr(at + 1, '@')) {
             *at = '\0';
             if (!strncmp(at + 1, "rbm", 3))
@@ -81,6 +83,8 @@ int main(int argc, char **argv)
                 cheb = atoi(at + 5);
             else if (!strncmp(at + 1, "mc", 2))
                 max_coarse = atoll(at + 3);
+            else if (at[1] == 'w')
+                omega = atof(at + 2);
             else if (at[1] == 'b')
                 bs = atoi(at + 2);
         }
@@ -112,6 +116,7 @@ int main(int argc, char **argv)
         opt.amg.block_size = bs;
         opt.amg.fp32 = fp32;
         opt.amg.max_coarse = max_coarse;
+        opt.amg.omega = omega;
         if (dev)
             opt.amg.setup = SPK_AMG_SETUP_DEVICE;
         if (mixed)

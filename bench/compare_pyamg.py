@@ -8,11 +8,12 @@ pyamg/aggregation/{aggregation,tentative,smooth}.py):
     smoothed_aggregation_solver(A, B=B, symmetry='hermitian',
         strength=('symmetric', {'theta': 0.0}), aggregate='standard',
         smooth=('jacobi', {'omega': 4/3, 'degree': 1, 'filter_entries': False}),
-        presmoother = postsmoother = ('jacobi', {'omega': 4/3, 'withrho': True, 'iterations': 1}),
+        presmoother = postsmoother = ('jacobi', {'omega': 1.6, 'withrho': True, 'iterations': 1}),
         improve_candidates=None, max_coarse=500, max_levels=10, coarse_solver='splu',
         keep=False)
   P = (I - (4/3)/rho(D^-1 A) D^-1 A) T, T from a QR of B per aggregate; the smoother is damped
-  Jacobi x += (4/3)/rho(D^-1 A) D^-1 (b - A x): PyAMG's setup_jacobi divides omega by
+  Jacobi x += 1.6/rho(D^-1 A) D^-1 (b - A x) (spk's default weight; --omega W sets both sides'
+  to W / rho, 4/3 the textbook value and spk's before 0.6.0): PyAMG's setup_jacobi divides omega by
   rho_D_inv_A(A) when withrho is set (pyamg/relaxation/smoothing.py). rho is estimated by
   Lanczos from a random vector (np.random.rand): the seed is set to 0 before each setup so that
   a rerun gives the same counts. (Older PyAMG names the prolongation option 'filter'.)
@@ -110,7 +111,8 @@ DEFAULT_PROBLEMS = (["poisson3d:%d" % m for m in (50, 64, 100, 150, 200)] + list
 SPK_GENERATED = ("jump3d", "lame3d")    # read through libspk, never rebuilt here
 RTOL = 1e-8
 SEED = 0
-OMEGA = 4.0 / 3.0                       # prolongation and smoother weight, both over rho(D^-1 A)
+OMEGA = 4.0 / 3.0                       # the prolongation's weight over rho(D^-1 A)
+RELAX_OMEGA = 1.6                       # the smoother's (spk_amg_options.omega's default; --omega)
 SPK_DEVICE_CPU = 1
 # The right-hand sides, b = A x_true: "ones" as the other scripts; "rand" the count to compare
 # (the docstring says why ones alone misleads here)
@@ -280,7 +282,8 @@ def pyamg_options(smoother):
     from pyamg.aggregation import smooth as sm
     params = inspect.signature(sm.jacobi_prolongation_smoother).parameters
     filt = "filter_entries" if "filter_entries" in params else "filter"
-    relax = (("jacobi", {"omega": OMEGA, "withrho": True, "iterations": 1}) if smoother == "jacobi"
+    relax = (("jacobi", {"omega": RELAX_OMEGA, "withrho": True, "iterations": 1})
+             if smoother == "jacobi"
              else ("chebyshev", {"degree": 3, "iterations": 1}))
     return dict(symmetry="hermitian", strength=("symmetric", {"theta": 0.0}), aggregate="standard",
                 smooth=("jacobi", {"omega": OMEGA, "degree": 1, filt: False}),
@@ -324,7 +327,8 @@ def run_pyamg(p, maxiter, smoother="jacobi"):
 def run_spk(solve, p, maxiter, device, b_path):
     """spk's result (dict), or {"note": why there is none}; b_path None: b = A * ones."""
     cmd = [solve, "-A", p["spec"], "--method", "cg", "--precond", "amg", "--rtol", repr(RTOL),
-           "--maxiter", str(maxiter), "--device", device, "--json", "--quiet"] + p["spk_args"]
+           "--maxiter", str(maxiter), "--device", device, "--json", "--quiet",
+           "--amg-omega", repr(RELAX_OMEGA)] + p["spk_args"]
     cmd += ["-b", b_path] if b_path else []
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode not in (0, 1):
@@ -428,9 +432,13 @@ def main():
     ap.add_argument("--device", default="cpu", help="spk's --device (default cpu)")
     ap.add_argument("--chebyshev", action="store_true",
                     help="also PyAMG with Chebyshev (degree 3) smoothing")
+    ap.add_argument("--omega", type=float, default=RELAX_OMEGA,
+                    help="the Jacobi smoother's weight times rho(D^-1 A), both sides (default %g)"
+                    % RELAX_OMEGA)
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--markdown", action="store_true", help="also print a markdown table")
     a = ap.parse_args()
+    globals()["RELAX_OMEGA"] = a.omega
 
     build = os.path.dirname(os.path.abspath(a.spk)) if a.spk else None
     lib_path = a.lib or (os.path.join(build, "libspk.so") if build else None)

@@ -42,6 +42,19 @@ extern "C" {
 #define AMG_MAX_BS 64              /* block_size and nullspace_cols (check_options); a
                                       coarse level's block is the near-null space's k      */
 
+/* The Jacobi smoother's weight times rho(D^-1 A) (spk_amg_options.omega's default). The
+ * textbook 4/3 damps the top of the spectrum best for a stand-alone smoother; inside CG's
+ * V(1,1) cycle a larger weight, which damps the middle of the spectrum harder and leaves the
+ * top a factor |1 - omega lambda| <= 0.6 where 4/3 leaves 0.33, took fewer iterations on
+ * every grid problem measured (the 2-vCPU VM, `bench_amg --device cpu`, rtol 1e-8, b = A x
+ * random; AMG-CG iterations at 4/3 / 1.5 / 1.6 / 1.7 / 1.8): lame3d:24 with rigid-body modes
+ * 19/18/17/17/16, lame3d:32 19/17/17/16/16, poisson3d:40 13/12/11/11/13, poisson3d:64
+ * 13/-/12/11/-, jump3d:40 17/16/15/15/15, jump3d:64 19/18/18/17/-, poisson2d:400 12/-/11/-/-,
+ * bcsstk13 695/603/595/628/612, 1138_bus 80/-/78/-/-; fewer at 4/3 on bcsstk09 only
+ * (74/79/84/87/-). 1.6 keeps a margin of 25% for the Lanczos estimate of rho falling short
+ * (the weight must stay below 2 / rho for the cycle to stay positive definite). */
+#define SPK_AMG_OMEGA 1.6
+
 /* MIS(2) aggregation (Bell, Dalton & Olson, SIAM J. Sci. Comput. 34, 2012), the same steps on
  * the host (spk_amg_mis2_aggregation) and the GPU (solvers/amg_setup_cuda.cu), so the two give
  * the same aggregates for the same strength graph:

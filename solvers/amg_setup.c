@@ -24,6 +24,8 @@ void spk_amg_options_resolve(const spk_amg_options *in, spk_amg_options *out)
         out->max_coarse = 500;
     if (out->max_levels < 1)
         out->max_levels = 10;
+    if (out->omega == 0.0)
+        out->omega = SPK_AMG_OMEGA;
 }
 
 static spk_status check_options(spk_context *ctx, int64_t n, const spk_amg_options *o)
@@ -36,6 +38,9 @@ static spk_status check_options(spk_context *ctx, int64_t n, const spk_amg_optio
     if (o->fp32 < -1 || o->fp32 > 1)
         return spk_fail(ctx, SPK_ERR_ARG, "AMG: fp32 = %d: 1 (fp32 values), -1 (fp64) or 0 "
                         "(as the solve's precision)", o->fp32);
+    if (!(o->omega > 0.0 && o->omega < 2.0))
+        return spk_fail(ctx, SPK_ERR_ARG, "AMG: omega = %g must be in (0, 2) (the Jacobi "
+                        "smoother's weight times rho(D^-1 A); 0: %g)", o->omega, SPK_AMG_OMEGA);
     if (o->smoother != SPK_AMG_JACOBI && o->smoother != SPK_AMG_CHEBYSHEV)
         return spk_fail(ctx, SPK_ERR_ARG, "AMG: unknown smoother %d", (int)o->smoother);
     if (o->degree > 10 || o->sweeps > 100)

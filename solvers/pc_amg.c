@@ -10,7 +10,8 @@
  *     level l < L:  x = S(b, 0); r = b - A x; b' = R r; x' = cycle(l + 1, b'); x += P x';
  *                   x = S(b, x)
  *     level L:      x = A_L^-1 b (a dense SpMV)
- * with S the smoother: damped Jacobi x += omega D^-1 (b - A x), omega = 4 / (3 rho(D^-1 A)),
+ * with S the smoother: damped Jacobi x += omega D^-1 (b - A x), omega = 1.6 / rho(D^-1 A)
+ * (spk_amg_options.omega; SPK_AMG_OMEGA in solvers/amg.h says why 1.6, not the textbook 4/3),
  * or Chebyshev of the given degree in D^-1 A on [rho / 30, 1.1 rho] (Saad, Iterative Methods,
  * 2nd ed., alg. 12.1; solvers/cheby.c, shared with the Chebyshev preconditioner). The same
  * smoothing before and after makes M symmetric, as CG needs.
@@ -228,7 +229,7 @@ static spk_status upload_diagonals(pc_amg *M)
     for (int l = 0; l + 1 < M->H.nlevels && !st; l++) {
         const spk_amg_level *h = &M->H.lev[l];
         amg_level_dev *L = &M->lev[l];
-        const double w = M->H.opt.smoother == SPK_AMG_CHEBYSHEV ? 1.0 : 4.0 / (3.0 * h->rho);
+        const double w = M->H.opt.smoother == SPK_AMG_CHEBYSHEV ? 1.0 : M->H.opt.omega / h->rho;
         L->lmax = 1.1 * h->rho;
         L->lmin = h->rho / 30.0;
         if (h->d_dinv && M->ops->device == SPK_DEVICE_CUDA) {   /* a GPU build's, in place */
@@ -710,8 +711,8 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
         PUT("  smoother: chebyshev of degree %d in D^-1 A on [rho/30, 1.1 rho], %d sweep%s before "
             "and after\n", o->degree, o->sweeps, o->sweeps == 1 ? "" : "s");
     else
-        PUT("  smoother: jacobi, omega = 4/(3 rho(D^-1 A)), %d sweep%s before and after\n",
-            o->sweeps, o->sweeps == 1 ? "" : "s");
+        PUT("  smoother: jacobi, omega = %g/rho(D^-1 A), %d sweep%s before and after\n",
+            o->omega, o->sweeps, o->sweeps == 1 ? "" : "s");
     PUT("  strength: symmetric, theta %g; near-null space: %d vector%s (%s), %d unknown%s a "
         "node\n", o->theta, H->lev[0].k, H->lev[0].k == 1 ? "" : "s", M->b_source,
         o->block_size, o->block_size == 1 ? "" : "s");

@@ -257,6 +257,15 @@ check "--coords of 3-D nodes with --block-size 2 exits 2 (rc=$rc)" test "$rc" -e
 check "... naming both options" grep -q -- "--coords grid gives 3 coordinates a node.*--block-size is 2" "$T/err"
 run "$SOLVE" -A poisson2d:10 --device cpu --precond amg --amg-smoother gauss
 check "an unknown --amg-smoother exits 2 (rc=$rc)" test "$rc" -eq 2
+run "$SOLVE" -A poisson2d:10 --device cpu --precond amg --amg-omega 2
+check "--amg-omega 2 exits 2 (rc=$rc)" test "$rc" -eq 2
+check "... naming the range" grep -q -- "--amg-omega expects a number in (0, 2)" "$T/err"
+run "$SOLVE" -A poisson2d:10 --device cpu --precond amg --amg-omega 1.2 --explain
+check "--amg-omega 1.2 solves and --explain names the weight (rc=$rc)" \
+  grep -q "smoother: jacobi, omega = 1.2/rho(D^-1 A)" "$T/out"
+run "$SOLVE" -A poisson2d:10 --device cpu --precond amg --amg-smoother chebyshev --amg-omega 1.2
+check "--amg-omega with AMG's Chebyshev smoother warns" \
+  grep -q "applies to --amg-smoother jacobi only" "$T/err"
 run "$SOLVE" -A poisson2d:10 --device cpu --precond jacobi --block-size 2
 check "--block-size without amg or bjacobi warns" \
   grep -q "applies to --precond amg and bjacobi only" "$T/err"

@@ -258,13 +258,17 @@ ln -sf newx.mtx "$T/dangling2"
 run "$SOLVE" -A "$T/in.mtx" --device cpu -o "$T/dangling2"
 check "-o onto a link to a new file writes it (rc=$rc: $err)" test "$rc" -eq 0 -a -L "$T/dangling2" -a -s "$T/newx.mtx"
 
-# --- an unconverged x written is said to be one; AMG on b = A * ones gets its note ----------------
+# --- an unconverged x written is said to be one; AMG on b = A * ones gets its note where a cycle
+#     or two solve it (the smoother's weight P's) --------------------------------------------------
 run "$SOLVE" -A "$IN/bayer10.mtx" --device cpu --method bicgstab -o "$T/xdiv.mtx"
 check "a diverged solve exits 1 (rc=$rc)" test "$rc" -eq 1
 check "... and notes that the x written is the last iterate ($err)" grep -q "xdiv.mtx holds x as the solve left it (the last iterate), not a converged solution" "$T/err"
-run "$SOLVE" -A poisson3d:12 --device cpu --precond amg
-check "AMG on the default b converges (rc=$rc)" test "$rc" -eq 0
+run "$SOLVE" -A poisson3d:12 --device cpu --precond amg --amg-omega 1.3333333333333333
+check "AMG with the smoother's weight P's on the default b converges (rc=$rc)" test "$rc" -eq 0
 check "... with the note that b = A * ones says little" grep -q "note: x = ones (b = A \* ones) lies in the span of AMG's near-null space" "$T/err"
+run "$SOLVE" -A poisson3d:12 --device cpu --precond amg
+check "with the default weight it takes more than 2 iterations and no note ($err)" \
+  test -z "$(grep 'lies in the span' "$T/err")"
 printf '%%%%MatrixMarket matrix array real general\n1728 1\n' >"$T/b12.mtx"
 for i in $(seq 1728); do echo $((i % 7)) >>"$T/b12.mtx"; done
 run "$SOLVE" -A poisson3d:12 --device cpu --precond amg -b "$T/b12.mtx"
