@@ -692,11 +692,18 @@ typedef struct spk_threads {
     int     chosen, prev;        /* the fastest of the last round (an index), and the one before */
     int     probe;               /* the candidate being timed, -1 between rounds               */
     int64_t window, interval;    /* iterations a probe lasts; iterations between rounds       */
-    int64_t it0;                 /* the iteration the current timing began at                 */
+    double  window_s;            /* ... or fewer (at least 2) once they took this long; 0: the
+                                    whole window (a GMRES cycle)                              */
+    int64_t it0, last;           /* the iteration the current timing began at; the last seen  */
+    int64_t ran;                 /* iterations on the choice in earlier solves, since its round */
     double  t0, best;            /* its clock; the best seconds per iteration of the round    */
+    int     fit_for;             /* the caller's count the fit was made for (0: none): a later
+                                    solve of the same solver goes on from the fit             */
 } spk_threads;
 /* A solve of n unknowns on `dev` begins (window: the iterations one probe times, 0: 8) and
- * ends; spk_threads_tick at every recorded iteration. No effect but on the CPU. */
+ * ends; spk_threads_tick at every recorded iteration. No effect but on the CPU. The state is
+ * the solver's: a zeroed one has no fit yet, and each later solve starts on the count the
+ * earlier ones chose, its rounds spaced over the iterations of all of them. */
 void spk_threads_begin(spk_threads *t, spk_device dev, int64_t n, int64_t window);
 void spk_threads_tick(spk_threads *t, int64_t it, double now);
 void spk_threads_end(spk_threads *t);

@@ -9,6 +9,13 @@
  * that is slower stops after two iterations: on a loaded machine a round costs two slow
  * iterations, not a window. The sums do not depend on the thread count (src/spk_internal.h),
  * so neither do the iterates.
+ *
+ * A probe times PROBE_WINDOW iterations, or as many as took PROBE_SECONDS (at least
+ * PROBE_MIN): an AMG-CG iteration of a million unknowns takes some 40 ms on one core, and
+ * eight of them on one thread were a third of a 13-iteration solve on an idle machine. The
+ * fit is the solver's: a later solve starts on the count the earlier ones chose and goes on
+ * counting towards the next round, so a finite-element loop of short solves does not pay a
+ * first round on one thread at every solve.
  * The caller's own thread count is put back at the end of the solve. */
 #include "spk_internal.h"
 
@@ -17,9 +24,21 @@
 #endif
 
 #define PROBE_WINDOW 8          /* iterations a thread count is timed over (GMRES: a cycle)   */
+#define PROBE_SECONDS 0.02      /* ... or fewer, once they took this long (not GMRES's cycle)  */
+#define PROBE_MIN 2             /* ... but never fewer than this                              */
 #define PROBE_FIRST 128         /* iterations between the first two rounds of probes          */
 #define PROBE_MAX 4096          /* ... growing twofold while the choice holds, up to this     */
 #define PROBE_ABORT 1.5         /* a probe slower than this times the best so far stops early  */
+
+#ifdef _OPENMP
+/* The candidate the fit runs now: the one a round is timing, else the choice. */
+static int current(const spk_threads *t)
+{
+    if (t->probe < 0)
+        return t->chosen;
+    return (t->prev < 0 ? t->chosen : t->prev + t->probe) % t->ncand;
+}
+#endif
 
 void spk_threads_begin(spk_threads *t, spk_device dev, int64_t n, int64_t window)
 {
@@ -28,6 +47,13 @@ void spk_threads_begin(spk_threads *t, spk_device dev, int64_t n, int64_t window
     t->saved = omp_get_max_threads();
     if (dev != SPK_DEVICE_CPU || n <= SPK_OMP_MIN_N || t->saved < 2 || omp_in_parallel())
         return;
+    const int64_t w = window > 0 ? window : PROBE_WINDOW;
+    t->active = 1;
+    t->it0 = -1;                 /* the solve's first record starts the clock */
+    if (t->fit_for == t->saved && t->window == w) {
+        omp_set_num_threads(t->cand[current(t)]);    /* an earlier solve's fit goes on */
+        return;
+    }
     const int p = t->saved;
     const int want[4] = {p, p - 1, p / 2, 1};
     t->ncand = 0;
@@ -38,14 +64,15 @@ void spk_threads_begin(spk_threads *t, spk_device dev, int64_t n, int64_t window
         if (!dup)
             t->cand[t->ncand++] = want[i];
     }
-    t->active = 1;
-    t->window = window > 0 ? window : PROBE_WINDOW;
+    t->fit_for = p;
+    t->window = w;
+    t->window_s = window > 0 ? 0.0 : PROBE_SECONDS;
     t->chosen = t->ncand - 1;    /* one thread */
     t->probe = 0;
     t->interval = PROBE_FIRST;
+    t->ran = 0;
     t->best = 0.0;
     t->prev = -1;
-    t->it0 = -1;
     omp_set_num_threads(t->cand[t->chosen]);
 #else
     (void)dev;
@@ -59,6 +86,7 @@ void spk_threads_tick(spk_threads *t, int64_t it, double now)
 #ifdef _OPENMP
     if (!t->active)
         return;
+    t->last = it;
     if (t->it0 < 0) {            /* the first record: time from here */
         t->it0 = it;
         t->t0 = now;
@@ -66,8 +94,9 @@ void spk_threads_tick(spk_threads *t, int64_t it, double now)
     }
     const int64_t done = it - t->it0;
     if (t->probe < 0) {          /* running the choice: time for the next round? */
-        if (done >= t->interval) {
+        if (t->ran + done >= t->interval) {
             t->probe = 0;
+            t->ran = 0;
             t->best = 0.0;
             t->prev = t->chosen;
             t->it0 = it;
@@ -76,10 +105,12 @@ void spk_threads_tick(spk_threads *t, int64_t it, double now)
         return;
     }
     /* the round's step `probe` times candidate (prev + probe) mod ncand: the last choice first */
-    const int c = (t->prev < 0 ? t->chosen : t->prev + t->probe) % t->ncand;
+    const int c = current(t);
     const double per = done > 0 ? (now - t->t0) / (double)done : 0.0;
     const int over = t->best > 0 && done >= 2 && per > PROBE_ABORT * t->best;
-    if (done < t->window && !over)
+    const int timed = done >= t->window ||
+                      (t->window_s > 0 && done >= PROBE_MIN && now - t->t0 >= t->window_s);
+    if (!timed && !over)
         return;
     if (!over && (t->best == 0.0 || per < t->best)) {
         t->best = per;
@@ -90,7 +121,7 @@ void spk_threads_tick(spk_threads *t, int64_t it, double now)
     if (t->prev < 0)
         t->prev = c;             /* the first round: its start is its "last choice" */
     if (++t->probe < t->ncand) {
-        omp_set_num_threads(t->cand[(t->prev + t->probe) % t->ncand]);
+        omp_set_num_threads(t->cand[current(t)]);
         return;
     }
     t->probe = -1;               /* the round is over: run the fastest */
@@ -107,6 +138,8 @@ void spk_threads_tick(spk_threads *t, int64_t it, double now)
 void spk_threads_end(spk_threads *t)
 {
 #ifdef _OPENMP
+    if (t->active && t->probe < 0 && t->it0 >= 0)
+        t->ran += t->last - t->it0;                  /* towards the next round */
     if (t->active)
         omp_set_num_threads(t->saved);
     t->active = 0;

@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -256,6 +257,108 @@ static void test_threads(void)
     free(b);
     free(x1);
     free(x2);
+    spk_matrix_destroy(A);
+#endif
+}
+
+#ifdef _OPENMP
+/* The thread count each recorded iteration leaves for the next (the fit sets it on the
+ * calling thread, which runs the monitor), by iteration. */
+typedef struct thread_log {
+    int     count[64];
+    int64_t last;
+} thread_log;
+
+static int log_threads(void *user, int64_t it, double rnorm, double rel, double seconds)
+{
+    (void)rnorm;
+    (void)rel;
+    (void)seconds;
+    thread_log *l = (thread_log *)user;
+    if (it >= 0 && it < 64)
+        l->count[it] = omp_get_max_threads();
+    l->last = it;
+    return 0;
+}
+
+/* z = r after 12 ms: an iteration long enough that a probe of the fit ends by time */
+static spk_status slow_identity(void *user, int64_t n, const double *r, double *z)
+{
+    (void)user;
+    const struct timespec wait = {0, 12000000};
+    nanosleep(&wait, NULL);
+    memcpy(z, r, (size_t)n * sizeof *z);
+    return SPK_OK;
+}
+#endif
+
+/* The fit of the thread count (src/threads.c) belongs to the solver: a second solve starts on
+ * the count the first one chose, and a probe of long iterations ends after two of them, not
+ * after eight (on two threads or more: the first round starts on one, then tries all). */
+static void test_threads_fit(void)
+{
+#ifdef _OPENMP
+    if (dev != SPK_DEVICE_CPU)
+        return;
+    const int caller = omp_get_max_threads();
+    omp_set_num_threads(caller < 2 ? 2 : caller);
+    const int p = omp_get_max_threads();
+    spk_matrix *A = NULL;
+    T_CHECK(spk_matrix_generate(ctx, "poisson3d:30", &A) == SPK_OK, "%s", spk_last_error(ctx));
+    const int64_t n = 27000;
+    double *b = malloc((size_t)n * sizeof *b), *x = calloc((size_t)n, sizeof *x);
+    for (int64_t i = 0; i < n; i++)
+        b[i] = 1.0 + (double)(i % 7);
+    thread_log l1, l2;
+    memset(&l1, 0, sizeof l1);
+    memset(&l2, 0, sizeof l2);
+    spk_options o;
+    spk_options_default(&o);
+    o.method = SPK_METHOD_CG;
+    o.precond = SPK_PRECOND_NONE;
+    o.rtol = 1e-6;               /* two solves within the 128 iterations before a next round */
+    o.monitor = log_threads;
+    o.monitor_user = &l1;
+    spk_solver *S = NULL;
+    spk_result r;
+    T_CHECK(spk_solver_create(ctx, A, &o, &S) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(spk_solver_solve(S, b, x, &r) == SPK_OK, "%s", spk_last_error(ctx));
+    spk_result_free(&r);
+    T_CHECK(l1.count[1] == 1, "the first solve's first iterations on %d threads, not 1",
+            l1.count[1]);
+    spk_solver_destroy(S);
+    /* the same options, another log: a solver of its own, two solves */
+    o.monitor_user = &l2;
+    T_CHECK(spk_solver_create(ctx, A, &o, &S) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(spk_solver_solve(S, b, x, &r) == SPK_OK, "%s", spk_last_error(ctx));
+    spk_result_free(&r);
+    const int chosen = l2.count[l2.last < 63 ? l2.last : 63];
+    T_CHECK(l2.last >= 20 && l2.last < 63, "CG on poisson3d:30: %lld iterations",
+            (long long)l2.last);
+    memset(&l2, 0, sizeof l2);
+    T_CHECK(spk_solver_solve(S, b, x, &r) == SPK_OK, "%s", spk_last_error(ctx));
+    spk_result_free(&r);
+    int same = 1;
+    for (int64_t i = 0; i <= l2.last && i < 64; i++)
+        same &= l2.count[i] == chosen;
+    T_CHECK(same, "the second solve left the first one's choice (%d threads): %d at its "
+            "iteration 1", chosen, l2.count[1]);
+    spk_solver_destroy(S);
+
+    /* iterations of 12 ms: one thread for two of them (24 ms > the probe's 20), then all */
+    const spk_precond_user slow = {"slow identity", slow_identity, NULL, NULL, 0};
+    memset(&l1, 0, sizeof l1);
+    o.monitor_user = &l1;
+    o.precond = SPK_PRECOND_USER;
+    o.precond_user = &slow;
+    o.maxiter = 4;
+    T_CHECK(spk_solve(ctx, A, b, x, &o, &r) == SPK_OK, "%s", spk_last_error(ctx));
+    spk_result_free(&r);
+    T_CHECK(l1.count[1] == 1 && l1.count[2] == p, "long iterations: %d threads after the "
+            "first, %d after the second (want 1, then %d)", l1.count[1], l1.count[2], p);
+    omp_set_num_threads(caller);
+    free(b);
+    free(x);
     spk_matrix_destroy(A);
 #endif
 }
@@ -1370,6 +1473,7 @@ int main(int argc, char **argv)
         test_context();
         test_knobs();
         test_threads();
+        test_threads_fit();
         test_matrix_make();
         test_matrix_file();
         test_update_formats();
