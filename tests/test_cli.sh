@@ -391,5 +391,29 @@ else
   check "... on a CUDA twin" grep -q "^precision mixed: [0-9]* refinement step.*32-cuda" "$T/out"
 fi
 
+# --- progress on long work: --progress S prints a line every S seconds of a step; none by
+# default when stderr is not a terminal, none with -q, none in the solve with --monitor -------
+long=(-A poisson3d:60 --device cpu --method cg --precond none --rtol 0 --max-time 0.6)
+run "$SOLVE" "${long[@]}" --progress 0.1
+check "--progress 0.1: a 0.6 s solve prints its iteration and residual (rc=$rc: $err)" \
+  grep -Eq "^solve: solving: [0-9.]+ s, iteration [0-9]+, relative residual [0-9.e+-]+" "$T/err"
+check "... more than one line, every 0.1 s" test "$(grep -c "^solve: solving:" "$T/err")" -ge 2
+check "... and still ends with the time limit's reason" grep -q "DIVERGED_TIME_LIMIT" "$T/err"
+run "$SOLVE" "${long[@]}"
+check "no progress lines by default when stderr is not a terminal" \
+  sh -c "! grep -q '^solve: solving:' '$T/err'"
+run "$SOLVE" "${long[@]}" --progress 0.1 -q
+check "-q: no progress lines" sh -c "! grep -q '^solve: solving:' '$T/err'"
+run "$SOLVE" "${long[@]}" --progress 0.1 --monitor-every 50
+check "--monitor prints the solve's lines, --progress none of its own" \
+  sh -c "grep -q '^  it ' '$T/err' && ! grep -q '^solve: solving:' '$T/err'"
+run "$SOLVE" -A poisson3d:90 --device cpu --precond amg --maxiter 1 --progress 0.05
+check "--progress 0.05: the AMG setup gets its lines (rc=$rc)" \
+  grep -q "^solve: setting up the solver (preconditioner amg): [0-9.]* s$" "$T/err"
+run "$SOLVE" -A "$IN/bcsstk09.mtx" --device cpu --progress -1
+check "--progress -1 is refused (rc=$rc)" test "$rc" -eq 2
+run "$SOLVE" -A "$IN/bcsstk09.mtx" --device cpu --progress 2e6
+check "--progress 2e6 is refused, naming the range (rc=$rc)" grep -q "\[0, 1e6\]" "$T/err"
+
 echo "test_cli: $pass passed, $fail failed"
 test "$fail" -eq 0

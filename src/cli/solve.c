@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -83,6 +84,7 @@ typedef struct cli {
     int json, quiet, explain, monitor, restart_given;
     const char *amg_opt, *ilu_opt, *ilut_opt;   /* the last --amg-*, --ilu-*, --ilut-* given */
     int64_t monitor_every;
+    double progress;                            /* --progress S; < 0: not given            */
 } cli;
 
 static const char usage_text[] =
@@ -189,8 +191,11 @@ static const char usage_text[] =
     "  --explain           print the row-length statistics and the range of |a_ij|, each\n"
     "                      format's memory, why the format was chosen, and the\n"
     "                      preconditioner (AMG: its levels)\n"
-    "  --quiet, -q         print nothing but errors: no summary, --explain, --monitor or\n"
-    "                      notes (-o, --history and --json are still written)\n"
+    "  --progress S        a line on stderr every S seconds of a step that has run S\n"
+    "                      seconds (reading, setup, the solve: its iteration and residual,\n"
+    "                      writing); default 5 when stderr is a terminal, else 0 (none)\n"
+    "  --quiet, -q         print nothing but errors: no summary, --explain, --monitor,\n"
+    "                      --progress or notes (-o, --history and --json are still written)\n"
     "  --help, -h, --version\n"
     "\n"
 #ifdef SPK_CLI_MPI
@@ -434,6 +439,7 @@ static void parse_args(int argc, char **argv, cli *c)
     spk_options_default(&c->opt);
     c->device = SPK_DEVICE_AUTO;
     c->monitor_every = 10;
+    c->progress = -1.0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strncmp(a, "--amg-", 6))
@@ -518,6 +524,11 @@ static void parse_args(int argc, char **argv, cli *c)
         } else if (!strcmp(a, "--monitor-every")) {
             c->monitor = 1;
             c->monitor_every = parse_int(a, need_arg(argc, argv, &i), 1, INT64_MAX);
+        } else if (!strcmp(a, "--progress")) {
+            c->progress = parse_double(a, need_arg(argc, argv, &i));
+            if (!(c->progress >= 0 && c->progress <= 1e6))
+                die_usage("--progress takes seconds in [0, 1e6] (0: no progress lines), not %s",
+                          argv[i]);
         } else if (!strcmp(a, "--json")) {
             c->json = 1;
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
@@ -634,6 +645,111 @@ static void on_signal(int sig)
     stop_signal = sig;
 }
 
+/* ---- progress on long work ----------------------------------------------------------------
+ * A step that has run `every` seconds (reading A, preparing its format, reading the vectors,
+ * the solver's setup, the solve, writing the outputs) gets a line on stderr every `every`
+ * seconds from a thread of its own, since the library's steps cannot report while they run:
+ * the step and its seconds, and in the solve the iteration and relative residual the monitor
+ * saw last, with the iterations to rtol at the rate since the first it saw. Off where --monitor
+ * prints the solve's lines already. */
+typedef struct progress {
+    pthread_mutex_t lock;
+    pthread_cond_t  wake;
+    pthread_t       thread;
+    int             running, quit, monitored;
+    double          every, rtol;
+    char            step[PATH_MAX + 64];       /* "" between steps                           */
+    double          t0, last;                  /* the step's start; the last line's time     */
+    int64_t         it, it0;                   /* the solve's: -1 before the monitor's first */
+    double          rel, rel0;
+} progress;
+
+static progress prog = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+
+static double mono_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void progress_line(progress *p, double now)
+{
+    char solve[160] = "";
+    if (p->it >= 0) {
+        int n = snprintf(solve, sizeof solve, ", iteration %lld, relative residual %.3e",
+                         (long long)p->it, p->rel);
+        const double rate = p->it > p->it0 && p->rel > 0 && p->rel0 > 0
+                                ? (log(p->rel) - log(p->rel0)) / (double)(p->it - p->it0)
+                                : 0.0;
+        if (rate < 0 && p->rel > p->rtol && p->rtol > 0 && n > 0 && (size_t)n < sizeof solve)
+            snprintf(solve + n, sizeof solve - (size_t)n, " (rtol in ~%.0f more at this rate)",
+                     ceil(log(p->rtol / p->rel) / rate));
+    }
+    fprintf(stderr, "solve: %s: %.1f s%s\n", p->step, now - p->t0, solve);
+    p->last = now;
+}
+
+static void *progress_run(void *arg)
+{
+    progress *p = arg;
+    pthread_mutex_lock(&p->lock);
+    while (!p->quit) {
+        const double now = mono_now();
+        if (p->step[0] && !(p->monitored && p->it >= 0) && now - p->t0 >= p->every &&
+            now - p->last >= p->every)
+            progress_line(p, now);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        const double nap = p->every < 0.5 ? p->every / 4 : 0.1;
+        until.tv_nsec += (long)(nap * 1e9);
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&p->wake, &p->lock, &until);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* The thread, when lines are wanted (every > 0); without it the calls below do nothing. */
+static void progress_start(double every, double rtol, int monitored)
+{
+    prog.every = every;
+    prog.rtol = rtol;
+    prog.monitored = monitored;
+    prog.it = -1;
+    if (every > 0 && pthread_create(&prog.thread, NULL, progress_run, &prog) == 0)
+        prog.running = 1;
+}
+
+/* A new step begins ("" : none); printf-style. */
+static void progress_step(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void progress_step(const char *fmt, ...)
+{
+    if (!prog.running)
+        return;
+    pthread_mutex_lock(&prog.lock);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prog.step, sizeof prog.step, fmt, ap);
+    va_end(ap);
+    prog.t0 = prog.last = mono_now();
+    prog.it = -1;
+    pthread_mutex_unlock(&prog.lock);
+}
+
+static void progress_stop(void)
+{
+    if (!prog.running)
+        return;
+    pthread_mutex_lock(&prog.lock);
+    prog.quit = 1;
+    pthread_cond_signal(&prog.wake);
+    pthread_mutex_unlock(&prog.lock);
+    pthread_join(prog.thread, NULL);
+    prog.running = 0;
+}
+
 typedef struct monitor_state {
     int64_t every;                       /* a progress line every `every` iterations, 0: none */
 } monitor_state;
@@ -644,6 +760,16 @@ static int monitor_line(void *user, int64_t it, double rnorm, double rel, double
     if (m->every > 0 && it % m->every == 0)
         fprintf(stderr, "  it %8lld  ||r|| %.6e  rel %.6e  %8.3f s\n", (long long)it, rnorm, rel,
                 seconds);
+    if (prog.running) {
+        pthread_mutex_lock(&prog.lock);
+        if (prog.it < 0) {
+            prog.it0 = it;
+            prog.rel0 = rel;
+        }
+        prog.it = it;
+        prog.rel = rel;
+        pthread_mutex_unlock(&prog.lock);
+    }
     return stop_signal != 0;
 }
 
@@ -1590,6 +1716,9 @@ int main(int argc, char **argv)
     r.c = &c;
     r.matrix = c.A;
     const int root = !mpi_on || mpi_rank == 0;       /* reads, writes and prints            */
+    if (root && !c.quiet)
+        progress_start(c.progress >= 0 ? c.progress : isatty(STDERR_FILENO) ? 5.0 : 0.0,
+                       c.opt.rtol, c.monitor);
     spk_context *ctx = NULL;
     spk_matrix *A = NULL;
     double *b = NULL, *x = NULL;
@@ -1622,6 +1751,7 @@ int main(int argc, char **argv)
         /* a file wins over a generator spec of the same name: "poisson2d:3" can still be read */
         struct stat sb;
         const int generate = spk_is_generator_spec(c.A) && stat(c.A, &sb) != 0;
+        progress_step("%s %s", generate ? "generating" : "reading", c.A);
         st = generate ? spk_matrix_generate(ctx, c.A, &A) : spk_matrix_read_mtx(ctx, c.A, &A);
         if (st && !generate && stat(c.A, &sb) != 0 && strchr(c.A, ':') && !strchr(c.A, '/'))
             fail_exit(ctx, EXIT_USAGE, spk_status_str(st), "-A %s: no such file, and not a "
@@ -1646,12 +1776,14 @@ int main(int argc, char **argv)
                       "matrix is needed", c.A, (long long)r.info.nrows, (long long)r.info.ncols);
         }
         /* the format is chosen (and its reason kept) once, here; the solve finds A prepared */
+        progress_step("preparing %s's format", c.A);
         if ((st = spk_matrix_prepare(ctx, A, c.opt.format)))
             die_status(ctx, st, "preparing the matrix");
         r.format_reason = spk_matrix_format_reason(A);
         if (c.explain && !c.json && !c.quiet)
             print_explain(ctx, &r);
 
+        progress_step("reading the vectors");
         x = calloc((size_t)n + 1, sizeof *x);
         if (c.b) {
             b = read_vector(ctx, c.b, n, "right-hand side");
@@ -1669,6 +1801,7 @@ int main(int argc, char **argv)
             c.opt.use_x0 = 1;
         }
         read_amg_inputs(ctx, &c, n);
+        progress_step("%s", "");
     }
 #ifdef SPK_CLI_MPI
     if (mpi_on) {
@@ -1691,18 +1824,22 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, &old_term);
     if (mpi_on) {
 #ifdef SPK_CLI_MPI
+        progress_step("setting up and solving over %d ranks", mpi_size);
         solve_mpi(&c, &r, ctx, A, b, x);
         ctx = NULL;                                  /* solve_mpi destroyed it */
 #endif
     } else {
         spk_solver *S = NULL;
+        progress_step("setting up the solver (preconditioner %s)", spk_precond_str(c.opt.precond));
         if ((st = spk_solver_create(ctx, A, &c.opt, &S)))
             die_status(ctx, st, "setting up the solver");
         spk_solver_precond_describe(S, r.precond_buf, sizeof r.precond_buf);
         r.precond_info = r.precond_buf;
         if (c.explain && !c.json && !c.quiet)
             printf("preconditioner\n  %s\n", r.precond_buf);
+        progress_step("solving");
         st = spk_solver_solve(S, b, x, &r.res);
+        progress_step("%s", "");
         /* 50 SpMVs each: past the noise of one on a small matrix, a fraction of a solve */
         if (!st && c.opt.reorder != SPK_REORDER_NONE && (c.explain || c.json) &&
             (st = spk_solver_spmv_seconds(S, 50, &r.spmv_s[0], &r.spmv_s[1])))
@@ -1727,6 +1864,8 @@ int main(int argc, char **argv)
                     r.err_inf = fabs(x[i] - 1.0);
         }
         char why[2 * sizeof(((out_file *)0)->tmp) + 512];
+        if (c.history)
+            progress_step("writing the history to %s", c.history);
         if (c.history && write_history(c.history, &r.res, why, sizeof why) != 0) {
             snprintf(r.error, sizeof r.error, "cannot write the history to %s: %s", c.history, why);
             fprintf(stderr, "solve: %s\n", r.error);
@@ -1740,13 +1879,15 @@ int main(int argc, char **argv)
         if (bad >= 0) {
             fprintf(stderr, "solve: not writing the solution to %s: x(%lld) = %g\n", c.out,
                     (long long)bad + 1, x[bad]);
-        } else if (c.out && write_solution(ctx, c.out, x, n, why, sizeof why) != 0) {
+        } else if (c.out && (progress_step("writing the solution to %s", c.out),
+                             write_solution(ctx, c.out, x, n, why, sizeof why) != 0)) {
             snprintf(r.error, sizeof r.error, "cannot write the solution to %s: %s", c.out, why);
             fprintf(stderr, "solve: %s\n", r.error);
             code = EXIT_SYSTEM;
         } else {
             wrote_x = c.out != NULL;
         }
+        progress_stop();
         if (c.json)
             print_json(&r);
         else if (!c.quiet)
