@@ -176,6 +176,15 @@ void *spk_calloc(spk_context *ctx, size_t n, size_t size)
     return p;
 }
 
+void *spk_realloc(spk_context *ctx, void *p, size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    if (alloc_should_fail(ctx))
+        return NULL;
+    return realloc(p, n * size > 0 ? n * size : 1);   /* posix_memalign's memory too */
+}
+
 void spk_free(void *p) { free(p); }
 
 void spk_touch_pages(void *p, size_t bytes)

@@ -82,11 +82,11 @@ static int64_t row_product(const spk_csr *A, const spk_csr *B, int64_t i, int32_
 }
 
 /* The product's pattern in two passes over its rows: the first counts each row's columns
- * (row_columns), C is allocated, the second writes them sorted (row_columns and a sort, or,
- * given an accumulator, row_product with the values). spk_csr_spgemm_symbolic is the pattern
- * alone (tests/test_amg.c's reference for the one-call product). */
-static spk_status spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, spk_csr *C,
-                         double *acc, int nacc)
+ * (row_columns), C is allocated, the second writes them sorted. The reference the one-pass
+ * product below is checked against (tests/test_amg.c: spk_csr_spgemm_symbolic +
+ * spk_csr_spgemm_numeric against spk_csr_spgemm). */
+spk_status spk_csr_spgemm_symbolic(spk_context *ctx, const spk_csr *A, const spk_csr *B,
+                                   spk_csr *C)
 {
     memset(C, 0, sizeof *C);
     if (A->ncols != B->nrows)
@@ -94,9 +94,9 @@ static spk_status spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, s
                         (long long)A->nrows, (long long)A->ncols, (long long)B->nrows,
                         (long long)B->ncols);
     const int64_t m = A->nrows, w = B->ncols;
-    const int nt = acc ? nacc : spk_omp_threads();
+    const int nt = spk_omp_threads();
     int64_t *len = spk_malloc(ctx, (size_t)m + 1, sizeof *len);
-    int32_t *mark = spk_malloc(ctx, (size_t)nt * (size_t)(w > 0 ? w : 1), sizeof *mark);
+    int32_t *mark = spk_calloc(ctx, (size_t)nt * (size_t)(w > 0 ? w : 1), sizeof *mark);
     spk_status st = SPK_OK;
     if (!len || !mark) {
         st = spk_fail(ctx, SPK_ERR_NOMEM, "spgemm of %lld x %lld: out of memory", (long long)m,
@@ -104,8 +104,6 @@ static spk_status spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, s
         goto done;
     }
     /* pass 1: row lengths. mark[j] = i + 1 once row i has met column j */
-    for (int64_t j = 0; j < (int64_t)nt * w; j++)
-        mark[j] = 0;
 #pragma omp parallel for schedule(dynamic, 256) num_threads(nt)
     for (int64_t i = 0; i < m; i++)
         len[i] = row_columns(A, B, i, mark + (int64_t)spk_omp_thread() * w, NULL);
@@ -119,18 +117,12 @@ static spk_status spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, s
     if ((st = spk_csr_alloc(ctx, m, w, nnz, C)))
         goto done;
     memcpy(C->rowptr, len, ((size_t)m + 1) * sizeof *len);
-    /* pass 2: the columns, sorted (and with acc the values) */
-    for (int64_t j = 0; j < (int64_t)nt * w; j++)
-        mark[j] = 0;
+    /* pass 2: the columns, sorted */
+    memset(mark, 0, (size_t)nt * (size_t)(w > 0 ? w : 1) * sizeof *mark);
 #pragma omp parallel for schedule(dynamic, 256) num_threads(nt)
     for (int64_t i = 0; i < m; i++) {
-        const int t = spk_omp_thread();
         int32_t *out = C->colind + C->rowptr[i];
-        if (acc)
-            (void)row_product(A, B, i, mark + (int64_t)t * w, acc + (int64_t)t * w, out,
-                              C->val + C->rowptr[i]);
-        else
-            spk_sort_i32(out, row_columns(A, B, i, mark + (int64_t)t * w, out));
+        spk_sort_i32(out, row_columns(A, B, i, mark + (int64_t)spk_omp_thread() * w, out));
     }
 done:
     spk_free(len);
@@ -140,10 +132,158 @@ done:
     return st;
 }
 
-spk_status spk_csr_spgemm_symbolic(spk_context *ctx, const spk_csr *A, const spk_csr *B,
-                                   spk_csr *C)
+/* The one-pass product's rows a block: a parallel loop, a prefix sum and a copy each. */
+#define SPGEMM_BLOCK 4096
+
+/* A thread's rows of the current block, back to back. */
+typedef struct spgemm_scratch {
+    int32_t *col;
+    double  *val;
+    int64_t  used, cap;
+} spgemm_scratch;
+
+/* Room for `need` more entries in s (doubling), or 0 when the allocation failed. */
+static int scratch_room(spk_context *ctx, spgemm_scratch *s, int64_t need)
 {
-    return spgemm(ctx, A, B, C, NULL, 0);
+    if (s->used + need <= s->cap)
+        return 1;
+    int64_t cap = s->cap > 0 ? 2 * s->cap : 1024;
+    while (cap < s->used + need)
+        cap *= 2;
+    int32_t *col = spk_realloc(ctx, s->col, (size_t)cap, sizeof *col);
+    if (col)
+        s->col = col;
+    double *val = col ? spk_realloc(ctx, s->val, (size_t)cap, sizeof *val) : NULL;
+    if (val)
+        s->val = val;
+    if (!col || !val)
+        return 0;
+    s->cap = cap;
+    return 1;
+}
+
+/* C's arrays with room for cap entries (grown by half again past what is needed). */
+static spk_status c_room(spk_context *ctx, spk_csr *C, int64_t need, int64_t *cap)
+{
+    if (need <= *cap)
+        return SPK_OK;
+    int64_t c = *cap + *cap / 2;
+    c = c > need ? c : need;
+    spk_status st = spk_check_memory(ctx, spk_csr_bytes(C->nrows, c), "the product of %lld x "
+                                     "%lld with %lld entries", (long long)C->nrows,
+                                     (long long)C->ncols, (long long)c);
+    if (st)
+        return st;
+    int32_t *col = spk_realloc(ctx, C->colind, (size_t)c, sizeof *col);
+    if (col)
+        C->colind = col;
+    double *val = col ? spk_realloc(ctx, C->val, (size_t)c, sizeof *val) : NULL;
+    if (val)
+        C->val = val;
+    if (!col || !val)
+        return spk_fail(ctx, SPK_ERR_NOMEM, "the product of %lld x %lld: out of memory for %lld "
+                        "entries", (long long)C->nrows, (long long)C->ncols, (long long)c);
+    *cap = c;
+    return SPK_OK;
+}
+
+/* C = A B, pattern and values, in one pass over the partial products (row_product): the rows
+ * in blocks of SPGEMM_BLOCK, each row into the scratch of the thread that made it, then the
+ * block's lengths summed and its rows copied into C in order, C's arrays grown as they fill.
+ * The second pass of a count-then-fill product went over every partial product again, as
+ * much work as the values (half of lame3d:48's setup on the host was its products). Working
+ * memory beyond C: the markers and accumulators (12 t w bytes), the block's rows, and C's
+ * unused room (a third of C at most). C's rows and bits are those of the two-pass product. */
+static spk_status spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, spk_csr *C,
+                         double *acc, int nt)
+{
+    memset(C, 0, sizeof *C);
+    if (A->ncols != B->nrows)
+        return spk_fail(ctx, SPK_ERR_ARG, "spgemm: A is %lld x %lld, B is %lld x %lld",
+                        (long long)A->nrows, (long long)A->ncols, (long long)B->nrows,
+                        (long long)B->ncols);
+    const int64_t m = A->nrows, w = B->ncols;
+    /* the first guess at C's entries: A's and B's together (the products of the AMG setup
+     * have about as many entries as A), grown by half again while short */
+    int64_t cap = A->nnz + B->nnz;
+    spk_status st = spk_csr_alloc(ctx, m, w, cap, C);
+    if (st)
+        return st;
+    const int64_t bm = m < SPGEMM_BLOCK ? m : SPGEMM_BLOCK;
+    int32_t *mark = spk_calloc(ctx, (size_t)nt * (size_t)(w > 0 ? w : 1), sizeof *mark);
+    int64_t *off = spk_malloc(ctx, (size_t)(bm > 0 ? bm : 1), sizeof *off);
+    int *who = spk_malloc(ctx, (size_t)(bm > 0 ? bm : 1), sizeof *who);
+    spgemm_scratch *scr = spk_calloc(ctx, (size_t)nt, sizeof *scr);
+    if (!mark || !off || !who || !scr) {
+        st = spk_fail(ctx, SPK_ERR_NOMEM, "spgemm of %lld x %lld: out of memory", (long long)m,
+                      (long long)w);
+        goto done;
+    }
+    C->rowptr[0] = 0;
+    for (int64_t s = 0; s < m && !st; s += bm) {
+        const int64_t e = s + bm < m ? s + bm : m;
+        int failed = 0;
+        for (int t = 0; t < nt; t++)
+            scr[t].used = 0;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(nt) reduction(| : failed)
+        for (int64_t i = s; i < e; i++) {
+            const int t = spk_omp_thread();
+            spgemm_scratch *sc = &scr[t];
+            /* a row has at most w columns, and at most its partial products */
+            int64_t most = 0;
+            for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1] && most < w; p++)
+                most += B->rowptr[A->colind[p] + 1] - B->rowptr[A->colind[p]];
+            most = most < w ? most : w;
+            if (failed || !scratch_room(ctx, sc, most)) {
+                failed = 1;
+                continue;
+            }
+            const int64_t c = row_product(A, B, i, mark + (int64_t)t * w, acc + (int64_t)t * w,
+                                          sc->col + sc->used, sc->val + sc->used);
+            who[i - s] = t;
+            off[i - s] = sc->used;
+            C->rowptr[i + 1] = c;              /* the length, until the sum below */
+            sc->used += c;
+        }
+        if (failed) {
+            st = spk_fail(ctx, SPK_ERR_NOMEM, "spgemm of %lld x %lld: out of memory for a "
+                          "block's rows", (long long)m, (long long)w);
+            break;
+        }
+        for (int64_t i = s; i < e; i++)
+            C->rowptr[i + 1] += C->rowptr[i];
+        if ((st = c_room(ctx, C, C->rowptr[e], &cap)))
+            break;
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = s; i < e; i++) {
+            const spgemm_scratch *sc = &scr[who[i - s]];
+            const int64_t len = C->rowptr[i + 1] - C->rowptr[i];
+            memcpy(C->colind + C->rowptr[i], sc->col + off[i - s], (size_t)len * sizeof(int32_t));
+            memcpy(C->val + C->rowptr[i], sc->val + off[i - s], (size_t)len * sizeof(double));
+        }
+    }
+    if (!st) {
+        /* C's arrays down to its entries (a shrink keeps them in place) */
+        const int64_t nnz = C->rowptr[m];
+        int32_t *col = spk_realloc(NULL, C->colind, (size_t)(nnz > 0 ? nnz : 1), sizeof *col);
+        double *val = spk_realloc(NULL, C->val, (size_t)(nnz > 0 ? nnz : 1), sizeof *val);
+        C->colind = col ? col : C->colind;
+        C->val = val ? val : C->val;
+        C->nnz = nnz;
+    }
+done:
+    if (scr)
+        for (int t = 0; t < nt; t++) {
+            spk_free(scr[t].col);
+            spk_free(scr[t].val);
+        }
+    spk_free(scr);
+    spk_free(mark);
+    spk_free(off);
+    spk_free(who);
+    if (st)
+        spk_csr_free(C);
+    return st;
 }
 
 spk_status spk_csr_spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, spk_csr *C,

@@ -179,6 +179,9 @@ spk_status spk_vfail(spk_context *ctx, spk_status st, const char *fmt, va_list a
  * n * size overflow returns NULL. */
 void *spk_malloc(spk_context *ctx, size_t n, size_t size);
 void *spk_calloc(spk_context *ctx, size_t n, size_t size);
+/* p (from spk_malloc or spk_calloc, or NULL) resized to n * size bytes, counted as an
+ * allocation; NULL on failure, p then untouched. */
+void *spk_realloc(spk_context *ctx, void *p, size_t n, size_t size);
 void  spk_free(void *p);
 /* Fault in the pages of a fresh host array, all threads at once (one write a page; what was
  * there may be lost): a device-to-host copy into untouched pageable memory takes the page

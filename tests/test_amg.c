@@ -115,6 +115,26 @@ static void test_products(void)
         spk_free(map);
         spk_csr_free(&A), spk_csr_free(&B), spk_csr_free(&C), spk_csr_free(&T);
     }
+    /* the one-pass product over many blocks of rows (4096 each), its arrays grown several
+     * times past the first guess (A's and B's entries; here C has some 8x), against the
+     * two-pass pattern and the numeric phase: the same rows and bits */
+    {
+        spk_csr A, B, C, E;
+        t_random_csr(ctx, 3 * 4096 + 17, 5000, 6, 91, &A);
+        t_random_csr(ctx, 5000, 3000, 8, 92, &B);
+        T_CHECK(spk_csr_spgemm_symbolic(ctx, &A, &B, &C) == SPK_OK, "%s", spk_last_error(ctx));
+        T_CHECK(spk_csr_spgemm_numeric(ctx, &A, &B, &C, NULL, 0) == SPK_OK, "numeric");
+        T_CHECK(spk_csr_spgemm(ctx, &A, &B, &E, NULL, 0) == SPK_OK, "%s", spk_last_error(ctx));
+        T_CHECK(C.nnz > 4 * (A.nnz + B.nnz), "the product has %lld entries, A and B %lld",
+                (long long)C.nnz, (long long)(A.nnz + B.nnz));
+        T_CHECK(E.nnz == C.nnz && memcmp(E.rowptr, C.rowptr, ((size_t)C.nrows + 1) *
+                                         sizeof *E.rowptr) == 0 &&
+                    memcmp(E.colind, C.colind, (size_t)C.nnz * sizeof *E.colind) == 0 &&
+                    memcmp(E.val, C.val, (size_t)C.nnz * sizeof *E.val) == 0,
+                "spk_csr_spgemm over blocks: the pattern and bits of symbolic + numeric "
+                "(%lld and %lld entries)", (long long)E.nnz, (long long)C.nnz);
+        spk_csr_free(&A), spk_csr_free(&B), spk_csr_free(&C), spk_csr_free(&E);
+    }
 }
 
 /* ---- the hierarchy's parts against their definitions ------------------------------------ */
