@@ -38,6 +38,35 @@ static int canonical(const spk_csr *A)
     return 1;
 }
 
+/* spk_sort_i32 (the products' rows, reorder's adjacency) against an insertion sort, on
+ * random, few-valued, sorted, reversed and constant arrays of 0-600 entries. */
+static void test_sort(void)
+{
+    uint64_t seed = 5;
+    int32_t a[600], b[600];
+    int bad = 0;
+    for (int t = 0; t < 3000 && !bad; t++) {
+        const int64_t n = (int64_t)(t_rand(&seed) % 601);
+        const int mode = (int)(t_rand(&seed) % 5);
+        for (int64_t i = 0; i < n; i++)
+            a[i] = mode == 0   ? (int32_t)(t_rand(&seed) >> 33)
+                   : mode == 1 ? (int32_t)(t_rand(&seed) % 5)
+                   : mode == 2 ? (int32_t)i
+                   : mode == 3 ? (int32_t)(n - i)
+                               : 7;
+        memcpy(b, a, (size_t)n * sizeof *a);
+        for (int64_t i = 1; i < n; i++)
+            for (int64_t j = i; j > 0 && b[j - 1] > b[j]; j--) {
+                const int32_t x = b[j];
+                b[j] = b[j - 1];
+                b[j - 1] = x;
+            }
+        spk_sort_i32(a, n);
+        bad = memcmp(a, b, (size_t)n * sizeof *a) != 0;
+        T_CHECK(!bad, "spk_sort_i32: %lld entries (mode %d) out of order", (long long)n, mode);
+    }
+}
+
 static void test_products(void)
 {
     const int64_t shapes[][3] = {{30, 40, 25}, {1, 7, 1}, {50, 1, 60}, {200, 150, 90}, {0, 5, 4}};
@@ -1529,6 +1558,7 @@ int main(int argc, char **argv)
             return t_done("test_amg");
         }
     if (dev == SPK_DEVICE_CPU) {                   /* host code: once is enough */
+        test_sort();
         test_products();
         test_hierarchy();
         test_isolated();
