@@ -436,7 +436,7 @@ static spk_status solver_refresh(spk_solver *S)
     /* the scale follows the new values where the host holds them (an update made on the
      * GPU keeps the scale it had: a power of two stays exact, only its range may narrow) */
     if (!S->M->host_stale)
-        S->a_scale = matrix_scale(spk_matrix_info_of(S->M), &S->a_fits);
+        S->a_scale = matrix_scale(spk_matrix_range_of(S->M), &S->a_fits);
     /* mixed: the fp32 copy of the matrix the method runs on, rounded and checked again (on
      * the GPU from its device layout, already refilled) */
     if (S->opt.precision == SPK_PRECISION_MIXED && !S->mixed_cycle)

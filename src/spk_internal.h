@@ -353,6 +353,8 @@ void spk_stats_sizes(const spk_csr *A, spk_matrix_info *info);
 void spk_stats_shape(const spk_csr *A, spk_matrix_info *info);
 /* Only the value-dependent statistics: symmetric and diag_positive (after a value update). */
 void spk_stats_values(const spk_csr *A, spk_matrix_info *info);
+/* Only the value range (val_absmax, val_absmin): one streaming pass. */
+void spk_stats_range(const spk_csr *A, spk_matrix_info *info);
 /* --format auto on the GPU. Measured (bench_spmv, NVIDIA H200, 2026-11-29, bench/results/2026-11-29-nvidia-h200-spmv.json):
  * below ~1 M nonzeros an SpMV is launch-bound. Every single-kernel format took 5.6-6.3 us on the
  * small real matrices of inputs/ (82 to 18,437 nonzeros) whatever their row lengths, and the
@@ -446,6 +448,10 @@ spk_status spk_matrix_adopt_layout(spk_context *ctx, spk_matrix *A,
 /* The statistics with the value-dependent ones (symmetric, diag_positive) brought up to date
  * after an update: recomputed here, on demand, so that an update stays a copy. */
 const spk_matrix_info *spk_matrix_info_of(spk_matrix *A);
+/* The same with only the value range brought up to date (what a refresh's scale reads):
+ * symmetric, a search for every entry's mirror, is left to the next spk_matrix_info_of (a
+ * tenth of an AMG refresh of lame3d:48 on the CPU). */
+const spk_matrix_info *spk_matrix_range_of(spk_matrix *A);
 /* The pattern's shape statistics made if they are not (A->shape_unset), for a format choice. */
 void spk_matrix_shape_info(spk_matrix *A);
 /* Release spk_matrix_spmv's cached temporaries (destroy, or before a re-prepare elsewhere). */

@@ -378,6 +378,11 @@ static void value_range(const spk_csr *A, double *amax, double *amin)
     *amin = mx > 0.0 ? mn : 0.0;
 }
 
+void spk_stats_range(const spk_csr *A, spk_matrix_info *info)
+{
+    value_range(A, &info->val_absmax, &info->val_absmin);
+}
+
 void spk_stats_values(const spk_csr *A, spk_matrix_info *info)
 {
     info->symmetric = spk_csr_is_symmetric(A);

@@ -104,6 +104,13 @@ const spk_matrix_info *spk_matrix_info_of(spk_matrix *A)
     return &A->info;
 }
 
+const spk_matrix_info *spk_matrix_range_of(spk_matrix *A)
+{
+    if (A->info_stale && spk_matrix_host_values(NULL, A) == SPK_OK)
+        spk_stats_range(&A->csr, &A->info);        /* info_stale stays: symmetric, diag */
+    return &A->info;
+}
+
 /* The device path (src/update_cuda.cu) applies when A's layout lives on this context's GPU in
  * a backend that can refill itself from device values. */
 static int device_path(const spk_context *ctx, const spk_matrix *A)
