@@ -384,26 +384,34 @@ def fields(r, cheb, spk):
     f = [r["problem"], "%d" % r["n"], "%d" % a["levels"], "%.3f" % a["operator_complexity"],
          "%.3f" % a["grid_complexity"], "%d" % a["sizes"][-1],
          "-" if a["rho_DinvA"] is None else "%.4f" % a["rho_DinvA"], "%.2f" % a["setup_s"]]
+    if spk:
+        f.append(seconds(r["spk"]["rand"].get("setup_s")))
     for rhs in RHS:
         f += [its(a[rhs]), "%.1e" % a[rhs]["true_rel"], "%.2f" % a[rhs]["solve_s"]]
         if cheb:
             f.append(its(r["chebyshev"][rhs]))
         if spk:
-            f += [its(r["spk"][rhs]), ratio(r["spk"][rhs], a[rhs])]
+            f += [its(r["spk"][rhs]), seconds(r["spk"][rhs].get("solve_s")),
+                  ratio(r["spk"][rhs], a[rhs])]
     return f
+
+
+def seconds(v):
+    return "-" if v is None else "%.2f" % v
 
 
 def header(cheb, spk):
     h = ["problem", "n", "levels", "op. cx", "grid cx", "coarse n", "rho(D^-1 A)", "setup s"]
+    h += ["spk setup s"] if spk else []
     for rhs in RHS:
         t = RHS[rhs]
         h += ["its " + t, "true rel", "solve s"] + (["Cheb. its"] if cheb else [])
-        h += ["spk its", "spk/PyAMG"] if spk else []
+        h += ["spk its", "spk solve s", "spk/PyAMG"] if spk else []
     return h
 
 
 WIDTH = {"problem": -15, "n": 8, "lev": 3, "coarse": 6, "rho": 6, "setup s": 7, "rel": 7,
-         "solve s": 7}       # default 5; negative: left-aligned
+         "solve s": 7, "spk setup s": 7, "spk solve s": 7}   # default 5; negative: left-aligned
 
 
 def text_row(cells, labels):
@@ -451,9 +459,10 @@ def main():
     if a.spk and not amg:
         print("spk: %s has no --precond amg yet (%s): PyAMG's side only" % (a.spk, why))
     short = ["problem", "n", "lev", "op.cx", "gr.cx", "coarse", "rho", "setup s"]
+    short += ["spk setup s"] if amg else []
     for rhs in RHS:
         short += [rhs, "rel", "solve s"] + (["cheb"] if a.chebyshev else [])
-        short += ["spk", "ratio"] if amg else []
+        short += ["spk", "spk solve s", "ratio"] if amg else []
     print(text_row(short, short))
     sys.stdout.flush()
     rows, skipped = [], []
@@ -480,7 +489,8 @@ def main():
             sys.stdout.flush()
             del p
     print("(* = maxiter reached or not converged; ones: x_true = ones, rand: x_true uniform in "
-          "[-1, 1], seed %d; ratio: spk / PyAMG iterations)" % SEED)
+          "[-1, 1], seed %d; ratio: spk / PyAMG iterations; setup s and solve s: PyAMG's, and spk's "
+          "one-shot `solve` (its setup of the rand run) on --device)" % SEED)
     for r in rows:
         print("%s: %s; B %d column(s), blocksize %d" % (r["problem"], r["source"], r["near_null"],
                                                        r["block"]))
