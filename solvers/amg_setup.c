@@ -864,11 +864,14 @@ static spk_status level_build(spk_context *ctx, spk_amg_hier *H, const spk_csr *
     if (st)
         return st;
     smoother_values(A, L->dinv, 4.0 / (3.0 * L->rho), &L->S);
-    if ((st = spk_csr_spgemm(ctx, &L->S, &L->T, &L->P, H->acc, H->nacc)) ||
+    /* S and A in groups of bs rows (a node's), T, P and A P in runs of k columns (an
+     * aggregate's), R in groups of k rows: the blocked products where the pattern is so */
+    const int bs = (int)L->bs, k = (int)L->k;
+    if ((st = spk_csr_spgemm(ctx, &L->S, &L->T, &L->P, H->acc, H->nacc, bs, k)) ||
         (st = spk_csr_transpose(ctx, &L->P, &L->R, &L->rmap)) ||
-        (st = spk_csr_spgemm(ctx, A, &L->P, &L->AP, H->acc, H->nacc)))
+        (st = spk_csr_spgemm(ctx, A, &L->P, &L->AP, H->acc, H->nacc, bs, k)))
         return st;
-    return spk_csr_spgemm(ctx, &L->R, &L->AP, &C->A, H->acc, H->nacc);
+    return spk_csr_spgemm(ctx, &L->R, &L->AP, &C->A, H->acc, H->nacc, k, k);
 }
 
 /* The accumulator for the numeric products: as wide as the widest right-hand factor. */

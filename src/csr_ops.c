@@ -157,6 +157,91 @@ done:
     return st;
 }
 
+/* 1 when the rows of A come in groups of g with the same columns (g divides the rows). */
+static int rows_grouped(const spk_csr *A, int g)
+{
+    if (g < 1 || A->nrows % g)
+        return 0;
+    int ok = 1;
+#pragma omp parallel for schedule(static) reduction(&& : ok) if (A->nnz > 32768)
+    for (int64_t i0 = 0; i0 < A->nrows; i0 += g) {
+        const int64_t p0 = A->rowptr[i0], len = A->rowptr[i0 + 1] - p0;
+        for (int r = 1; r < g && ok; r++) {
+            const int64_t q0 = A->rowptr[i0 + r];
+            ok = A->rowptr[i0 + r + 1] - q0 == len &&
+                 memcmp(A->colind + p0, A->colind + q0, (size_t)len * sizeof *A->colind) == 0;
+        }
+    }
+    return ok;
+}
+
+/* 1 when every row of B is made of runs of c columns, each starting at a multiple of c. */
+static int runs_aligned(const spk_csr *B, int c)
+{
+    if (c < 1 || B->ncols % c)
+        return 0;
+    int ok = 1;
+#pragma omp parallel for schedule(static) reduction(&& : ok) if (B->nnz > 32768)
+    for (int64_t k = 0; k < B->nrows; k++) {
+        const int64_t q0 = B->rowptr[k], q1 = B->rowptr[k + 1];
+        if ((q1 - q0) % c) {
+            ok = 0;
+            continue;
+        }
+        for (int64_t q = q0; q < q1 && ok; q += c)
+            for (int t = 0; t < c && ok; t++)
+                ok = B->colind[q + t] == B->colind[q] - B->colind[q] % c + t;
+    }
+    return ok;
+}
+
+/* The g rows i0 .. i0 + g - 1 of A B where A's rows come in groups of g with the same
+ * columns and B's rows in aligned runs of c columns (rows_grouped, runs_aligned): the
+ * group's pattern once, from the runs (mk over w / c run numbers), then each row's values
+ * with a run at a time of B's row in the accumulator (no marker: the pattern is known), in
+ * the order of A's entries and B's as row_product adds them: the same columns and bits.
+ * out, val: g rows of len each, back to back; returns len. */
+static int64_t group_product(const spk_csr *A, const spk_csr *B, int64_t i0, int g, int c,
+                             int32_t *mk, double *ac, int32_t *out, double *val)
+{
+    int64_t nr = 0;                                   /* run numbers met, into out */
+    for (int64_t p = A->rowptr[i0]; p < A->rowptr[i0 + 1]; p++) {
+        const int64_t k = A->colind[p];
+        for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q += c) {
+            const int32_t J = B->colind[q] / c;
+            if (mk[J] != (int32_t)(i0 + 1)) {
+                mk[J] = (int32_t)(i0 + 1);
+                out[nr++] = J;
+            }
+        }
+    }
+    spk_sort_i32(out, nr);
+    const int64_t len = nr * c;
+    for (int64_t r = nr - 1; r >= 0; r--)             /* runs -> columns, in place */
+        for (int t = c - 1; t >= 0; t--)
+            out[r * c + t] = out[r] * c + t;
+    for (int r = 0; r < g; r++) {
+        const int64_t i = i0 + r;
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            const double a = A->val[p];
+            const int64_t k = A->colind[p];
+            for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q += c) {
+                double *acc = ac + B->colind[q];
+                const double *b = B->val + q;
+                for (int t = 0; t < c; t++)
+                    acc[t] += a * b[t];
+            }
+        }
+        if (r > 0)
+            memcpy(out + r * len, out, (size_t)len * sizeof *out);
+        for (int64_t q = 0; q < len; q++) {
+            val[r * len + q] = ac[out[q]];
+            ac[out[q]] = 0.0;
+        }
+    }
+    return len;
+}
+
 /* The one-pass product's rows a block: a parallel loop, a prefix sum and a copy each. */
 #define SPGEMM_BLOCK 4096
 
@@ -220,7 +305,7 @@ static spk_status c_room(spk_context *ctx, spk_csr *C, int64_t need, int64_t *ca
  * memory beyond C: the markers and accumulators (12 t w bytes), the block's rows, and C's
  * unused room (a third of C at most). C's rows and bits are those of the two-pass product. */
 static spk_status spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, spk_csr *C,
-                         double *acc, int nt)
+                         double *acc, int nt, int g, int c)
 {
     memset(C, 0, sizeof *C);
     if (A->ncols != B->nrows)
@@ -228,13 +313,17 @@ static spk_status spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, s
                         (long long)A->nrows, (long long)A->ncols, (long long)B->nrows,
                         (long long)B->ncols);
     const int64_t m = A->nrows, w = B->ncols;
+    /* rows in groups of g with the same columns, B's in runs of c (group_product); else 1 */
+    const int grouped = (g > 1 || c > 1) && rows_grouped(A, g) && runs_aligned(B, c);
+    if (!grouped)
+        g = 1;
     /* the first guess at C's entries: A's and B's together (the products of the AMG setup
      * have about as many entries as A), grown by half again while short */
     int64_t cap = A->nnz + B->nnz;
     spk_status st = spk_csr_alloc(ctx, m, w, cap, C);
     if (st)
         return st;
-    const int64_t bm = m < SPGEMM_BLOCK ? m : SPGEMM_BLOCK;
+    const int64_t bm = m < SPGEMM_BLOCK ? m : SPGEMM_BLOCK / g * g;
     int32_t *mark = spk_calloc(ctx, (size_t)nt * (size_t)(w > 0 ? w : 1), sizeof *mark);
     int64_t *off = spk_malloc(ctx, (size_t)(bm > 0 ? bm : 1), sizeof *off);
     int *who = spk_malloc(ctx, (size_t)(bm > 0 ? bm : 1), sizeof *who);
@@ -251,7 +340,7 @@ static spk_status spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, s
         for (int t = 0; t < nt; t++)
             scr[t].used = 0;
 #pragma omp parallel for schedule(dynamic, 16) num_threads(nt) reduction(| : failed)
-        for (int64_t i = s; i < e; i++) {
+        for (int64_t i = s; i < e; i += g) {
             const int t = spk_omp_thread();
             spgemm_scratch *sc = &scr[t];
             /* a row has at most w columns, and at most its partial products */
@@ -259,18 +348,24 @@ static spk_status spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, s
             for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1] && most < w; p++)
                 most += B->rowptr[A->colind[p] + 1] - B->rowptr[A->colind[p]];
             most = most < w ? most : w;
-            if (failed || !scratch_room(ctx, sc, most)) {
+            if (failed || !scratch_room(ctx, sc, g * most)) {
                 failed = 1;
                 continue;
             }
-            const int64_t c = row_product(A, B, i, mark + (int64_t)t * w, acc + (int64_t)t * w,
-                                          sc->col + sc->used, sc->val + sc->used);
-            who[i - s] = t;
-            off[i - s] = sc->used;
-            C->rowptr[i + 1] = c;              /* the length, until the sum below */
-            sc->used += c;
+            int32_t *mk = mark + (int64_t)t * w;
+            double *ac = acc + (int64_t)t * w;
+            const int64_t len =
+                grouped ? group_product(A, B, i, g, c, mk, ac, sc->col + sc->used,
+                                        sc->val + sc->used)
+                        : row_product(A, B, i, mk, ac, sc->col + sc->used, sc->val + sc->used);
+            for (int r = 0; r < g; r++) {
+                who[i + r - s] = t;
+                off[i + r - s] = sc->used;
+                C->rowptr[i + r + 1] = len;     /* the length, until the sum below */
+                sc->used += len;
+            }
         }
-        if (failed) {
+    if (failed) {
             st = spk_fail(ctx, SPK_ERR_NOMEM, "spgemm of %lld x %lld: out of memory for a "
                           "block's rows", (long long)m, (long long)w);
             break;
@@ -312,7 +407,7 @@ done:
 }
 
 spk_status spk_csr_spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, spk_csr *C,
-                          double *acc, int nacc)
+                          double *acc, int nacc, int g, int c)
 {
     double *own = NULL;
     if (!acc) {
@@ -323,7 +418,7 @@ spk_status spk_csr_spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, 
             return spk_fail(ctx, SPK_ERR_NOMEM, "spgemm accumulator of %lld doubles: out of "
                             "memory", (long long)nacc * (long long)B->ncols);
     }
-    const spk_status st = spgemm(ctx, A, B, C, acc, nacc);
+    const spk_status st = spgemm(ctx, A, B, C, acc, nacc, g, c);
     spk_free(own);
     return st;
 }

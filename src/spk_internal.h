@@ -253,13 +253,16 @@ spk_status spk_csr_spgemm_symbolic(spk_context *ctx, const spk_csr *A, const spk
 spk_status spk_csr_spgemm_numeric(spk_context *ctx, const spk_csr *A, const spk_csr *B,
                                   spk_csr *C, double *acc, int nacc);
 int spk_csr_spgemm_threads(void);
-/* Both phases at once, for a first product: the pattern (C allocated) and its values, the
- * same bits as spk_csr_spgemm_numeric gives on that pattern, in one pass fewer over the
- * products (the values are summed while the second pass of the pattern meets them). acc and
- * nacc as for the numeric phase. */
+/* Both at once, for a first product: the pattern (C allocated) and its values, the same bits
+ * as spk_csr_spgemm_numeric gives on that pattern, in one pass over the partial products.
+ * acc and nacc as for the numeric phase. g, c: where A's rows come in groups of g with the
+ * same columns and B's rows in runs of c columns starting at multiples of c (the blocks of
+ * a blocked AMG level: g = c = 3 for elasticity's nodes, 6 for its rigid-body modes), each
+ * group's pattern is made once and its values a run at a time; 1, 1 (or a structure that is
+ * not so) takes the rows one by one. */
 spk_status spk_csr_spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, spk_csr *C,
-                          double *acc, int nacc);
-/* Sort ascending in place (insertion sort for short runs, qsort past 32). */
+                          double *acc, int nacc, int g, int c);
+/* Sort ascending in place (a quicksort down to 32, then insertion). */
 void spk_sort_i32(int32_t *c, int64_t len);
 spk_status spk_csr_transpose(spk_context *ctx, const spk_csr *A, spk_csr *T, int64_t **map);
 void spk_csr_transpose_values(const spk_csr *A, const int64_t *map, spk_csr *T);

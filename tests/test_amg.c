@@ -98,7 +98,7 @@ static void test_products(void)
                 (long long)C.nnz, (long long)ref_nz, canonical(&C));
         /* both phases at once: the same pattern and bits */
         spk_csr E;
-        T_CHECK(spk_csr_spgemm(ctx, &A, &B, &E, NULL, 0) == SPK_OK, "%s", spk_last_error(ctx));
+        T_CHECK(spk_csr_spgemm(ctx, &A, &B, &E, NULL, 0, 1, 1) == SPK_OK, "%s", spk_last_error(ctx));
         T_CHECK(E.nnz == C.nnz && E.nrows == C.nrows && E.ncols == C.ncols &&
                     memcmp(E.rowptr, C.rowptr, ((size_t)m + 1) * sizeof *E.rowptr) == 0 &&
                     memcmp(E.colind, C.colind, (size_t)C.nnz * sizeof *E.colind) == 0 &&
@@ -153,7 +153,7 @@ static void test_products(void)
         t_random_csr(ctx, 5000, 3000, 8, 92, &B);
         T_CHECK(spk_csr_spgemm_symbolic(ctx, &A, &B, &C) == SPK_OK, "%s", spk_last_error(ctx));
         T_CHECK(spk_csr_spgemm_numeric(ctx, &A, &B, &C, NULL, 0) == SPK_OK, "numeric");
-        T_CHECK(spk_csr_spgemm(ctx, &A, &B, &E, NULL, 0) == SPK_OK, "%s", spk_last_error(ctx));
+        T_CHECK(spk_csr_spgemm(ctx, &A, &B, &E, NULL, 0, 1, 1) == SPK_OK, "%s", spk_last_error(ctx));
         T_CHECK(C.nnz > 4 * (A.nnz + B.nnz), "the product has %lld entries, A and B %lld",
                 (long long)C.nnz, (long long)(A.nnz + B.nnz));
         T_CHECK(E.nnz == C.nnz && memcmp(E.rowptr, C.rowptr, ((size_t)C.nrows + 1) *
@@ -162,6 +162,39 @@ static void test_products(void)
                     memcmp(E.val, C.val, (size_t)C.nnz * sizeof *E.val) == 0,
                 "spk_csr_spgemm over blocks: the pattern and bits of symbolic + numeric "
                 "(%lld and %lld entries)", (long long)E.nnz, (long long)C.nnz);
+        spk_csr_free(&A), spk_csr_free(&B), spk_csr_free(&C), spk_csr_free(&E);
+    }
+    /* the blocked product (rows in groups of g with the same columns, B in runs of c):
+     * 3 x 3 blocks times 3 x 3, 3 x 3 times 6 x 6, and a structure that is not blocked (the
+     * rows one by one then): the pattern and bits of the product taken row by row */
+    static const struct { int64_t ar, ac, d1, br, bc, d2; int g, c, blocked; } cases[] = {
+        {1400, 1000, 3, 1000, 700, 3, 3, 3, 1},
+        {1400, 2000, 3, 1000, 500, 6, 3, 6, 1},
+        {4200, 3000, 1, 3000, 2100, 1, 3, 3, 0},
+    };
+    for (size_t q = 0; q < sizeof cases / sizeof cases[0]; q++) {
+        spk_csr A, B, C, E;
+        if (cases[q].d1 > 1) {
+            t_block_csr(ctx, cases[q].ar, cases[q].ac, cases[q].d1, 4, 101 + q, &A);
+            t_block_csr(ctx, cases[q].br, cases[q].bc, cases[q].d2, 3, 201 + q, &B);
+        } else {
+            t_random_csr(ctx, cases[q].ar, cases[q].ac, 5, 101 + q, &A);
+            t_random_csr(ctx, cases[q].br, cases[q].bc, 5, 201 + q, &B);
+        }
+        T_CHECK(A.ncols == B.nrows, "case %zu: %lld x %lld times %lld x %lld", q,
+                (long long)A.nrows, (long long)A.ncols, (long long)B.nrows, (long long)B.ncols);
+        T_CHECK(spk_csr_spgemm(ctx, &A, &B, &C, NULL, 0, 1, 1) == SPK_OK, "%s",
+                spk_last_error(ctx));
+        T_CHECK(spk_csr_spgemm(ctx, &A, &B, &E, NULL, 0, cases[q].g, cases[q].c) == SPK_OK, "%s",
+                spk_last_error(ctx));
+        T_CHECK(E.nnz == C.nnz && memcmp(E.rowptr, C.rowptr, ((size_t)C.nrows + 1) *
+                                         sizeof *E.rowptr) == 0 &&
+                    memcmp(E.colind, C.colind, (size_t)C.nnz * sizeof *E.colind) == 0 &&
+                    memcmp(E.val, C.val, (size_t)C.nnz * sizeof *E.val) == 0,
+                "spk_csr_spgemm in groups of %d, runs of %d (%s): the pattern and bits of the "
+                "rows one by one (%lld and %lld entries)", cases[q].g, cases[q].c,
+                cases[q].blocked ? "blocked" : "not blocked", (long long)E.nnz,
+                (long long)C.nnz);
         spk_csr_free(&A), spk_csr_free(&B), spk_csr_free(&C), spk_csr_free(&E);
     }
 }
@@ -1074,6 +1107,51 @@ static int csr_same(const spk_csr *a, const spk_csr *b)
            memcmp(a->val, b->val, (size_t)a->nnz * sizeof *a->val) == 0;
 }
 
+/* A blocked hierarchy (lame3d with its rigid-body modes: nodes of 3 unknowns, aggregates of
+ * 6) is built by the blocked products (spk_csr_spgemm in groups and runs); the numeric
+ * phases a refresh runs take the rows one by one: recomputing its values on the same A gives
+ * every level's P, R and A the bits it was built with. */
+static void test_blocked_bits(void)
+{
+    spk_csr A;
+    gen("lame3d:10", &A);
+    spk_amg_options o;
+    memset(&o, 0, sizeof o);
+    o.block_size = 3;
+    double *xyz = rigid_modes_of("lame3d:10", &o);
+    o.max_coarse = 50;
+    spk_amg_hier H;
+    T_CHECK(spk_amg_build(ctx, &A, 1, &o, &H) == SPK_OK, "%s", spk_last_error(ctx));
+    T_CHECK(H.nlevels >= 3, "lame3d:10: %d levels", H.nlevels);
+    double *keep[32][3];
+    for (int l = 0; l < H.nlevels; l++) {
+        const spk_csr *m[3] = {&H.lev[l].A, &H.lev[l].P, &H.lev[l].R};
+        for (int k = 0; k < 3; k++) {
+            keep[l][k] = malloc((size_t)(m[k]->nnz + 1) * sizeof(double));
+            if (m[k]->nnz)
+                memcpy(keep[l][k], m[k]->val, (size_t)m[k]->nnz * sizeof(double));
+        }
+    }
+    T_CHECK(spk_amg_rebuild_values(ctx, &A, &H) == SPK_OK, "%s", spk_last_error(ctx));
+    int same = 1;
+    for (int l = 0; l < H.nlevels; l++) {
+        const spk_csr *m[3] = {&H.lev[l].A, &H.lev[l].P, &H.lev[l].R};
+        for (int k = l == 0 ? 1 : 0; k < (l + 1 < H.nlevels ? 3 : 1); k++) {
+            const int ok = memcmp(keep[l][k], m[k]->val, (size_t)m[k]->nnz * sizeof(double)) == 0;
+            T_CHECK(ok, "lame3d:10 level %d's %c: the refresh's numeric product differs from the "
+                    "blocked build's bits", l, "APR"[k]);
+            same &= ok;
+        }
+    }
+    for (int l = 0; l < H.nlevels; l++)
+        for (int k = 0; k < 3; k++)
+            free(keep[l][k]);
+    (void)same;
+    spk_amg_free(&H);
+    spk_free(xyz);
+    spk_csr_free(&A);
+}
+
 static void test_threads(void)
 {
 #ifdef _OPENMP
@@ -1559,6 +1637,7 @@ int main(int argc, char **argv)
         }
     if (dev == SPK_DEVICE_CPU) {                   /* host code: once is enough */
         test_sort();
+        test_blocked_bits();
         test_products();
         test_hierarchy();
         test_isolated();
