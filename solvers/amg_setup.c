@@ -834,13 +834,14 @@ static spk_status level_values(spk_context *ctx, spk_amg_hier *H, const spk_csr 
     spk_amg_level *L = &H->lev[l];
     const spk_csr *A = level_A(H, A0, l);
     smoother_values(A, L->dinv, 4.0 / (3.0 * L->rho), &L->S);
-    spk_status st = spk_csr_spgemm_numeric(ctx, &L->S, &L->T, &L->P, H->acc, H->nacc);
+    spk_status st = spk_csr_spgemm_numeric(ctx, &L->S, &L->T, &L->P, H->acc, H->nacc, L->k);
     if (!st) {
         spk_csr_transpose_values(&L->P, L->rmap, &L->R);
-        st = spk_csr_spgemm_numeric(ctx, A, &L->P, &L->AP, H->acc, H->nacc);
+        st = spk_csr_spgemm_numeric(ctx, A, &L->P, &L->AP, H->acc, H->nacc, L->k);
     }
     if (!st)
-        st = spk_csr_spgemm_numeric(ctx, &L->R, &L->AP, &H->lev[l + 1].A, H->acc, H->nacc);
+        st = spk_csr_spgemm_numeric(ctx, &L->R, &L->AP, &H->lev[l + 1].A, H->acc, H->nacc,
+                                    L->k);
     return st;
 }
 

@@ -426,9 +426,11 @@ spk_status spk_csr_spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, 
 int spk_csr_spgemm_threads(void) { return spk_omp_threads(); }
 
 spk_status spk_csr_spgemm_numeric(spk_context *ctx, const spk_csr *A, const spk_csr *B,
-                                  spk_csr *C, double *acc, int nacc)
+                                  spk_csr *C, double *acc, int nacc, int c)
 {
     const int64_t m = A->nrows, w = B->ncols;
+    /* B's rows in aligned runs of c: a run at a time (group_product's sums, the same bits) */
+    const int runs = c > 1 && runs_aligned(B, c);
     double *own = NULL;
     if (!acc) {
         nacc = spk_omp_threads();
@@ -443,8 +445,16 @@ spk_status spk_csr_spgemm_numeric(spk_context *ctx, const spk_csr *A, const spk_
         for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
             const double a = A->val[p];
             const int64_t k = A->colind[p];
-            for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q++)
-                ac[B->colind[q]] += a * B->val[q];
+            if (runs)
+                for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q += c) {
+                    double *r = ac + B->colind[q];
+                    const double *b = B->val + q;
+                    for (int t = 0; t < c; t++)
+                        r[t] += a * b[t];
+                }
+            else
+                for (int64_t q = B->rowptr[k]; q < B->rowptr[k + 1]; q++)
+                    ac[B->colind[q]] += a * B->val[q];
         }
         for (int64_t p = C->rowptr[i]; p < C->rowptr[i + 1]; p++) {
             C->val[p] = ac[C->colind[p]];

@@ -249,9 +249,11 @@ spk_status spk_csr_source_map(spk_context *ctx, const spk_csr *A, const spk_coo 
 spk_status spk_csr_spgemm_symbolic(spk_context *ctx, const spk_csr *A, const spk_csr *B,
                                    spk_csr *C);
 /* acc: nacc * B->ncols zeros, one row of them per thread (left zero after), or NULL to make
- * one for the call; spk_csr_spgemm_threads() is the nacc a caller's accumulator needs. */
+ * one for the call; spk_csr_spgemm_threads() is the nacc a caller's accumulator needs. c:
+ * where B's rows hold their columns in runs of c starting at multiples of c, each run is
+ * summed at once, in the same order (the same bits); 1 (or rows not so): entry by entry. */
 spk_status spk_csr_spgemm_numeric(spk_context *ctx, const spk_csr *A, const spk_csr *B,
-                                  spk_csr *C, double *acc, int nacc);
+                                  spk_csr *C, double *acc, int nacc, int c);
 int spk_csr_spgemm_threads(void);
 /* Both at once, for a first product: the pattern (C allocated) and its values, the same bits
  * as spk_csr_spgemm_numeric gives on that pattern, in one pass over the partial products.

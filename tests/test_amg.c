@@ -76,7 +76,7 @@ static void test_products(void)
         t_random_csr(ctx, m, k, 3, 11 + s, &A);
         t_random_csr(ctx, k, w, 4, 23 + s, &B);
         T_CHECK(spk_csr_spgemm_symbolic(ctx, &A, &B, &C) == SPK_OK, "%s", spk_last_error(ctx));
-        T_CHECK(spk_csr_spgemm_numeric(ctx, &A, &B, &C, NULL, 0) == SPK_OK, "numeric");
+        T_CHECK(spk_csr_spgemm_numeric(ctx, &A, &B, &C, NULL, 0, 1) == SPK_OK, "numeric");
         double *Da = dense_of(&A), *Db = dense_of(&B), *Dc = dense_of(&C);
         double err = 0.0, ref_max = 0.0;
         int64_t ref_nz = 0;
@@ -110,7 +110,7 @@ static void test_products(void)
             A.val[p] *= -2.0;
         const int nacc = spk_csr_spgemm_threads();
         double *acc = calloc((size_t)nacc * (size_t)(w + 1), sizeof *acc);
-        T_CHECK(spk_csr_spgemm_numeric(ctx, &A, &B, &C, acc, nacc) == SPK_OK, "numeric again");
+        T_CHECK(spk_csr_spgemm_numeric(ctx, &A, &B, &C, acc, nacc, 1) == SPK_OK, "numeric again");
         double *Dc2 = dense_of(&C);
         double err2 = 0.0;
         for (int64_t i = 0; i < m * w; i++)
@@ -152,7 +152,7 @@ static void test_products(void)
         t_random_csr(ctx, 3 * 4096 + 17, 5000, 6, 91, &A);
         t_random_csr(ctx, 5000, 3000, 8, 92, &B);
         T_CHECK(spk_csr_spgemm_symbolic(ctx, &A, &B, &C) == SPK_OK, "%s", spk_last_error(ctx));
-        T_CHECK(spk_csr_spgemm_numeric(ctx, &A, &B, &C, NULL, 0) == SPK_OK, "numeric");
+        T_CHECK(spk_csr_spgemm_numeric(ctx, &A, &B, &C, NULL, 0, 1) == SPK_OK, "numeric");
         T_CHECK(spk_csr_spgemm(ctx, &A, &B, &E, NULL, 0, 1, 1) == SPK_OK, "%s", spk_last_error(ctx));
         T_CHECK(C.nnz > 4 * (A.nnz + B.nnz), "the product has %lld entries, A and B %lld",
                 (long long)C.nnz, (long long)(A.nnz + B.nnz));
@@ -195,6 +195,15 @@ static void test_products(void)
                 "rows one by one (%lld and %lld entries)", cases[q].g, cases[q].c,
                 cases[q].blocked ? "blocked" : "not blocked", (long long)E.nnz,
                 (long long)C.nnz);
+        /* the numeric phase a run at a time against entry by entry, on new values */
+        for (int64_t p = 0; p < A.nnz; p++)
+            A.val[p] = 0.5 - A.val[p] * A.val[p];
+        T_CHECK(spk_csr_spgemm_numeric(ctx, &A, &B, &C, NULL, 0, 1) == SPK_OK &&
+                    spk_csr_spgemm_numeric(ctx, &A, &B, &E, NULL, 0, cases[q].c) == SPK_OK,
+                "%s", spk_last_error(ctx));
+        T_CHECK(memcmp(E.val, C.val, (size_t)C.nnz * sizeof *E.val) == 0,
+                "spk_csr_spgemm_numeric in runs of %d (%s): the bits entry by entry",
+                cases[q].c, cases[q].blocked ? "blocked" : "not blocked");
         spk_csr_free(&A), spk_csr_free(&B), spk_csr_free(&C), spk_csr_free(&E);
     }
 }
@@ -1108,9 +1117,9 @@ static int csr_same(const spk_csr *a, const spk_csr *b)
 }
 
 /* A blocked hierarchy (lame3d with its rigid-body modes: nodes of 3 unknowns, aggregates of
- * 6) is built by the blocked products (spk_csr_spgemm in groups and runs); the numeric
- * phases a refresh runs take the rows one by one: recomputing its values on the same A gives
- * every level's P, R and A the bits it was built with. */
+ * 6) is built by the blocked products (spk_csr_spgemm in groups and runs) and refreshed by
+ * the numeric phases in runs: recomputing its values on the same A gives every level's P, R
+ * and A the bits it was built with. */
 static void test_blocked_bits(void)
 {
     spk_csr A;
