@@ -106,6 +106,13 @@ static int64_t row_product(const spk_csr *A, const spk_csr *B, int64_t i, int32_
     return c;
 }
 
+static spk_status dims_fail(spk_context *ctx, const spk_csr *A, const spk_csr *B)
+{
+    return spk_fail(ctx, SPK_ERR_ARG, "spgemm: A is %lld x %lld, B is %lld x %lld",
+                    (long long)A->nrows, (long long)A->ncols, (long long)B->nrows,
+                    (long long)B->ncols);
+}
+
 /* The product's pattern in two passes over its rows: the first counts each row's columns
  * (row_columns), C is allocated, the second writes them sorted. The reference the one-pass
  * product below is checked against (tests/test_amg.c: spk_csr_spgemm_symbolic +
@@ -115,9 +122,7 @@ spk_status spk_csr_spgemm_symbolic(spk_context *ctx, const spk_csr *A, const spk
 {
     memset(C, 0, sizeof *C);
     if (A->ncols != B->nrows)
-        return spk_fail(ctx, SPK_ERR_ARG, "spgemm: A is %lld x %lld, B is %lld x %lld",
-                        (long long)A->nrows, (long long)A->ncols, (long long)B->nrows,
-                        (long long)B->ncols);
+        return dims_fail(ctx, A, B);
     const int64_t m = A->nrows, w = B->ncols;
     const int nt = spk_omp_threads();
     int64_t *len = spk_malloc(ctx, (size_t)m + 1, sizeof *len);
@@ -309,9 +314,7 @@ static spk_status spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, s
 {
     memset(C, 0, sizeof *C);
     if (A->ncols != B->nrows)
-        return spk_fail(ctx, SPK_ERR_ARG, "spgemm: A is %lld x %lld, B is %lld x %lld",
-                        (long long)A->nrows, (long long)A->ncols, (long long)B->nrows,
-                        (long long)B->ncols);
+        return dims_fail(ctx, A, B);
     const int64_t m = A->nrows, w = B->ncols;
     /* rows in groups of g with the same columns, B's in runs of c (group_product); else 1 */
     const int grouped = (g > 1 || c > 1) && rows_grouped(A, g) && runs_aligned(B, c);
