@@ -381,6 +381,8 @@ static spk_status spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, s
         for (int64_t i = s; i < e; i++) {
             const spgemm_scratch *sc = &scr[who[i - s]];
             const int64_t len = C->rowptr[i + 1] - C->rowptr[i];
+            if (len == 0)                  /* its thread's scratch may not exist */
+                continue;
             memcpy(C->colind + C->rowptr[i], sc->col + off[i - s], (size_t)len * sizeof(int32_t));
             memcpy(C->val + C->rowptr[i], sc->val + off[i - s], (size_t)len * sizeof(double));
         }
