@@ -701,7 +701,7 @@ static void *progress_run(void *arg)
             progress_line(p, now);
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
-        const double nap = p->every < 0.5 ? p->every / 4 : 0.1;
+        const double nap = p->every < 0.004 ? 0.001 : p->every < 0.5 ? p->every / 4 : 0.1;
         until.tv_nsec += (long)(nap * 1e9);
         until.tv_sec += until.tv_nsec / 1000000000L;
         until.tv_nsec %= 1000000000L;
