@@ -162,7 +162,31 @@ static void test_products(void)
                     memcmp(E.val, C.val, (size_t)C.nnz * sizeof *E.val) == 0,
                 "spk_csr_spgemm over blocks: the pattern and bits of symbolic + numeric "
                 "(%lld and %lld entries)", (long long)E.nnz, (long long)C.nnz);
-        spk_csr_free(&A), spk_csr_free(&B), spk_csr_free(&C), spk_csr_free(&E);
+        spk_csr_free(&E);
+        /* each of its allocations failing in turn (scratch, growth of C): SPK_ERR_NOMEM and
+         * nothing left (LeakSanitizer under make test-asan), or the same product */
+        int hits = 0;
+        for (uint64_t k = 1; k <= 200; k++) {
+            const uint64_t at = spk_context_alloc_count(ctx) + k;
+            ctx->fail_alloc_at = at;
+            const spk_status st = spk_csr_spgemm(ctx, &A, &B, &E, NULL, 0, 1, 1);
+            const int hit = spk_context_alloc_count(ctx) >= at;
+            ctx->fail_alloc_at = 0;
+            if (!hit) {
+                T_CHECK(st == SPK_OK && E.nnz == C.nnz &&
+                            memcmp(E.val, C.val, (size_t)C.nnz * sizeof *E.val) == 0,
+                        "no allocation failed: %s", spk_status_str(st));
+                spk_csr_free(&E);
+                break;
+            }
+            hits++;
+            T_CHECK(st == SPK_ERR_NOMEM && E.rowptr == NULL && E.colind == NULL && E.val == NULL,
+                    "allocation %llu of the product failed: %s, C left %p", (unsigned long long)k,
+                    spk_status_str(st), (void *)E.rowptr);
+            spk_csr_free(&E);
+        }
+        T_CHECK(hits >= 5, "the product made %d allocations", hits);
+        spk_csr_free(&A), spk_csr_free(&B), spk_csr_free(&C);
     }
     /* the blocked product (rows in groups of g with the same columns, B in runs of c):
      * 3 x 3 blocks times 3 x 3, 3 x 3 times 6 x 6, and a structure that is not blocked (the
