@@ -77,8 +77,8 @@ typedef struct pc_amg {
     double             setup_s;    /* the whole setup: hierarchy, matrices, uploads         */
     double             host_s;     /* the hierarchy's build (on the host or the device)     */
     char               where[320]; /* where it was built, and why there                     */
-    double             copy_s;     /* the level matrices' handles (their CSRs copied or taken
-                                      over, their statistics)                                */
+    double             copy_s;     /* the level matrices' handles (their CSRs copied, taken
+                                      over or borrowed, their statistics)                    */
     double             format_s;   /* their layouts on the device (conversions and uploads,
                                       or CSRs over the GPU hierarchy's arrays and values)    */
     int                shared;     /* the levels' layouts are CSRs over the GPU hierarchy's
@@ -424,18 +424,22 @@ static spk_status device_values(pc_amg *M, spk_matrix *D, int l, char which)
     return st;
 }
 
-/* A level matrix's handle from the hierarchy's CSR (level l's A, P or R: which): a copy,
- * prepared in its own layout; or, for a GPU-built hierarchy (M->shared), c's arrays taken
- * over and the layout a CSR over the device hierarchy's own arrays: no conversion, no upload,
- * and a refresh's new values are the layout's (its refreshes read only c's sizes). The
- * coarsest A is copied: its inverse's refresh reads its host values. */
+/* A level matrix's handle from the hierarchy's CSR (level l's A, P or R: which): on a CPU
+ * context a handle over c's own arrays (the CPU's CSR layout is the canonical CSR, and a
+ * refresh's new values are already there: nothing copied at the setup or the refresh);
+ * on the GPU a copy, prepared in its own layout; or, for a GPU-built hierarchy (M->shared),
+ * c's arrays taken over and the layout a CSR over the device hierarchy's own arrays: no
+ * conversion, no upload, and a refresh's new values are the layout's (its refreshes read
+ * only c's sizes). The coarsest A is copied: its inverse's refresh reads its host values. */
 static spk_status device_matrix(pc_amg *M, spk_csr *c, int l, char which, spk_matrix **out)
 {
     const double t0 = spk_now();
     const int64_t nrows = c->nrows;
     const int take = M->shared && which != 'I' && !(which == 'A' && l == M->H.nlevels - 1);
     spk_status st = take ? spk_matrix_from_canonical_owned(M->ctx, c, 0, out)
-                         : spk_matrix_from_canonical(M->ctx, c, out);
+                    : M->ctx->device == SPK_DEVICE_CPU
+                        ? spk_matrix_from_canonical_borrowed(M->ctx, c, out)
+                        : spk_matrix_from_canonical(M->ctx, c, out);
     if (!st && take && !(*out)->csr.colind) {     /* its columns on the device only */
         const spk_amg_level *h = &M->H.lev[which == 'A' ? l - 1 : l];
         (*out)->dev_colind = which == 'P' ? h->dPc : which == 'R' ? h->dRc : h->dAc;
@@ -814,7 +818,8 @@ static size_t amg_describe(const void *state, char *buf, size_t len)
         "shared)") : "");
     PUT("  setup %.3f s (the hierarchy %.3f s, %s; the level matrices' handles %.3f s, their "
         "layouts %.3f s%s)", M->setup_s, M->host_s, H->device ? "on the GPU" : "on the host",
-        M->copy_s, M->format_s, M->shared ? ": CSR over the hierarchy's device arrays" : "");
+        M->copy_s, M->format_s, M->shared ? ": CSR over the hierarchy's device arrays"
+        : M->ctx->device == SPK_DEVICE_CPU ? ": the hierarchy's own CSRs, not copied" : "");
 #undef PUT
     return used;
 }

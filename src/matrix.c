@@ -7,17 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Wrap a canonical CSR (taken over, not copied) into a new handle with its statistics
- * (values 0: its values not set yet, their statistics stale). */
-static spk_status matrix_from_owned_csr(spk_context *ctx, spk_csr *csr, int values,
-                                        spk_matrix **out)
+/* Wrap a canonical CSR (taken over, not copied; borrowed: neither, A->csr_borrowed) into a
+ * new handle with its statistics (values 0: its values not set yet, their statistics stale). */
+static spk_status matrix_over_csr(spk_context *ctx, spk_csr *csr, int values, int borrowed,
+                                  spk_matrix **out)
 {
     spk_matrix *A = spk_calloc(ctx, 1, sizeof *A);
     if (!A) {
-        spk_csr_free(csr);
+        if (!borrowed)
+            spk_csr_free(csr);
         return spk_fail(ctx, SPK_ERR_NOMEM, "matrix handle: out of memory");
     }
     A->csr = *csr;
+    A->csr_borrowed = borrowed;
     memset(csr, 0, sizeof *csr);
     if (values) {
         spk_stats_compute(&A->csr, &A->info);
@@ -44,7 +46,7 @@ spk_status spk_matrix_from_canonical(spk_context *ctx, const spk_csr *src, spk_m
         memcpy(c.colind, src->colind, (size_t)src->nnz * sizeof *c.colind);
         memcpy(c.val, src->val, (size_t)src->nnz * sizeof *c.val);
     }
-    return matrix_from_owned_csr(ctx, &c, 1, out);
+    return matrix_over_csr(ctx, &c, 1, 0, out);
 }
 
 spk_status spk_matrix_from_canonical_owned(spk_context *ctx, spk_csr *src, int values,
@@ -55,7 +57,18 @@ spk_status spk_matrix_from_canonical_owned(spk_context *ctx, spk_csr *src, int v
     src->rowptr = NULL;
     src->colind = NULL;
     src->val = NULL;
-    return matrix_from_owned_csr(ctx, &c, values, out);
+    return matrix_over_csr(ctx, &c, values, 0, out);
+}
+
+spk_status spk_matrix_from_canonical_borrowed(spk_context *ctx, const spk_csr *src,
+                                              spk_matrix **out)
+{
+    *out = NULL;
+    if (ctx->device != SPK_DEVICE_CPU)
+        return spk_fail(ctx, SPK_ERR_ARG, "a matrix over another's host arrays is made on a CPU "
+                        "context only");
+    spk_csr c = *src;
+    return matrix_over_csr(ctx, &c, 1, 1, out);
 }
 
 static int matrix_ok(const spk_matrix *A)
@@ -89,7 +102,7 @@ spk_status spk_matrix_read_mtx(spk_context *ctx, const char *path, spk_matrix **
     }
     if (st)
         return st;
-    st = matrix_from_owned_csr(ctx, &csr, 1, A);
+    st = matrix_over_csr(ctx, &csr, 1, 0, A);
     if (!st) {
         (*A)->summed_in = summed;
         (*A)->both_triangles = hdr.both_triangles;
@@ -107,7 +120,7 @@ spk_status spk_matrix_generate(spk_context *ctx, const char *spec, spk_matrix **
     spk_status st = spk_generate_csr(ctx, spec, &csr);
     if (st)
         return st;
-    return matrix_from_owned_csr(ctx, &csr, 1, A);
+    return matrix_over_csr(ctx, &csr, 1, 0, A);
 }
 
 static spk_status check_dims(spk_context *ctx, const char *fn, int64_t nrows, int64_t ncols,
@@ -170,7 +183,7 @@ static spk_status matrix_from_triplets(spk_context *ctx, int csr_in, int64_t nro
     spk_coo_free(&coo);
     if (st)
         return st;
-    if ((st = matrix_from_owned_csr(ctx, &csr, 1, A))) {
+    if ((st = matrix_over_csr(ctx, &csr, 1, 0, A))) {
         spk_free(gptr);
         spk_free(gsrc);
         return st;
@@ -247,7 +260,8 @@ void spk_matrix_destroy(spk_matrix *A)
     if (A->be)
         A->be->destroy(A->state);
     spk_matrix_spmv_release(A);
-    spk_csr_free(&A->csr);
+    if (!A->csr_borrowed)
+        spk_csr_free(&A->csr);
     spk_free(A->gather_ptr);
     spk_free(A->gather_src);
     spk_free(A->stage);

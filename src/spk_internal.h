@@ -431,6 +431,8 @@ struct spk_matrix {
      * fetches them from dev_colind (another's array, which outlives A) */
     const int32_t   *dev_colind;
     int              pattern_stale;
+    int              csr_borrowed; /* csr's arrays are another's (spk_matrix_from_canonical_
+                                      borrowed), which outlives A: never freed or reallocated */
     spk_dist        *dist;         /* a distributed matrix (src/mpi.c), or NULL                 */
 };
 #define SPK_MATRIX_MAGIC 0x5350b4a7u
@@ -444,6 +446,12 @@ spk_status spk_matrix_from_canonical(spk_context *ctx, const spk_csr *src, spk_m
  * (spk_matrix_adopt_layout): only the sizes' statistics are made, the rest when asked. */
 spk_status spk_matrix_from_canonical_owned(spk_context *ctx, spk_csr *src, int values,
                                            spk_matrix **out);
+/* The same over src's arrays, neither copied nor taken (A->csr_borrowed): src must outlive the
+ * handle, and a value update with src->val as its values writes nothing (the AMG levels' handles
+ * on a CPU context, whose CSR layout is the canonical CSR itself). Only for a CPU context: on a
+ * CUDA one the host values can be written by a download. */
+spk_status spk_matrix_from_canonical_borrowed(spk_context *ctx, const spk_csr *src,
+                                              spk_matrix **out);
 /* Give A a layout made elsewhere: state, a state of be's on ctx for A's pattern and values
  * (the AMG levels' CSR over the GPU hierarchy's arrays); A's previous layout is destroyed and
  * why becomes its format reason. */

@@ -213,7 +213,7 @@ spk_status spk_matrix_update_local(spk_context *ctx, spk_matrix *A, int64_t nnz,
                 v += src[gs[q]];
             a[p] = v;
         }
-    } else if (nnz > 0) {
+    } else if (nnz > 0 && a != src) {        /* a borrowed CSR's own values: nothing to copy */
         memcpy(a, src, (size_t)nnz * sizeof *a);
     }
     A->version++;
