@@ -266,6 +266,19 @@ static void test_symmetric_helpers(void)
     spk_csr_diagonal(&A, d);
     T_CHECK(d[0] == 0 && d[1] == 1, "missing diagonal entry reads as 0");
     spk_csr_free(&A);
+
+    /* an entry below the diagonal without its mirror, alone or beside a mirrored pair */
+    int32_t r3[] = {1, 1, 0, 2}, c3[] = {0, 1, 1, 0};
+    double v3[] = {1, 1, 1, 1};
+    T_CHECK(from_triplets(3, 3, 2, r3, c3, v3, &A) == SPK_OK, "build");
+    T_CHECK(spk_csr_is_symmetric(&A) == 0, "a lower entry alone -> not symmetric");
+    spk_csr_free(&A);
+    T_CHECK(from_triplets(3, 3, 4, r3, c3, v3, &A) == SPK_OK, "build");
+    T_CHECK(spk_csr_is_symmetric(&A) == 0, "a lower entry beside a pair -> not symmetric");
+    spk_csr_free(&A);
+    T_CHECK(from_triplets(3, 3, 3, r3, c3, v3, &A) == SPK_OK, "build");
+    T_CHECK(spk_csr_is_symmetric(&A) == 1, "the pair alone is symmetric");
+    spk_csr_free(&A);
 }
 
 /* symmetric storage is expanded: a file with the lower triangle gives the full matrix */
