@@ -237,7 +237,7 @@ static int64_t group_product(const spk_csr *A, const spk_csr *B, int64_t i0, int
                     acc[t] += a * b[t];
             }
         }
-        if (r > 0)
+        if (r > 0 && len > 0)           /* an empty group may have no scratch yet */
             memcpy(out + r * len, out, (size_t)len * sizeof *out);
         for (int64_t q = 0; q < len; q++) {
             val[r * len + q] = ac[out[q]];
@@ -284,6 +284,9 @@ static spk_status c_room(spk_context *ctx, spk_csr *C, int64_t need, int64_t *ca
         return SPK_OK;
     int64_t c = *cap + *cap / 2;
     c = c > need ? c : need;
+    /* the room beyond need only where the memory limit leaves it */
+    if (c > need && spk_csr_bytes(C->nrows, c) > spk_host_memory(ctx, NULL, 0))
+        c = need;
     spk_status st = spk_check_memory(ctx, spk_csr_bytes(C->nrows, c), "the product of %lld x "
                                      "%lld with %lld entries", (long long)C->nrows,
                                      (long long)C->ncols, (long long)c);
@@ -323,10 +326,13 @@ static spk_status spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, s
     /* the first guess at C's entries: A's and B's together (the products of the AMG setup
      * have about as many entries as A), grown by half again while short */
     int64_t cap = A->nnz + B->nnz;
+    if (spk_csr_bytes(m, cap) > spk_host_memory(ctx, NULL, 0))
+        cap = 0;                          /* a guess above the memory limit: grown from none */
     spk_status st = spk_csr_alloc(ctx, m, w, cap, C);
     if (st)
         return st;
-    const int64_t bm = m < SPGEMM_BLOCK ? m : SPGEMM_BLOCK / g * g;
+    /* whole groups a block: at least one (a group longer than a block is a block) */
+    const int64_t bm = m < SPGEMM_BLOCK ? m : SPGEMM_BLOCK / g > 0 ? SPGEMM_BLOCK / g * g : g;
     int32_t *mark = spk_calloc(ctx, (size_t)nt * (size_t)(w > 0 ? w : 1), sizeof *mark);
     int64_t *off = spk_malloc(ctx, (size_t)(bm > 0 ? bm : 1), sizeof *off);
     int *who = spk_malloc(ctx, (size_t)(bm > 0 ? bm : 1), sizeof *who);

@@ -67,6 +67,80 @@ static void test_sort(void)
     }
 }
 
+/* A's rows 0 .. m-1: row i holds column col(i) of ncols with value 1 + i % 3, or nothing
+ * where col(i) < 0 */
+static void one_entry_rows(int64_t m, int64_t ncols, int64_t (*col)(int64_t), spk_csr *A)
+{
+    int64_t nnz = 0;
+    for (int64_t i = 0; i < m; i++)
+        nnz += col(i) >= 0;
+    T_CHECK(spk_csr_alloc(ctx, m, ncols, nnz, A) == SPK_OK, "%s", spk_last_error(ctx));
+    int64_t p = 0;
+    A->rowptr[0] = 0;
+    for (int64_t i = 0; i < m; i++) {
+        if (col(i) >= 0) {
+            A->colind[p] = (int32_t)col(i);
+            A->val[p++] = 1.0 + (double)(i % 3);
+        }
+        A->rowptr[i + 1] = p;
+    }
+}
+static int64_t col_zero(int64_t i) { (void)i; return 0; }
+static int64_t col_half(int64_t i) { return i < 4096 ? 0 : 1; }
+static int64_t col_late(int64_t i) { return i < 2 ? -1 : 0; }
+
+/* The one-pass product at its edges: a group of rows longer than a block of rows (one group
+ * a block, not a block of none), a first group of empty rows (no scratch made yet), and a
+ * memory limit that C fits but C grown by half again does not (C is grown to what it needs) */
+static void test_product_edges(void)
+{
+    spk_csr A, B, C, E;
+    /* 8192 equal rows in one group of 8192, times a 1 x 3 row: every row (1 2 3) a */
+    one_entry_rows(8192, 1, col_zero, &A);
+    T_CHECK(spk_csr_alloc(ctx, 1, 3, 3, &B) == SPK_OK, "%s", spk_last_error(ctx));
+    B.rowptr[0] = 0, B.rowptr[1] = 3;
+    for (int j = 0; j < 3; j++)
+        B.colind[j] = j, B.val[j] = 1.0 + j;
+    for (int64_t i = 0; i < A.nnz; i++)
+        A.val[i] = 2.0;                     /* the group's rows equal in values too */
+    T_CHECK(spk_csr_spgemm(ctx, &A, &B, &E, NULL, 0, 8192, 1) == SPK_OK && E.nnz == 3 * 8192 &&
+                E.val[3 * 8191 + 2] == 6.0 && E.colind[3 * 8191 + 2] == 2,
+            "a group of 8192 rows: %s, %lld entries", spk_last_error(ctx), (long long)E.nnz);
+    spk_csr_free(&A), spk_csr_free(&B), spk_csr_free(&E);
+    /* groups of 2 rows, the first empty, times B in runs of 2 */
+    one_entry_rows(6, 1, col_late, &A);
+    T_CHECK(spk_csr_alloc(ctx, 1, 4, 4, &B) == SPK_OK, "%s", spk_last_error(ctx));
+    B.rowptr[0] = 0, B.rowptr[1] = 4;
+    for (int j = 0; j < 4; j++)
+        B.colind[j] = j, B.val[j] = 0.5 * j;
+    T_CHECK(spk_csr_spgemm(ctx, &A, &B, &C, NULL, 0, 1, 1) == SPK_OK &&
+                spk_csr_spgemm(ctx, &A, &B, &E, NULL, 0, 2, 2) == SPK_OK,
+            "%s", spk_last_error(ctx));
+    T_CHECK(E.nnz == 16 && C.nnz == 16 && E.rowptr[2] == 0 &&
+                memcmp(E.colind, C.colind, 16 * sizeof *E.colind) == 0 &&
+                memcmp(E.val, C.val, 16 * sizeof *E.val) == 0,
+            "a first group of empty rows: %lld entries, row by row %lld", (long long)E.nnz,
+            (long long)C.nnz);
+    spk_csr_free(&A), spk_csr_free(&B), spk_csr_free(&C), spk_csr_free(&E);
+    /* the first block's rows take B's long row, the second's its short one: C's room after
+     * the first block is its need then, and the second block would grow it by half again */
+    const int64_t m = 8192, w = 300;
+    one_entry_rows(m, 2, col_half, &A);
+    T_CHECK(spk_csr_alloc(ctx, 2, w, w + 1, &B) == SPK_OK, "%s", spk_last_error(ctx));
+    B.rowptr[0] = 0, B.rowptr[1] = w, B.rowptr[2] = w + 1;
+    for (int64_t j = 0; j < w; j++)
+        B.colind[j] = (int32_t)j, B.val[j] = 1.0;
+    B.colind[w] = 0, B.val[w] = 1.0;
+    const int64_t final = 4096 * w + 4096;
+    const double saved = ctx->host_memory_limit;
+    ctx->host_memory_limit = 1.2 * spk_csr_bytes(m, final);
+    const spk_status st = spk_csr_spgemm(ctx, &A, &B, &E, NULL, 0, 1, 1);
+    ctx->host_memory_limit = saved;
+    T_CHECK(st == SPK_OK && E.nnz == final, "C of %.3g MB under a limit of 1.2 times that: %s, %s",
+            spk_csr_bytes(m, final) / 1e6, spk_status_str(st), st ? spk_last_error(ctx) : "");
+    spk_csr_free(&A), spk_csr_free(&B), spk_csr_free(&E);
+}
+
 static void test_products(void)
 {
     const int64_t shapes[][3] = {{30, 40, 25}, {1, 7, 1}, {50, 1, 60}, {200, 150, 90}, {0, 5, 4}};
@@ -230,6 +304,7 @@ static void test_products(void)
                 cases[q].c, cases[q].blocked ? "blocked" : "not blocked");
         spk_csr_free(&A), spk_csr_free(&B), spk_csr_free(&C), spk_csr_free(&E);
     }
+    test_product_edges();
 }
 
 /* ---- the hierarchy's parts against their definitions ------------------------------------ */
