@@ -725,6 +725,11 @@ static spk_status run_auto(spk_solver *S, const double *d_b, double *d_x)
     res->reason_detail[0] = '\0';
     if ((st = S->ops->copy(S->ctx, k->n, x0, d_x)))
         return st;
+    /* the thread fit starts again with the second method: its iterations count from 0, and
+     * GMRES's probe is a whole cycle */
+    const int cycled = m2 == SPK_METHOD_GMRES || m2 == SPK_METHOD_FGMRES;
+    spk_threads_end(&k->threads);
+    spk_threads_begin(&k->threads, S->ctx->device, k->n, cycled ? S->opt.restart : 0);
     return run_scaled(S, method_of(m2), d_b, d_x);
 }
 

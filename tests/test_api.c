@@ -281,6 +281,20 @@ static int log_threads(void *user, int64_t it, double rnorm, double rel, double 
     return 0;
 }
 
+/* log_threads for the second method of --method auto only: the records after the iteration
+ * number first goes back (count[0] stays -1 until then) */
+static int log_second_run(void *user, int64_t it, double rnorm, double rel, double seconds)
+{
+    thread_log *l = (thread_log *)user;
+    if (l->count[0] == 0 && it < l->last)
+        l->count[0] = -1;             /* the handover seen; count[0] is the marker */
+    l->last = it;
+    if (l->count[0] < 0 && it > 0 && it < 64)
+        l->count[it] = omp_get_max_threads();
+    (void)rnorm, (void)rel, (void)seconds;
+    return 0;
+}
+
 /* z = r after 12 ms: an iteration long enough that a probe of the fit ends by time */
 static spk_status slow_identity(void *user, int64_t n, const double *r, double *z)
 {
@@ -356,6 +370,36 @@ static void test_threads_fit(void)
     spk_result_free(&r);
     T_CHECK(l1.count[1] == 1 && l1.count[2] == p, "long iterations: %d threads after the "
             "first, %d after the second (want 1, then %d)", l1.count[1], l1.count[2], p);
+    free(b);
+    free(x);
+    spk_matrix_destroy(A);
+
+    /* --method auto's handover from BiCGStab to GMRES starts the fit again: GMRES's first
+     * probe is a whole cycle (restart iterations), on one thread, whatever BiCGStab chose */
+    T_CHECK(spk_matrix_read_mtx(ctx, t_input("bayer10.mtx"), &A) == SPK_OK, "%s",
+            spk_last_error(ctx));
+    const int64_t nb = A->csr.nrows;
+    b = malloc((size_t)nb * sizeof *b), x = calloc((size_t)nb, sizeof *x);
+    for (int64_t i = 0; i < nb; i++)
+        b[i] = 1.0;
+    thread_log h;
+    memset(&h, 0, sizeof h);
+    h.last = -1;
+    spk_options_default(&o);
+    o.method = SPK_METHOD_AUTO;
+    o.precond = SPK_PRECOND_NONE;
+    o.restart = 20;
+    o.maxiter = 200;
+    o.monitor = log_second_run;
+    o.monitor_user = &h;
+    T_CHECK(spk_solve(ctx, A, b, x, &o, &r) == SPK_OK, "%s", spk_last_error(ctx));
+    const int handed = r.method == SPK_METHOD_GMRES;
+    spk_result_free(&r);
+    int one = handed && h.count[0] < 0;
+    for (int i = 1; i < 20; i++)
+        one &= h.count[i] == 1;
+    T_CHECK(one, "GMRES after BiCGStab (%s): its first cycle's threads %d %d ... %d (want 1)",
+            handed ? "handed over" : "no handover", h.count[1], h.count[2], h.count[19]);
     omp_set_num_threads(caller);
     free(b);
     free(x);

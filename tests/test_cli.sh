@@ -410,6 +410,12 @@ check "--monitor prints the solve's lines, --progress none of its own" \
 run "$SOLVE" -A poisson3d:90 --device cpu --precond amg --maxiter 1 --progress 0.05
 check "--progress 0.05: the AMG setup gets its lines (rc=$rc)" \
   grep -q "^solve: setting up the solver (preconditioner amg): [0-9.]* s$" "$T/err"
+# a stderr that nobody reads for a while (a paused pager): the ticker's lines wait in the full
+# pipe, the solve does not (it ran its 1.5 s, not the reader's 5)
+( "$SOLVE" -A poisson3d:60 --device cpu --method cg --precond none --rtol 0 --max-time 1.5 \
+    --progress 0.0001 --json 2>&1 >"$T/pj.json"; echo $? >"$T/pj.rc" ) | (sleep 5; cat >/dev/null)
+check "a blocked stderr does not hold the solve (rc=$(cat "$T/pj.rc"), $(grep -o '"solve_s": [0-9.e+-]*' "$T/pj.json"))" \
+  python3 -c "import json,sys; r=json.load(open('$T/pj.json')); sys.exit(not r['solve_s'] < 3.5)"
 run "$SOLVE" -A "$IN/bcsstk09.mtx" --device cpu --progress -1
 check "--progress -1 is refused (rc=$rc)" test "$rc" -eq 2
 run "$SOLVE" -A "$IN/bcsstk09.mtx" --device cpu --progress 2e6

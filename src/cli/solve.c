@@ -281,8 +281,11 @@ static void usage_fail(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn))
 #endif
     ;
+static void progress_stop(void);
+
 static void usage_fail(const char *fmt, ...)
 {
+    progress_stop();                     /* no progress line after the message */
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -337,6 +340,7 @@ static void fail_exit(spk_context *ctx, int code, const char *status, const char
     ;
 static void fail_exit(spk_context *ctx, int code, const char *status, const char *fmt, ...)
 {
+    progress_stop();
     char msg[4096];
     va_list ap;
     va_start(ap, fmt);
@@ -673,7 +677,9 @@ static double mono_now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static void progress_line(progress *p, double now)
+/* The line into buf, p's fields read under the lock; printed after it is let go, so that a
+ * stderr that blocks (a full pipe, a paused pager) never holds the solve's monitor. */
+static void progress_line(progress *p, double now, char *buf, size_t len)
 {
     char solve[160] = "";
     if (p->it >= 0) {
@@ -686,7 +692,7 @@ static void progress_line(progress *p, double now)
             snprintf(solve + n, sizeof solve - (size_t)n, " (rtol in ~%.0f more at this rate)",
                      ceil(log(p->rtol / p->rel) / rate));
     }
-    fprintf(stderr, "solve: %s: %.1f s%s\n", p->step, now - p->t0, solve);
+    snprintf(buf, len, "solve: %s: %.1f s%s\n", p->step, now - p->t0, solve);
     p->last = now;
 }
 
@@ -697,8 +703,15 @@ static void *progress_run(void *arg)
     while (!p->quit) {
         const double now = mono_now();
         if (p->step[0] && !(p->monitored && p->it >= 0) && now - p->t0 >= p->every &&
-            now - p->last >= p->every)
-            progress_line(p, now);
+            now - p->last >= p->every) {
+            char line[sizeof p->step + 256];
+            progress_line(p, now, line, sizeof line);
+            pthread_mutex_unlock(&p->lock);
+            fputs(line, stderr);
+            pthread_mutex_lock(&p->lock);
+            if (p->quit)
+                break;
+        }
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         const double nap = p->every < 0.004 ? 0.001 : p->every < 0.5 ? p->every / 4 : 0.1;
@@ -718,8 +731,15 @@ static void progress_start(double every, double rtol, int monitored)
     prog.rtol = rtol;
     prog.monitored = monitored;
     prog.it = -1;
-    if (every > 0 && pthread_create(&prog.thread, NULL, progress_run, &prog) == 0)
+    if (every <= 0)
+        return;
+    /* the thread takes no signal: SIGINT's handler runs on the main thread, which polls it */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    if (pthread_create(&prog.thread, NULL, progress_run, &prog) == 0)
         prog.running = 1;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* A new step begins ("" : none); printf-style. */
@@ -1806,8 +1826,10 @@ int main(int argc, char **argv)
 #ifdef SPK_CLI_MPI
     if (mpi_on) {
         const int go = mpi_go(0);
-        if (go)
+        if (go) {
+            progress_stop();
             exit(finish(go));                        /* rank 0 said why */
+        }
     }
 #endif
     c.opt.history = c.history != NULL;
