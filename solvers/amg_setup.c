@@ -242,9 +242,39 @@ static void inv_diagonal(const spk_csr *A, double *dinv)
  * each list their nodes in increasing order; they are merged, ties taken from the lower row
  * first, so that c_ij^2 is summed over the entries of block (i, j) row by row, in A's order.
  * pj, pv: scratch of the bs rows' length. */
+/* theta 0 keeps every neighbour whatever its norm: where the node's bs rows hold the same
+ * columns (a blocked matrix: a node couples to whole nodes), its neighbours are its first
+ * row's columns by node, in order, without the merge or the norms. -1 where the rows differ. */
+static int64_t strong_all(const spk_csr *A, int bs, int64_t i, int32_t *out)
+{
+    const int64_t r0 = A->rowptr[i * bs], len = A->rowptr[i * bs + 1] - r0;
+    for (int c = 1; c < bs; c++) {
+        const int64_t rc = A->rowptr[i * bs + c];
+        if (A->rowptr[i * bs + c + 1] - rc != len ||
+            memcmp(A->colind + rc, A->colind + r0, (size_t)len * sizeof *A->colind) != 0)
+            return -1;
+    }
+    int64_t kept = 0, last = -1;
+    for (int64_t p = r0; p < r0 + len; p++) {
+        const int64_t j = A->colind[p] / bs;
+        if (j != i && j != last) {
+            if (out)
+                out[kept] = (int32_t)j;
+            kept++;
+        }
+        last = j;
+    }
+    return kept;
+}
+
 static int64_t strong_of(const spk_csr *A, int bs, double theta, const double *cd, int64_t i,
                          int32_t *pj, double *pv, int32_t *out)
 {
+    if (theta == 0.0 && bs > 1) {
+        const int64_t kept = strong_all(A, bs, i, out);
+        if (kept >= 0)
+            return kept;
+    }
     int64_t pos[AMG_MAX_BS], end[AMG_MAX_BS];
     for (int c = 0; c < bs; c++) {
         pos[c] = A->rowptr[i * bs + c];

@@ -1257,6 +1257,40 @@ static int csr_same(const spk_csr *a, const spk_csr *b)
            memcmp(a->val, b->val, (size_t)a->nnz * sizeof *a->val) == 0;
 }
 
+/* theta 0 keeps every neighbour: on a blocked matrix the strength graph is read off a node's
+ * first row (no merge of its rows, no norms); on rows that differ within a node the merge
+ * runs. Either way the aggregates at every level are those of a threshold too small to drop
+ * anything (1e-300, which takes the merge and the norms). */
+static void test_strength_theta0(void)
+{
+    static const char *const specs[] = {"lame3d:10", "poisson3d:12"};
+    for (int s = 0; s < 2; s++) {
+        spk_csr A;
+        gen(specs[s], &A);
+        spk_amg_options o;
+        memset(&o, 0, sizeof o);
+        o.block_size = 3;
+        double *xyz = s == 0 ? rigid_modes_of(specs[s], &o) : NULL;
+        o.max_coarse = 50;
+        spk_amg_hier H[2];
+        for (int t = 0; t < 2; t++) {
+            o.theta = t ? 1e-300 : 0.0;
+            T_CHECK(spk_amg_build(ctx, &A, 1, &o, &H[t]) == SPK_OK, "%s", spk_last_error(ctx));
+        }
+        int same = H[0].nlevels == H[1].nlevels && H[0].nlevels >= 2;
+        for (int l = 0; same && l + 1 < H[0].nlevels; l++)
+            same = H[0].lev[l].naggs == H[1].lev[l].naggs &&
+                   memcmp(H[0].lev[l].agg, H[1].lev[l].agg,
+                          (size_t)(H[0].lev[l].n / H[0].lev[l].bs) * sizeof *H[0].lev[l].agg) == 0;
+        T_CHECK(same, "%s, block size 3: the aggregates of theta 0 and of 1e-300 differ (%d and "
+                "%d levels)", specs[s], H[0].nlevels, H[1].nlevels);
+        spk_amg_free(&H[0]);
+        spk_amg_free(&H[1]);
+        spk_free(xyz);
+        spk_csr_free(&A);
+    }
+}
+
 /* A blocked hierarchy (lame3d with its rigid-body modes: nodes of 3 unknowns, aggregates of
  * 6) is built by the blocked products (spk_csr_spgemm in groups and runs) and refreshed by
  * the numeric phases in runs: recomputing its values on the same A gives every level's P, R
@@ -1784,6 +1818,7 @@ int main(int argc, char **argv)
     if (dev == SPK_DEVICE_CPU) {                   /* host code: once is enough */
         test_sort();
         test_blocked_bits();
+        test_strength_theta0();
         test_products();
         test_hierarchy();
         test_isolated();
