@@ -238,10 +238,7 @@ static void inv_diagonal(const spk_csr *A, double *dinv)
 
 /* The graph of strong connections between nodes of bs unknowns (no self loops): node j is a
  * neighbour of i when the Frobenius norm c_ij of block (i, j) is >= theta sqrt(c_ii c_jj). */
-/* Node i's strong neighbours in increasing order into out (NULL: only counted). Its bs rows
- * each list their nodes in increasing order; they are merged, ties taken from the lower row
- * first, so that c_ij^2 is summed over the entries of block (i, j) row by row, in A's order.
- * pj, pv: scratch of the bs rows' length. */
+
 /* theta 0 keeps every neighbour whatever its norm: where the node's bs rows hold the same
  * columns (a blocked matrix: a node couples to whole nodes), its neighbours are its first
  * row's columns by node, in order, without the merge or the norms. -1 where the rows differ. */
@@ -267,6 +264,10 @@ static int64_t strong_all(const spk_csr *A, int bs, int64_t i, int32_t *out)
     return kept;
 }
 
+/* Node i's strong neighbours in increasing order into out (NULL: only counted). Its bs rows
+ * each list their nodes in increasing order; they are merged, ties taken from the lower row
+ * first, so that c_ij^2 is summed over the entries of block (i, j) row by row, in A's order.
+ * pj, pv: scratch of the bs rows' length. At theta 0 a blocked node takes strong_all. */
 static int64_t strong_of(const spk_csr *A, int bs, double theta, const double *cd, int64_t i,
                          int32_t *pj, double *pv, int32_t *out)
 {
