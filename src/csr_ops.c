@@ -277,6 +277,12 @@ static int scratch_room(spk_context *ctx, spgemm_scratch *s, int64_t need)
     return 1;
 }
 
+/* A CSR of nrows rows and nnz entries within the host memory the context may use. */
+static int csr_fits(const spk_context *ctx, int64_t nrows, int64_t nnz)
+{
+    return !(spk_csr_bytes(nrows, nnz) > spk_host_memory(ctx, NULL, 0));
+}
+
 /* C's arrays with room for cap entries (grown by half again past what is needed). */
 static spk_status c_room(spk_context *ctx, spk_csr *C, int64_t need, int64_t *cap)
 {
@@ -285,7 +291,7 @@ static spk_status c_room(spk_context *ctx, spk_csr *C, int64_t need, int64_t *ca
     int64_t c = *cap + *cap / 2;
     c = c > need ? c : need;
     /* the room beyond need only where the memory limit leaves it */
-    if (c > need && spk_csr_bytes(C->nrows, c) > spk_host_memory(ctx, NULL, 0))
+    if (c > need && !csr_fits(ctx, C->nrows, c))
         c = need;
     spk_status st = spk_check_memory(ctx, spk_csr_bytes(C->nrows, c), "the product of %lld x "
                                      "%lld with %lld entries", (long long)C->nrows,
@@ -326,7 +332,7 @@ static spk_status spgemm(spk_context *ctx, const spk_csr *A, const spk_csr *B, s
     /* the first guess at C's entries: A's and B's together (the products of the AMG setup
      * have about as many entries as A), grown by half again while short */
     int64_t cap = A->nnz + B->nnz;
-    if (spk_csr_bytes(m, cap) > spk_host_memory(ctx, NULL, 0))
+    if (!csr_fits(ctx, m, cap))
         cap = 0;                          /* a guess above the memory limit: grown from none */
     spk_status st = spk_csr_alloc(ctx, m, w, cap, C);
     if (st)

@@ -138,6 +138,18 @@ static void test_product_edges(void)
     ctx->host_memory_limit = saved;
     T_CHECK(st == SPK_OK && E.nnz == final, "C of %.3g MB under a limit of 1.2 times that: %s, %s",
             spk_csr_bytes(m, final) / 1e6, spk_status_str(st), st ? spk_last_error(ctx) : "");
+    spk_csr_free(&E);
+    /* every row takes B's short row: C has m entries, its first guess (A's and B's entries
+     * together) some 1.04 m, over a limit of C's size alone: C grows from none instead */
+    for (int64_t p = 0; p < A.nnz; p++)
+        A.colind[p] = 1;
+    B.rowptr[1] = w;
+    ctx->host_memory_limit = spk_csr_bytes(m, m);
+    const spk_status s2 = spk_csr_spgemm(ctx, &A, &B, &E, NULL, 0, 1, 1);
+    ctx->host_memory_limit = saved;
+    T_CHECK(s2 == SPK_OK && E.nnz == m, "C of %lld entries, A and B %lld, under a limit of C's "
+            "size: %s, %s", (long long)m, (long long)(A.nnz + B.nnz), spk_status_str(s2),
+            s2 ? spk_last_error(ctx) : "");
     spk_csr_free(&A), spk_csr_free(&B), spk_csr_free(&E);
 }
 
